@@ -1,0 +1,58 @@
+// Process start-up and shutdown: MPI, the node topology, the GPU each rank
+// binds to (by node-local rank), Kokkos, and the memory tracker.
+//
+//   burst::Runtime rt(&argc, &argv);   // MPI_Init, topology, device, Kokkos
+//   rt.world(); rt.topology(); rt.device_id();
+//
+// The world communicator is MPI_COMM_WORLD reordered so that the ranks of one
+// node are contiguous (rank = node * L + local), whatever placement the
+// launcher used.
+#pragma once
+
+#include "comm/topology.hpp"
+
+#include <mpi.h>
+
+#include <string>
+
+namespace burst {
+
+class Runtime {
+ public:
+  Runtime(int* argc, char*** argv);
+  ~Runtime();
+  Runtime(const Runtime&) = delete;
+  Runtime& operator=(const Runtime&) = delete;
+
+  static Runtime& current();  // the live runtime; error if none
+
+  MPI_Comm world() const { return world_; }
+  int rank() const { return topo_.rank; }
+  int size() const { return topo_.world_size; }
+  const Topology& topology() const { return topo_; }
+  // Hardware node-local rank and size (the shared-memory split), which pick
+  // the GPU, independent of any BURST_GPUS_PER_NODE emulation.
+  int hw_local_rank() const { return hw_local_rank_; }
+  int hw_local_size() const { return hw_local_size_; }
+  int device_id() const { return device_id_; }      // -1 on host builds
+  int device_count() const { return device_count_; }  // 0 on host builds
+  std::string hostname() const;
+
+ private:
+  MPI_Comm world_ = MPI_COMM_NULL;
+  Topology topo_;
+  int hw_local_rank_ = 0, hw_local_size_ = 1;
+  int device_id_ = -1, device_count_ = 0;
+  bool owns_mpi_ = false;
+};
+
+// The launcher's rank before MPI is up (PMI_RANK, OMPI_COMM_WORLD_RANK,
+// SLURM_PROCID, PMIX_RANK), or 0. Used to print CLI errors once.
+int launcher_rank();
+
+// Print an error and leave: bad input (config, flags, data: the same on every
+// rank) is reported by rank 0 and ends with status 2 on every rank; any other
+// error is reported by the rank that hit it and aborts the job.
+[[noreturn]] void exit_on_error(const std::exception& e);
+
+}  // namespace burst

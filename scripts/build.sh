@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Configure and build against the bootstrap's Kokkos.
+#   scripts/build.sh [--cuda] [--build-dir DIR] [--deps-include DIR] [extra cmake args]
+set -euo pipefail
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+root=$(cd "$here/.." && pwd)
+backend=host
+build=""
+extra=()
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --cuda) backend=cuda ;;
+    --build-dir) build=$2; shift ;;
+    --deps-include) extra+=("-DBURST_DEPS_INCLUDE=$2"); shift ;;
+    *) extra+=("$1") ;;
+  esac
+  shift
+done
+prefix=$("$here/bootstrap.sh" --print-prefix $([ "$backend" = cuda ] && echo --cuda))
+[ -f "$prefix/.complete" ] || { echo "build: Kokkos ($backend) is not built yet: run scripts/bootstrap.sh $([ "$backend" = cuda ] && echo --cuda)" >&2; exit 1; }
+build=${build:-$root/build-$backend}
+gen=(); command -v ninja >/dev/null && gen=(-G Ninja)
+if [ "$backend" = cuda ]; then
+  extra=(-DBURST_ENABLE_CUDA=ON -DCMAKE_CXX_COMPILER="$prefix/bin/nvcc_wrapper" "${extra[@]}")
+  export NVCC_WRAPPER_DEFAULT_COMPILER=${NVCC_WRAPPER_DEFAULT_COMPILER:-g++}
+fi
+if [ ! -f "$build/CMakeCache.txt" ]; then
+  cmake -S "$root" -B "$build" "${gen[@]}" -DKokkos_ROOT="$prefix" -DCMAKE_PREFIX_PATH="$prefix" "${extra[@]}"
+elif [ ${#extra[@]} -gt 0 ]; then
+  cmake "$build" "${extra[@]}"
+fi
+cmake --build "$build" -j "${BURST_JOBS:-$(nproc)}"
+echo "$build"

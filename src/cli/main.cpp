@@ -1,0 +1,60 @@
+// The `burst` executable: parses the command line (identically on every
+// rank), starts the runtime, runs one subcommand.
+#include "cli/commands.hpp"
+#include "core/error.hpp"
+
+#include <CLI/CLI.hpp>
+
+#include <cstdio>
+#include <memory>
+
+int main(int argc, char** argv) {
+  using namespace burst;
+  CLI::App app{"BurstEngine: distributed training of transformers on sequences of 1M+ tokens"};
+  app.set_version_flag("--version", BURST_VERSION);
+  app.require_subcommand(1);
+
+  auto* info = app.add_subcommand("info", "backend, devices, ranks, node topology, GPU binding, dependency versions");
+
+  auto* bench = app.add_subcommand("bench", "benchmarks writing HDF5 under experiments/results");
+  bench->require_subcommand(1);
+  cli::BenchGemmOptions gemm_opt;
+  auto* gemm = bench->add_subcommand("gemm", "GEMM GFLOP/s per rank through kernels::gemm");
+  gemm->add_option("--config", gemm_opt.config, "TOML run file with a [bench] table")->check(CLI::ExistingFile);
+  gemm->add_option("--set", gemm_opt.sets, "override a key: --set bench.sizes=[512,1024]");
+  gemm->add_option("--output", gemm_opt.output, "HDF5 output (default: bench.output)");
+
+  if (argc > 1 && argv[1][0] != '-') {
+    bool known = false;
+    std::string names;
+    for (auto* sc : app.get_subcommands([](CLI::App*) { return true; })) {
+      known = known || sc->get_name() == argv[1];
+      names += (names.empty() ? "" : ", ") + sc->get_name();
+    }
+    if (!known) {
+      if (launcher_rank() == 0) std::fprintf(stderr, "burst: error: unknown subcommand '%s' (known: %s; see --help)\n", argv[1], names.c_str());
+      return 2;
+    }
+  }
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    // Every rank parses the same line; rank 0 speaks for all.
+    if (launcher_rank() == 0) app.exit(e);
+    return e.get_exit_code() == 0 ? 0 : 2;
+  }
+
+  // The runtime lives outside the try block so that an error is handled
+  // while MPI is still up (a failing rank must be able to abort the job).
+  std::unique_ptr<Runtime> rt;
+  int rc = 0;
+  try {
+    rt = std::make_unique<Runtime>(&argc, &argv);
+    if (*info) rc = cli::cmd_info(*rt);
+    else if (*gemm) rc = cli::cmd_bench_gemm(*rt, gemm_opt);
+  } catch (const std::exception& e) {
+    exit_on_error(e);
+  }
+  rt.reset();
+  return rc;
+}

@@ -1,0 +1,82 @@
+#include "io/run_log.hpp"
+
+#include "core/error.hpp"
+
+#include <hdf5.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+namespace burst::io {
+
+namespace {
+constexpr hsize_t kChunk = 256;
+}
+
+RunLog::RunLog(H5File& file, const std::string& group) : file_(file), group_(group) {
+  file_.create_group(group_);
+  if (file_.has_attr(group_, "rows")) rows_ = static_cast<std::uint64_t>(file_.attr_int(group_, "rows"));
+  else file_.set_attr(group_, "rows", std::int64_t(0));
+  if (file_.has_attr(group_, "columns")) {
+    std::string cols = file_.attr_string(group_, "columns");
+    size_t start = 0;
+    while (start < cols.size()) {
+      size_t end = cols.find(',', start);
+      if (end == std::string::npos) end = cols.size();
+      if (end > start) columns_.push_back(cols.substr(start, end - start));
+      start = end + 1;
+    }
+  }
+}
+
+void RunLog::add_column(const std::string& name) {
+  BURST_CHECK_IO(!name.empty() && name.find('/') == std::string::npos && name.find(',') == std::string::npos,
+                 "run-log column name '", name, "' must be non-empty without '/' or ','");
+  const std::string path = group_ + "/" + name;
+  hsize_t cur[1] = {rows_}, max[1] = {H5S_UNLIMITED}, chunk[1] = {kChunk};
+  hid_t space = H5Screate_simple(1, cur, max);
+  hid_t dcpl = H5Pcreate(H5P_DATASET_CREATE);
+  H5Pset_chunk(dcpl, 1, chunk);
+  double nan = std::numeric_limits<double>::quiet_NaN();
+  H5Pset_fill_value(dcpl, H5T_NATIVE_DOUBLE, &nan);
+  hid_t d = H5Dcreate2(file_.id(), path.c_str(), H5T_NATIVE_DOUBLE, space, H5P_DEFAULT, dcpl, H5P_DEFAULT);
+  H5Pclose(dcpl);
+  H5Sclose(space);
+  BURST_CHECK_IO(d >= 0, "cannot create run-log column '", path, "' in '", file_.path(), "'");
+  H5Dclose(d);
+  columns_.push_back(name);
+  std::string all;
+  for (auto& c : columns_) all += (all.empty() ? "" : ",") + c;
+  file_.set_attr(group_, "columns", all);
+}
+
+void RunLog::append(const std::vector<std::pair<std::string, double>>& row) {
+  for (auto& [name, _] : row)
+    if (std::find(columns_.begin(), columns_.end(), name) == columns_.end()) add_column(name);
+  const hsize_t n = rows_ + 1;
+  for (auto& col : columns_) {
+    const std::string path = group_ + "/" + col;
+    double v = std::numeric_limits<double>::quiet_NaN();
+    for (auto& [name, x] : row)
+      if (name == col) v = x;
+    hid_t d = H5Dopen2(file_.id(), path.c_str(), H5P_DEFAULT);
+    BURST_CHECK_IO(d >= 0, "run-log column '", path, "' vanished from '", file_.path(), "'");
+    hsize_t ext[1] = {n};
+    herr_t ok = H5Dset_extent(d, ext);
+    hid_t fs = H5Dget_space(d);
+    hsize_t start[1] = {rows_}, count[1] = {1};
+    H5Sselect_hyperslab(fs, H5S_SELECT_SET, start, nullptr, count, nullptr);
+    hid_t ms = H5Screate_simple(1, count, nullptr);
+    if (ok >= 0) ok = H5Dwrite(d, H5T_NATIVE_DOUBLE, ms, fs, H5P_DEFAULT, &v);
+    H5Sclose(ms);
+    H5Sclose(fs);
+    H5Dclose(d);
+    BURST_CHECK_IO(ok >= 0, "cannot append row ", rows_, " to '", path, "' in '", file_.path(), "' (disk full?)");
+  }
+  rows_ = n;
+  file_.set_attr(group_, "rows", static_cast<std::int64_t>(rows_));
+  file_.flush();
+}
+
+}  // namespace burst::io

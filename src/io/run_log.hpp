@@ -1,0 +1,34 @@
+// Append-only run log: one row per step, one extendable float64 dataset per
+// column under a group ("log/loss", "log/lr", ...), flushed after every row
+// so a killed run keeps what it logged. A column first seen at row k is
+// filled with NaN for rows 0..k-1. Readable with h5py:
+//   f["log/loss"][:]   f["log"].attrs["rows"]
+#pragma once
+
+#include "io/h5.hpp"
+
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace burst::io {
+
+class RunLog {
+ public:
+  // Opens (creating if needed) the group in an open file; continues after
+  // any rows already there, so a resumed run appends to its old log.
+  RunLog(H5File& file, const std::string& group = "log");
+
+  void append(const std::vector<std::pair<std::string, double>>& row);
+  std::uint64_t rows() const { return rows_; }
+  const std::vector<std::string>& columns() const { return columns_; }
+
+ private:
+  void add_column(const std::string& name);
+  H5File& file_;
+  std::string group_;
+  std::uint64_t rows_ = 0;
+  std::vector<std::string> columns_;
+};
+
+}  // namespace burst::io

@@ -1,0 +1,134 @@
+#include "core/config.hpp"
+#include "core/error.hpp"
+
+#include <gtest/gtest.h>
+
+using burst::Config;
+using burst::ConfigSchema;
+using burst::Error;
+
+namespace {
+ConfigSchema schema() {
+  ConfigSchema s;
+  s.integer("model.heads", 8, 1, 1024, "query heads")
+      .integer("model.kv_heads", 8, 1, 1024, "key/value heads")
+      .real("train.lr", 3e-4, 0, 10, "learning rate")
+      .boolean("train.fused_loss", true, "fuse LM head and loss")
+      .string("parallel.method", "burst", {"ring", "burst", "ulysses"}, "attention method")
+      .string("io.run_log", "run.h5", {}, "run log path")
+      .int_list("bench.sizes", {256}, 1, 16384, "sizes")
+      .rule([](const Config& c) -> std::string {
+        if (c.get_int("model.heads") % c.get_int("model.kv_heads") != 0)
+          return "model.heads = " + std::to_string(c.get_int("model.heads")) + " must be divisible by model.kv_heads = " +
+                 std::to_string(c.get_int("model.kv_heads"));
+        return "";
+      });
+  return s;
+}
+
+std::string error_of(const std::string& text) {
+  try {
+    schema().parse_string(text, "run.toml");
+  } catch (const Error& e) {
+    EXPECT_EQ(e.exit_code(), 2);
+    return e.what();
+  }
+  return "(no error)";
+}
+}  // namespace
+
+TEST(Config, DefaultsAndValues) {
+  Config c = schema().parse_string("[model]\nheads = 16\nkv_heads = 4\n[train]\nlr = 1\n[bench]\nsizes = [64, 128]\n", "run.toml");
+  EXPECT_EQ(c.get_int("model.heads"), 16);
+  EXPECT_EQ(c.get_real("train.lr"), 1.0);  // an integer is accepted for a real
+  EXPECT_TRUE(c.get_bool("train.fused_loss"));
+  EXPECT_EQ(c.get_string("parallel.method"), "burst");
+  EXPECT_EQ(c.get_int_list("bench.sizes"), (std::vector<std::int64_t>{64, 128}));
+  EXPECT_EQ(c.origin("model.heads"), "run.toml:2");
+  EXPECT_EQ(c.origin("parallel.method"), "default");
+  EXPECT_NE(c.dump().find("model.heads = 16"), std::string::npos);
+}
+
+TEST(Config, DottedKeysAndInlineTables) {
+  Config c = schema().parse_string("model.heads = 4\nmodel.kv_heads = 2\nparallel = { method = \"ring\" }\n", "x.toml");
+  EXPECT_EQ(c.get_int("model.heads"), 4);
+  EXPECT_EQ(c.get_string("parallel.method"), "ring");
+}
+
+TEST(Config, UnknownKeyIsRefusedWithSuggestion) {
+  EXPECT_EQ(error_of("[train]\nlr = 0.1\nfused_los = false\n"),
+            "unknown key 'train.fused_los' at run.toml:3; did you mean 'train.fused_loss'?");
+  EXPECT_EQ(error_of("[modle]\nheads = 2\n"), "unknown section [modle] at run.toml:1; did you mean 'model'?");
+  EXPECT_EQ(error_of("zzz = 1\n"), "unknown key 'zzz' at run.toml:1");
+}
+
+TEST(Config, WrongTypes) {
+  EXPECT_EQ(error_of("[model]\nheads = \"eight\"\n"), "model.heads at run.toml:2 must be an integer, got a TOML string");
+  EXPECT_EQ(error_of("[model]\nheads = 2.5\n"), "model.heads at run.toml:2 must be an integer, got a TOML floating-point");
+  EXPECT_EQ(error_of("[train]\nfused_loss = 1\n"), "train.fused_loss at run.toml:2 must be true or false, got a TOML integer");
+  EXPECT_EQ(error_of("[bench]\nsizes = [1, \"a\"]\n"),
+            "bench.sizes at run.toml:2 must be a list of integers, but an element is a TOML string");
+  EXPECT_EQ(error_of("[model]\nheads = [1]\n"), "model.heads at run.toml:2 must be an integer, got a TOML array");
+}
+
+TEST(Config, ImpossibleValues) {
+  EXPECT_EQ(error_of("[model]\nheads = 0\n"), "model.heads = 0 at run.toml:2 is out of range: must be in [1, 1024]");
+  EXPECT_EQ(error_of("[train]\nlr = -1e-3\n"), "train.lr = -0.001 at run.toml:2 is out of range: must be in [0, 10]");
+  EXPECT_EQ(error_of("[train]\nlr = nan\n"), "train.lr = nan at run.toml:2 is not a finite number");
+  EXPECT_EQ(error_of("[parallel]\nmethod = \"rign\"\n"),
+            "parallel.method = \"rign\" at run.toml:2 is not allowed: must be one of ring, burst, ulysses");
+  EXPECT_EQ(error_of("[bench]\nsizes = []\n"), "bench.sizes = [] at run.toml:2 is empty: give at least one value");
+  EXPECT_EQ(error_of("[bench]\nsizes = [8, 99999]\n"),
+            "bench.sizes = [8, 99999] at run.toml:2: element 99999 is out of range: must be in [1, 16384]");
+}
+
+TEST(Config, CrossKeyRules) {
+  EXPECT_EQ(error_of("[model]\nheads = 12\nkv_heads = 5\n"), "model.heads = 12 must be divisible by model.kv_heads = 5");
+}
+
+TEST(Config, SyntaxErrorsNameLineAndColumn) {
+  std::string e = error_of("[model]\nheads = = 3\n");
+  EXPECT_EQ(e.rfind("cannot parse run.toml:2:", 0), 0u) << e;
+}
+
+TEST(Config, Overrides) {
+  ConfigSchema s = schema();
+  Config c = s.defaults();
+  s.apply_override(c, "model.heads=32");
+  s.apply_override(c, "parallel.method=ring");       // bare word for a string
+  s.apply_override(c, "io.run_log=\"a b.h5\"");      // quoted string
+  s.apply_override(c, "bench.sizes=[1,2]");
+  EXPECT_EQ(c.get_int("model.heads"), 32);
+  EXPECT_EQ(c.get_string("parallel.method"), "ring");
+  EXPECT_EQ(c.get_string("io.run_log"), "a b.h5");
+  EXPECT_EQ(c.origin("model.heads"), "--set");
+  auto err = [&](const std::string& a) {
+    try {
+      s.apply_override(c, a);
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("(no error)");
+  };
+  EXPECT_EQ(err("model.heads=many"), "--set model.heads=many: 'many' is not an integer");
+  EXPECT_EQ(err("model.head=2"), "--set: unknown key 'model.head'; did you mean 'model.heads'?");
+  EXPECT_EQ(err("model.heads"), "--set 'model.heads' must have the form section.key=value");
+  EXPECT_EQ(err("parallel.method=fast"), "parallel.method = \"fast\" at --set is not allowed: must be one of ring, burst, ulysses");
+  s.apply_override(c, "model.kv_heads=5");
+  EXPECT_THROW(s.validate(c), Error);
+}
+
+TEST(Config, MissingFile) {
+  try {
+    schema().parse_file("/nonexistent/run.toml");
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_STREQ(e.what(), "cannot open config file '/nonexistent/run.toml': no such file or not readable");
+  }
+}
+
+TEST(Config, DescribeListsEveryKey) {
+  const ConfigSchema s = schema();
+  std::string d = s.describe();
+  for (auto& k : s.keys()) EXPECT_NE(d.find(k.name), std::string::npos) << k.name;
+}

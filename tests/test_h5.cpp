@@ -1,0 +1,131 @@
+// HDF5 layer and run log. Every rank works on its own file (HDF5's serial
+// API), which also checks that ranks do not trip over each other.
+#include "comm/runtime.hpp"
+#include "core/error.hpp"
+#include "io/h5.hpp"
+#include "io/run_log.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <string>
+#include <unistd.h>
+
+using namespace burst;
+using burst::io::H5File;
+
+namespace {
+std::string rank_path(const std::string& name) {
+  const auto& rt = Runtime::current();
+  return "/tmp/burst_test_h5_" + std::to_string(getppid()) + "_r" + std::to_string(rt.rank()) + "_" + name;
+}
+}  // namespace
+
+TEST(H5, WritesAndReadsEveryType) {
+  const std::string p = rank_path("types.h5");
+  {
+    H5File f = H5File::create(p);
+    f.write("f32", std::vector<float>{1.5f, -2.0f, 3.25f, 0, 1, 2}, {2, 3});
+    f.write("a/b/f64", std::vector<double>{M_PI, -1e300});
+    f.write("i32", std::vector<std::int32_t>{-7, 1 << 30});
+    f.write("i64", std::vector<std::int64_t>{-(1ll << 40), 5});
+    f.write("u8", std::vector<std::uint8_t>{0, 255});
+    f.write("u16", std::vector<std::uint16_t>{65535});
+    f.write("bf", std::vector<bf16>{bf16(1.0f), bf16(-0.5f), bf16(3.0f)});
+    f.write("empty", std::vector<float>{}, {0, 4});
+    f.set_attr("/", "name", std::string("run-1"));
+    f.set_attr("a/b/f64", "scale", 0.25);
+    f.set_attr("a", "count", std::int64_t(42));
+  }
+  H5File f = H5File::open(p);
+  io::Dims d;
+  auto f32 = f.read<float>("f32", &d);
+  EXPECT_EQ(d, (io::Dims{2, 3}));
+  EXPECT_EQ(f32, (std::vector<float>{1.5f, -2.0f, 3.25f, 0, 1, 2}));
+  EXPECT_EQ(f.read<double>("a/b/f64")[0], M_PI);
+  EXPECT_EQ(f.read<std::int32_t>("i32")[1], 1 << 30);
+  EXPECT_EQ(f.read<std::int64_t>("i64")[0], -(1ll << 40));
+  EXPECT_EQ(f.read<std::uint8_t>("u8")[1], 255);
+  EXPECT_EQ(f.read<std::uint16_t>("u16")[0], 65535);
+  auto bf = f.read<bf16>("bf");
+  EXPECT_EQ(float(bf[1]), -0.5f);
+  EXPECT_EQ(f.dtype("bf"), "bfloat16");
+  EXPECT_EQ(f.dtype("f32"), "float32");
+  EXPECT_EQ(f.dtype("i64"), "int64");
+  EXPECT_EQ(f.read<float>("empty", &d).size(), 0u);
+  EXPECT_EQ(d, (io::Dims{0, 4}));
+  // Numeric conversion on read: float32 data read as double.
+  EXPECT_EQ(f.read<double>("f32")[2], 3.25);
+  EXPECT_EQ(f.attr_string("/", "name"), "run-1");
+  EXPECT_EQ(f.attr_double("a/b/f64", "scale"), 0.25);
+  EXPECT_EQ(f.attr_int("a", "count"), 42);
+  EXPECT_TRUE(f.exists("a/b"));
+  EXPECT_FALSE(f.exists("a/c/d"));
+  std::remove(p.c_str());
+}
+
+TEST(H5, ErrorsNameTheFileAndObject) {
+  const std::string p = rank_path("errors.h5");
+  {
+    H5File f = H5File::create(p);
+    f.write("x", std::vector<float>{1});
+    f.write("bf", std::vector<bf16>{bf16(1.0f)});
+  }
+  H5File f = H5File::open(p);
+  auto msg = [](auto&& fn) {
+    try {
+      fn();
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), ErrorKind::IO);
+      return std::string(e.what());
+    }
+    return std::string("(no error)");
+  };
+  EXPECT_EQ(msg([&] { f.read<float>("y"); }), "'" + p + "' has no dataset 'y'");
+  EXPECT_EQ(msg([&] { f.read<float>("bf"); }),
+            "dataset 'bf' in '" + p + "' holds bfloat16 (uint16 bits); read it as bf16 and convert");
+  EXPECT_EQ(msg([&] { f.read<bf16>("x"); }), "dataset 'x' in '" + p + "' holds float32, not bfloat16");
+  EXPECT_EQ(msg([&] { f.attr_string("x", "nope"); }), "'" + p + "': 'x' has no attribute 'nope'");
+  EXPECT_EQ(msg([] { H5File::open("/nonexistent/dir/x.h5"); }),
+            "'/nonexistent/dir/x.h5' is not an HDF5 file (missing, unreadable or another format)");
+  EXPECT_EQ(msg([] { H5File::create("/nonexistent/dir/x.h5"); }),
+            "cannot create HDF5 file '/nonexistent/dir/x.h5' (is the directory there and writable?)");
+  const std::string txt = rank_path("not_hdf5.txt");
+  std::ofstream(txt) << "hello";
+  EXPECT_EQ(msg([&] { H5File::open(txt); }), "'" + txt + "' is not an HDF5 file (missing, unreadable or another format)");
+  std::remove(txt.c_str());
+  std::remove(p.c_str());
+}
+
+TEST(H5, RunLogAppendsFillsNewColumnsAndResumes) {
+  const std::string p = rank_path("log.h5");
+  {
+    H5File f = H5File::create(p);
+    io::RunLog log(f);
+    log.append({{"step", 0}, {"loss", 2.5}});
+    log.append({{"step", 1}, {"loss", 2.0}, {"lr", 1e-3}});  // new column
+    log.append({{"step", 2}, {"lr", 2e-3}});               // loss missing
+    EXPECT_EQ(log.rows(), 3u);
+  }
+  {
+    H5File f = H5File::open(p, H5File::Mode::ReadWrite);
+    io::RunLog log(f);  // resumes after the rows already there
+    EXPECT_EQ(log.rows(), 3u);
+    EXPECT_EQ(log.columns(), (std::vector<std::string>{"step", "loss", "lr"}));
+    log.append({{"step", 3}, {"loss", 1.0}, {"lr", 3e-3}});
+  }
+  H5File f = H5File::open(p);
+  auto step = f.read<double>("log/step"), loss = f.read<double>("log/loss"), lr = f.read<double>("log/lr");
+  EXPECT_EQ(step, (std::vector<double>{0, 1, 2, 3}));
+  ASSERT_EQ(loss.size(), 4u);
+  EXPECT_EQ(loss[0], 2.5);
+  EXPECT_TRUE(std::isnan(loss[2]));
+  EXPECT_EQ(loss[3], 1.0);
+  ASSERT_EQ(lr.size(), 4u);
+  EXPECT_TRUE(std::isnan(lr[0]));
+  EXPECT_EQ(lr[3], 3e-3);
+  EXPECT_EQ(f.attr_int("log", "rows"), 4);
+  std::remove(p.c_str());
+}

@@ -1,0 +1,68 @@
+#include "core/memory.hpp"
+#include "core/views.hpp"
+
+#include <gtest/gtest.h>
+
+using namespace burst;
+
+namespace {
+MemSpaceKind device_kind() {
+  return std::is_same<DeviceMem, Kokkos::HostSpace>::value ? MemSpaceKind::Host : MemSpaceKind::Device;
+}
+}  // namespace
+
+TEST(MemoryTracker, LabelsMapToCategories) {
+  EXPECT_EQ(mem_category_of_label("params/model.embed_tokens.weight"), MemCategory::Params);
+  EXPECT_EQ(mem_category_of_label("grads/x"), MemCategory::Grads);
+  EXPECT_EQ(mem_category_of_label("optim/m"), MemCategory::Optimizer);
+  EXPECT_EQ(mem_category_of_label("act/h"), MemCategory::Activations);
+  EXPECT_EQ(mem_category_of_label("comm/kv_buffer"), MemCategory::Comm);
+  EXPECT_EQ(mem_category_of_label("work/gemm"), MemCategory::Workspace);
+  EXPECT_EQ(mem_category_of_label("paramsx/y"), MemCategory::Other);
+  EXPECT_EQ(mem_category_of_label("no_slash"), MemCategory::Other);
+  EXPECT_EQ(mem_label(MemCategory::Comm, "kv"), "comm/kv");
+}
+
+TEST(MemoryTracker, CountsViewAllocationsExactly) {
+  auto& t = MemoryTracker::global();
+  ASSERT_TRUE(t.installed());
+  const auto k = device_kind();
+  const auto p0 = t.current(k, MemCategory::Params), g0 = t.current(k, MemCategory::Grads);
+  t.reset_peaks();
+  {
+    View2<float> w(mem_label(MemCategory::Params, "w"), 100, 30);
+    View1<double> b(mem_label(MemCategory::Params, "b"), 7);
+    EXPECT_EQ(t.current(k, MemCategory::Params) - p0, 100 * 30 * 4 + 7 * 8);
+    {
+      // Kokkos rounds each view allocation up to a multiple of 8 bytes
+      // (ViewMapping::allocate_shared): 420 bytes of bf16 take 424.
+      View3<bf16> g(mem_label(MemCategory::Grads, "g"), 5, 6, 7);
+      EXPECT_EQ(t.current(k, MemCategory::Grads) - g0, 424);
+    }
+    EXPECT_EQ(t.current(k, MemCategory::Grads), g0);
+    EXPECT_EQ(t.peak(k, MemCategory::Grads) - g0, 424);
+    // Views that share an allocation count once.
+    auto alias = w;
+    auto sub = Kokkos::subview(w, 3, Kokkos::ALL());
+    (void)alias, (void)sub;
+    EXPECT_EQ(t.current(k, MemCategory::Params) - p0, 100 * 30 * 4 + 7 * 8);
+  }
+  EXPECT_EQ(t.current(k, MemCategory::Params), p0);
+  EXPECT_EQ(t.peak(k, MemCategory::Params) - p0, 100 * 30 * 4 + 7 * 8);
+  t.reset_peaks();
+  EXPECT_EQ(t.peak(k, MemCategory::Params), p0);
+  EXPECT_NE(t.report(k).find("total"), std::string::npos);
+}
+
+TEST(MemoryTracker, HostMirrorsCountInHostSpace) {
+  auto& t = MemoryTracker::global();
+  const auto a0 = t.current(MemSpaceKind::Host, MemCategory::Activations);
+  HView1<float> h(mem_label(MemCategory::Activations, "h"), 1000);
+  EXPECT_EQ(t.current(MemSpaceKind::Host, MemCategory::Activations) - a0, 4000);
+}
+
+TEST(MemoryTracker, FormatsBytes) {
+  EXPECT_EQ(format_bytes(512), "512 B");
+  EXPECT_EQ(format_bytes(1536), "1.5 KiB");
+  EXPECT_EQ(format_bytes(3 * 1024 * 1024), "3.0 MiB");
+}

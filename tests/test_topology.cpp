@@ -1,0 +1,85 @@
+// Topology at every registered rank count: the arithmetic, detection on the
+// real world, BURST_GPUS_PER_NODE emulation, and the intra/inter rings.
+#include "comm/runtime.hpp"
+#include "comm/topology.hpp"
+#include "core/error.hpp"
+
+#include <gtest/gtest.h>
+
+#include <set>
+
+using namespace burst;
+
+TEST(Topology, FromSizesIsBlockPlacement) {
+  for (int world : {1, 2, 4, 6, 8, 16})
+    for (int g = 1; g <= world; ++g) {
+      if (world % g) continue;
+      std::set<std::pair<int, int>> seen;
+      for (int r = 0; r < world; ++r) {
+        Topology t = Topology::from_sizes(world, r, g, true, "test");
+        EXPECT_EQ(t.nodes * t.ranks_per_node, world);
+        EXPECT_EQ(t.rank_of(t.node, t.local), r);
+        seen.insert({t.node, t.local});
+      }
+      EXPECT_EQ(int(seen.size()), world);
+    }
+}
+
+TEST(Topology, RejectsUnevenNodes) {
+  try {
+    Topology::from_sizes(4, 0, 3, true, "BURST_GPUS_PER_NODE");
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.exit_code(), 2);
+    EXPECT_STREQ(e.what(),
+                 "ranks per node = 3 (BURST_GPUS_PER_NODE) does not divide the 4 ranks: every node must hold the same "
+                 "number of ranks");
+  }
+  EXPECT_THROW(Topology::detect(Runtime::current().world(), "0"), Error);
+  EXPECT_THROW(Topology::detect(Runtime::current().world(), "two"), Error);
+}
+
+TEST(Topology, DetectsTheRealWorld) {
+  auto& rt = Runtime::current();
+  int size = 0, rank = 0;
+  MPI_Comm_size(rt.world(), &size);
+  MPI_Comm_rank(rt.world(), &rank);
+  Topology t = Topology::detect(rt.world(), nullptr);
+  EXPECT_EQ(t.world_size, size);
+  EXPECT_EQ(t.rank, rank);
+  // One host here: every rank shares memory with every other.
+  EXPECT_EQ(t.nodes, 1);
+  EXPECT_EQ(t.local, rank);
+  EXPECT_FALSE(t.emulated);
+  EXPECT_EQ(rt.hw_local_size(), size);
+}
+
+TEST(Topology, EmulatedNodesFormIntraAndInterRings) {
+  auto& rt = Runtime::current();
+  const int size = rt.size();
+  for (int g = 1; g <= size; ++g) {
+    if (size % g) continue;
+    Topology t = Topology::detect(rt.world(), std::to_string(g).c_str());
+    ASSERT_EQ(t.ranks_per_node, g);
+    ASSERT_EQ(t.nodes, size / g);
+    // Intra-node group: same node; inter-node group: same local index.
+    MPI_Comm intra, inter;
+    MPI_Comm_split(rt.world(), t.node, t.local, &intra);
+    MPI_Comm_split(rt.world(), t.local, t.node, &inter);
+    int isz = 0, irk = 0, osz = 0, ork = 0;
+    MPI_Comm_size(intra, &isz);
+    MPI_Comm_rank(intra, &irk);
+    MPI_Comm_size(inter, &osz);
+    MPI_Comm_rank(inter, &ork);
+    EXPECT_EQ(isz, g);
+    EXPECT_EQ(irk, t.local);
+    EXPECT_EQ(osz, size / g);
+    EXPECT_EQ(ork, t.node);
+    // Sum of world ranks over the intra ring = node's ranks node*g .. node*g+g-1.
+    int mine = t.rank, sum = 0;
+    MPI_Allreduce(&mine, &sum, 1, MPI_INT, MPI_SUM, intra);
+    EXPECT_EQ(sum, t.node * g * g + g * (g - 1) / 2);
+    MPI_Comm_free(&intra);
+    MPI_Comm_free(&inter);
+  }
+}
