@@ -5,6 +5,14 @@
 #   burst_add_backend_definitions(target)  CUDA / NCCL / NVTX definitions and links
 
 # Kokkos: the bootstrap's cache prefix, or the user's own (-DKokkos_ROOT=...).
+if(BURST_ENABLE_CUDA)
+  # Define CUDA::cudart and CUDA::cuda_driver with this CMake before Kokkos'
+  # package config does: Kokkos 3.4 re-creates them from strings saved at its
+  # install, which breaks when CUDA 13 reports two include directories
+  # (include and include/cccl) under CMake 4; its definitions are guarded
+  # by if(NOT TARGET), so ours win.
+  find_package(CUDAToolkit REQUIRED)
+endif()
 find_package(Kokkos 3.4 REQUIRED)
 if(Kokkos_ENABLE_CUDA AND NOT BURST_ENABLE_CUDA)
   message(FATAL_ERROR "This Kokkos (${Kokkos_DIR}) was built with CUDA: configure with -DBURST_ENABLE_CUDA=ON "

@@ -165,7 +165,8 @@ build_kokkos() {
   rm -rf "$build"; mkdir -p "$build"
   local common=(-G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_INSTALL_PREFIX="$prefix"
     -DCMAKE_CXX_STANDARD=17 -DKokkos_CXX_STANDARD=17 -DCMAKE_POSITION_INDEPENDENT_CODE=ON
-    -DKokkos_ENABLE_SERIAL=ON -DKokkos_ENABLE_OPENMP=ON -DKokkos_ENABLE_TESTS=OFF)
+    -DKokkos_ENABLE_SERIAL=ON -DKokkos_ENABLE_OPENMP=ON -DKokkos_ENABLE_TESTS=OFF
+    -DCMAKE_POLICY_VERSION_MINIMUM=3.5)  # Kokkos 3.4 asks for an old CMake; CMake 4 needs this
   if [ "$backend" = cuda ]; then
     local nvcc
     nvcc=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
@@ -194,6 +195,7 @@ build_kokkos() {
     log "configuring Kokkos Kernels $BURST_KOKKOS_VERSION (OpenBLAS TPL in $libdir)"
     cmake -S "$src/kokkos-kernels" -B "$build/kokkos-kernels" -G Ninja \
       -DCMAKE_BUILD_TYPE=Release -DCMAKE_INSTALL_PREFIX="$prefix" -DKokkos_ROOT="$prefix" \
+      -DCMAKE_POLICY_VERSION_MINIMUM=3.5 \
       -DCMAKE_CXX_STANDARD=17 -DCMAKE_POSITION_INDEPENDENT_CODE=ON \
       -DKokkosKernels_ENABLE_TPL_BLAS=ON -DBLAS_LIBRARIES=openblas -DBLAS_LIBRARY_DIRS="$libdir" \
       -DKokkosKernels_INST_DOUBLE=OFF -DKokkosKernels_INST_FLOAT=OFF \

@@ -21,7 +21,9 @@ prefix=$("$here/bootstrap.sh" --print-prefix $([ "$backend" = cuda ] && echo --c
 build=${build:-$root/build-$backend}
 gen=(); command -v ninja >/dev/null && gen=(-G Ninja)
 if [ "$backend" = cuda ]; then
-  extra=(-DBURST_ENABLE_CUDA=ON -DCMAKE_CXX_COMPILER="$prefix/bin/nvcc_wrapper" "${extra[@]}")
+  # The host compiler stays CMAKE_CXX_COMPILER; Kokkos' launcher sends every
+  # target that links Kokkos through nvcc_wrapper.
+  extra=(-DBURST_ENABLE_CUDA=ON -DKokkos_NVCC_WRAPPER="$prefix/bin/nvcc_wrapper" "${extra[@]}")
   export NVCC_WRAPPER_DEFAULT_COMPILER=${NVCC_WRAPPER_DEFAULT_COMPILER:-g++}
 fi
 if [ ! -f "$build/CMakeCache.txt" ]; then

@@ -50,18 +50,23 @@ TEST(Bf16, SpecialValues) {
   EXPECT_EQ(sizeof(bf16), 2u);
 }
 
-TEST(Bf16, WorksInViewsAndKernels) {
-  const int n = 1000;
-  burst::View1<bf16> v("act/bf16_test", n);
-  burst::View1<float> out("act/bf16_out", n);
+// Device lambdas cannot live in a TEST body (a private member function on CUDA).
+static void bf16_kernel(const burst::View1<bf16>& v, const burst::View1<float>& out) {
   Kokkos::parallel_for(
-      "bf16_test", n, KOKKOS_LAMBDA(const int i) {
+      "bf16_test", int(v.extent(0)), KOKKOS_LAMBDA(const int i) {
         // Views value-initialise to +0.
         const float before = float(v(i));
         v(i) = bf16(0.01f * i - 3.0f);
         v(i) += 1.0f;
         out(i) = float(v(i)) + before;
       });
+}
+
+TEST(Bf16, WorksInViewsAndKernels) {
+  const int n = 1000;
+  burst::View1<bf16> v("act/bf16_test", n);
+  burst::View1<float> out("act/bf16_out", n);
+  bf16_kernel(v, out);
   auto h = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), out);
   for (int i = 0; i < n; ++i) {
     float expect = float(bf16(float(bf16(0.01f * i - 3.0f)) + 1.0f));

@@ -90,8 +90,8 @@ template <class T> static void run(Runtime& rt, const Config& cfg, const std::st
 #else
     const char* path = "portable";
 #endif
-    std::printf("gemm %s, %d rank(s) x %d thread(s), path %s\n", scalar_name<T>(), P,
-                int(Kokkos::DefaultExecutionSpace::concurrency()), path);
+    std::printf("gemm %s, %d rank(s) on %s (concurrency %d), path %s\n", scalar_name<T>(), P,
+                Kokkos::DefaultExecutionSpace::name(), int(Kokkos::DefaultExecutionSpace::concurrency()), path);
     std::printf("%8s %12s %14s %14s\n", "n", "median s", "GFLOP/s rank0", "GFLOP/s sum");
     for (int si = 0; si < ns; ++si) {
       double sum = 0;

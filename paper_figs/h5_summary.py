@@ -1,0 +1,35 @@
+#!/usr/bin/env python3
+"""Print what a BurstEngine result file holds: attributes, datasets, and for
+benchmarks a table. Usage: h5_summary.py FILE.h5 [...]"""
+import sys
+
+import h5py
+import numpy as np
+
+from burst_h5 import attrs, read_dataset
+
+
+def summarize(path):
+    with h5py.File(path, "r") as f:
+        a = attrs(f)
+        print(f"== {path}")
+        for k in sorted(a):
+            if k != "config":
+                print(f"  {k}: {a[k]}")
+        names = []
+        f.visit(lambda n: names.append(n) if isinstance(f[n], h5py.Dataset) else None)
+        for n in names:
+            print(f"  /{n} {f[n].shape} {f[n].dtype}")
+        if a.get("benchmark") == "gemm":
+            sizes = read_dataset(f, "gemm/sizes")
+            g = read_dataset(f, "gemm/gflops")
+            print(f"  {'n':>6} {'GFLOP/s per rank (mean)':>24} {'sum over ranks':>16}")
+            for j, n in enumerate(sizes):
+                print(f"  {n:>6} {np.mean(g[:, j]):>24.2f} {np.sum(g[:, j]):>16.2f}")
+
+
+if __name__ == "__main__":
+    if len(sys.argv) < 2:
+        sys.exit("usage: h5_summary.py FILE.h5 [...]")
+    for p in sys.argv[1:]:
+        summarize(p)
