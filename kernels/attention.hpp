@@ -1,0 +1,510 @@
+// Flash attention on one block pair (portable Kokkos), forward and backward,
+// tiled in team scratch with an online softmax. This is the kernel every
+// distributed attention method calls once per round.
+//
+//   Q [sq, n, d], K and V [sk, n_kv, d] (GQA: query head h reads kv head
+//   h / (n / n_kv), as Hugging Face's repeat_kv), a mask, a softmax scale.
+//   forward  -> O [sq, n, d] and lse [sq, n] in accum_t<T> (fp32 for bf16/
+//               float, double for double). A row with no visible key gets
+//               lse = -inf and O = 0.
+//   backward takes dO, lse and D = rowsum(dO * O) from outside (what
+//               BurstAttention moves between ranks) and writes or adds dQ,
+//               dK, dV.
+// Tiles the mask hides completely are skipped, not computed; both passes
+// return how many (query tile, key tile, head) triples they computed.
+#pragma once
+
+#include "core/error.hpp"
+#include "core/views.hpp"
+
+#include <limits>
+#include <type_traits>
+
+namespace burst::kernels {
+
+enum class MaskKind : int {
+  None = 0,      // every key visible
+  Causal = 1,    // on local indices: key j visible to query i iff j <= i + diag_offset (strictly lower: -1)
+  Window = 2,    // on global positions: visible iff 0 <= qpos - kpos < window (causal sliding window)
+  Document = 3,  // on global positions and document ids: same document and kpos <= qpos
+};
+
+const char* mask_kind_name(MaskKind k);
+
+template <class Mem = DeviceMem> struct AttnMask {
+  MaskKind kind = MaskKind::None;
+  long diag_offset = 0;
+  long window = 0;
+  Kokkos::View<const long*, Mem> q_pos, k_pos;
+  Kokkos::View<const int*, Mem> q_doc, k_doc;
+
+  static AttnMask none() { return AttnMask(); }
+  static AttnMask causal(long diag_offset = 0) {
+    AttnMask m;
+    m.kind = MaskKind::Causal;
+    m.diag_offset = diag_offset;
+    return m;
+  }
+  static AttnMask strictly_lower() { return causal(-1); }
+  static AttnMask sliding_window(long window, Kokkos::View<const long*, Mem> qp, Kokkos::View<const long*, Mem> kp) {
+    AttnMask m;
+    m.kind = MaskKind::Window;
+    m.window = window;
+    m.q_pos = qp;
+    m.k_pos = kp;
+    return m;
+  }
+  static AttnMask document(Kokkos::View<const int*, Mem> qd, Kokkos::View<const int*, Mem> kd,
+                           Kokkos::View<const long*, Mem> qp, Kokkos::View<const long*, Mem> kp) {
+    AttnMask m;
+    m.kind = MaskKind::Document;
+    m.q_doc = qd;
+    m.k_doc = kd;
+    m.q_pos = qp;
+    m.k_pos = kp;
+    return m;
+  }
+
+  KOKKOS_INLINE_FUNCTION bool visible(long i, long j) const {
+    switch (kind) {
+      case MaskKind::None: return true;
+      case MaskKind::Causal: return j <= i + diag_offset;
+      case MaskKind::Window: {
+        const long dist = q_pos(i) - k_pos(j);
+        return dist >= 0 && dist < window;
+      }
+      case MaskKind::Document: return q_doc(i) == k_doc(j) && k_pos(j) <= q_pos(i);
+    }
+    return true;
+  }
+
+  // Could any query in [i0, i1) see any key in [j0, j1)? Exact for None and
+  // Causal; for the position masks a bound from each tile's min/max (a tile
+  // it lets through may still be empty; one it rejects is empty for sure).
+  KOKKOS_INLINE_FUNCTION bool tile_visible(long i0, long i1, long j0, long j1) const {
+    switch (kind) {
+      case MaskKind::None: return true;
+      case MaskKind::Causal: return j0 <= (i1 - 1) + diag_offset;
+      case MaskKind::Window:
+      case MaskKind::Document: {
+        long qmin = q_pos(i0), qmax = q_pos(i0), kmin = k_pos(j0), kmax = k_pos(j0);
+        for (long i = i0 + 1; i < i1; ++i) qmin = q_pos(i) < qmin ? q_pos(i) : qmin, qmax = q_pos(i) > qmax ? q_pos(i) : qmax;
+        for (long j = j0 + 1; j < j1; ++j) kmin = k_pos(j) < kmin ? k_pos(j) : kmin, kmax = k_pos(j) > kmax ? k_pos(j) : kmax;
+        if (kmin > qmax) return false;  // every key after every query
+        if (kind == MaskKind::Window) return qmin - kmax < window;
+        int qd0 = q_doc(i0), qd1 = q_doc(i0), kd0 = k_doc(j0), kd1 = k_doc(j0);
+        for (long i = i0 + 1; i < i1; ++i) qd0 = q_doc(i) < qd0 ? q_doc(i) : qd0, qd1 = q_doc(i) > qd1 ? q_doc(i) : qd1;
+        for (long j = j0 + 1; j < j1; ++j) kd0 = k_doc(j) < kd0 ? k_doc(j) : kd0, kd1 = k_doc(j) > kd1 ? k_doc(j) : kd1;
+        return (qd0 > kd0 ? qd0 : kd0) <= (qd1 < kd1 ? qd1 : kd1);  // document-id ranges overlap
+      }
+    }
+    return true;
+  }
+};
+
+struct AttnTiles {
+  long br = 32;  // query rows per tile
+  long bc = 32;  // key rows per tile
+};
+
+namespace impl {
+
+template <class Acc> KOKKOS_INLINE_FUNCTION Acc neg_inf() { return -std::numeric_limits<Acc>::infinity(); }
+
+template <class Exec> constexpr bool is_host_exec() {
+  return Kokkos::SpaceAccessibility<Kokkos::HostSpace, typename Exec::memory_space>::accessible;
+}
+
+// Scratch level: level 0 (fast, small on GPUs) when it fits, else level 1.
+inline int scratch_level(size_t bytes, bool host) { return (host || bytes <= 48 * 1024) ? 0 : 1; }
+
+template <class Acc, class Exec> using Scratch = Kokkos::View<Acc*, typename Exec::scratch_memory_space, Kokkos::MemoryUnmanaged>;
+
+template <class QV, class KV, class MaskT>
+void check_attention_shapes(const QV& q, const KV& k, const KV& v, const MaskT& mask) {
+  BURST_CHECK_INPUT(q.extent(2) == k.extent(2) && k.extent(2) == v.extent(2), "attention: head dims differ: Q ",
+                    q.extent(2), ", K ", k.extent(2), ", V ", v.extent(2));
+  BURST_CHECK_INPUT(k.extent(0) == v.extent(0) && k.extent(1) == v.extent(1), "attention: K is [", k.extent(0), ", ",
+                    k.extent(1), ", d] but V is [", v.extent(0), ", ", v.extent(1), ", d]");
+  BURST_CHECK_INPUT(k.extent(1) >= 1 && q.extent(1) % k.extent(1) == 0, "attention: ", q.extent(1),
+                    " query heads are not a multiple of ", k.extent(1), " key/value heads");
+  if (mask.kind == MaskKind::Window) BURST_CHECK_INPUT(mask.window >= 1, "attention: window = ", mask.window, " must be >= 1");
+  if (mask.kind == MaskKind::Window || mask.kind == MaskKind::Document) {
+    BURST_CHECK_INPUT(mask.q_pos.extent(0) == q.extent(0) && mask.k_pos.extent(0) == k.extent(0),
+                      "attention: mask positions have ", mask.q_pos.extent(0), " query and ", mask.k_pos.extent(0),
+                      " key entries, expected ", q.extent(0), " and ", k.extent(0));
+  }
+  if (mask.kind == MaskKind::Document) {
+    BURST_CHECK_INPUT(mask.q_doc.extent(0) == q.extent(0) && mask.k_doc.extent(0) == k.extent(0),
+                      "attention: document ids have ", mask.q_doc.extent(0), " query and ", mask.k_doc.extent(0),
+                      " key entries, expected ", q.extent(0), " and ", k.extent(0));
+  }
+}
+
+// ---------------------------------------------------------------- forward
+template <class T, class Acc, class Exec, class Mem> struct FlashForward {
+  using Policy = Kokkos::TeamPolicy<Exec>;
+  using Member = typename Policy::member_type;
+  using S = Scratch<Acc, Exec>;
+  Kokkos::View<const T***, Layout, Mem> q, k, v;
+  Kokkos::View<Acc***, Layout, Mem> o;
+  Kokkos::View<Acc**, Layout, Mem> lse;
+  AttnMask<Mem> mask;
+  Acc scale;
+  long sq, sk, n, d, br, bc, group, qtiles;
+  int level;
+
+  static size_t scratch_bytes(long br, long bc, long d) {
+    return S::shmem_size(br * d) * 2 + S::shmem_size(bc * d) * 2 + S::shmem_size(br * bc) + S::shmem_size(br) * 2;
+  }
+
+  KOKKOS_INLINE_FUNCTION void operator()(const Member& t, long& computed) const {
+    const long h = t.league_rank() % n, tile = t.league_rank() / n, hk = h / group;
+    const long i0 = tile * br, i1 = (i0 + br < sq) ? i0 + br : sq, rows = i1 - i0;
+    S Qs(t.team_scratch(level), br * d), Os(t.team_scratch(level), br * d), Ks(t.team_scratch(level), bc * d),
+        Vs(t.team_scratch(level), bc * d), Ss(t.team_scratch(level), br * bc), m(t.team_scratch(level), br),
+        l(t.team_scratch(level), br);
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(t, rows * d), [&](const long x) {
+      Qs(x) = Acc(q(i0 + x / d, h, x % d));
+      Os(x) = 0;
+    });
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(t, rows), [&](const long r) {
+      m(r) = neg_inf<Acc>();
+      l(r) = 0;
+    });
+    for (long j0 = 0; j0 < sk; j0 += bc) {
+      const long j1 = (j0 + bc < sk) ? j0 + bc : sk, cols = j1 - j0;
+      if (!mask.tile_visible(i0, i1, j0, j1)) continue;  // the same answer on every thread of the team
+      if (t.team_rank() == 0) computed += 1;
+      t.team_barrier();
+      Kokkos::parallel_for(Kokkos::TeamThreadRange(t, cols * d), [&](const long x) {
+        Ks(x) = Acc(k(j0 + x / d, hk, x % d));
+        Vs(x) = Acc(v(j0 + x / d, hk, x % d));
+      });
+      t.team_barrier();
+      Kokkos::parallel_for(Kokkos::TeamThreadRange(t, rows), [&](const long r) {
+        const long i = i0 + r;
+        Acc mx = neg_inf<Acc>();
+        for (long c = 0; c < cols; ++c) {
+          Acc s = neg_inf<Acc>();
+          if (mask.visible(i, j0 + c)) {
+            Acc dot = 0;
+            for (long e = 0; e < d; ++e) dot += Qs(r * d + e) * Ks(c * d + e);
+            s = dot * scale;
+          }
+          Ss(r * bc + c) = s;
+          mx = s > mx ? s : mx;
+        }
+        if (mx == neg_inf<Acc>()) return;  // nothing visible in this tile for this row
+        const Acc mold = m(r), mnew = mold > mx ? mold : mx;
+        const Acc alpha = kx::exp(mold - mnew);  // 0 when mold = -inf
+        Acc lsum = 0;
+        for (long c = 0; c < cols; ++c) {
+          const Acc p = kx::exp(Ss(r * bc + c) - mnew);
+          Ss(r * bc + c) = p;
+          lsum += p;
+        }
+        l(r) = l(r) * alpha + lsum;
+        m(r) = mnew;
+        for (long e = 0; e < d; ++e) {
+          Acc acc = Os(r * d + e) * alpha;
+          for (long c = 0; c < cols; ++c) acc += Ss(r * bc + c) * Vs(c * d + e);
+          Os(r * d + e) = acc;
+        }
+      });
+    }
+    t.team_barrier();
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(t, rows), [&](const long r) {
+      const long i = i0 + r;
+      const bool empty = l(r) == Acc(0);
+      lse(i, h) = empty ? neg_inf<Acc>() : m(r) + kx::log(l(r));
+      const Acc inv = empty ? Acc(0) : Acc(1) / l(r);
+      for (long e = 0; e < d; ++e) o(i, h, e) = Os(r * d + e) * inv;
+    });
+  }
+};
+
+// --------------------------------------------------------- backward: dK, dV
+// One team per (key tile, kv head); loops over the query heads of its group
+// and over query tiles, so dK and dV need no atomics.
+template <class T, class Acc, class Exec, class Mem> struct FlashBackwardKV {
+  using Policy = Kokkos::TeamPolicy<Exec>;
+  using Member = typename Policy::member_type;
+  using S = Scratch<Acc, Exec>;
+  Kokkos::View<const T***, Layout, Mem> q, k, v, dout;
+  Kokkos::View<const Acc**, Layout, Mem> lse, D;
+  Kokkos::View<Acc***, Layout, Mem> dk, dv;
+  AttnMask<Mem> mask;
+  Acc scale;
+  long sq, sk, n, nkv, d, br, bc, group;
+  bool accumulate;
+  int level;
+
+  static size_t scratch_bytes(long br, long bc, long d) {
+    return S::shmem_size(bc * d) * 4 + S::shmem_size(br * d) * 2 + S::shmem_size(br) * 2;
+  }
+
+  KOKKOS_INLINE_FUNCTION void operator()(const Member& t, long& computed) const {
+    const long hk = t.league_rank() % nkv, tile = t.league_rank() / nkv;
+    const long j0 = tile * bc, j1 = (j0 + bc < sk) ? j0 + bc : sk, cols = j1 - j0;
+    S Ks(t.team_scratch(level), bc * d), Vs(t.team_scratch(level), bc * d), dKs(t.team_scratch(level), bc * d),
+        dVs(t.team_scratch(level), bc * d), Qs(t.team_scratch(level), br * d), dOs(t.team_scratch(level), br * d),
+        Ls(t.team_scratch(level), br), Ds(t.team_scratch(level), br);
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(t, cols * d), [&](const long x) {
+      Ks(x) = Acc(k(j0 + x / d, hk, x % d));
+      Vs(x) = Acc(v(j0 + x / d, hk, x % d));
+      dKs(x) = 0;
+      dVs(x) = 0;
+    });
+    for (long g = 0; g < group; ++g) {
+      const long h = hk * group + g;
+      for (long i0 = 0; i0 < sq; i0 += br) {
+        const long i1 = (i0 + br < sq) ? i0 + br : sq, rows = i1 - i0;
+        if (!mask.tile_visible(i0, i1, j0, j1)) continue;
+        if (t.team_rank() == 0) computed += 1;
+        t.team_barrier();
+        Kokkos::parallel_for(Kokkos::TeamThreadRange(t, rows * d), [&](const long x) {
+          Qs(x) = Acc(q(i0 + x / d, h, x % d));
+          dOs(x) = Acc(dout(i0 + x / d, h, x % d));
+        });
+        Kokkos::parallel_for(Kokkos::TeamThreadRange(t, rows), [&](const long r) {
+          Ls(r) = lse(i0 + r, h);
+          Ds(r) = D(i0 + r, h);
+        });
+        t.team_barrier();
+        Kokkos::parallel_for(Kokkos::TeamThreadRange(t, cols), [&](const long c) {
+          const long j = j0 + c;
+          for (long r = 0; r < rows; ++r) {
+            if (!mask.visible(i0 + r, j) || Ls(r) == neg_inf<Acc>()) continue;
+            Acc s = 0, dp = 0;
+            for (long e = 0; e < d; ++e) s += Qs(r * d + e) * Ks(c * d + e), dp += dOs(r * d + e) * Vs(c * d + e);
+            const Acc p = kx::exp(s * scale - Ls(r));
+            const Acc ds = p * (dp - Ds(r));
+            for (long e = 0; e < d; ++e) {
+              dVs(c * d + e) += p * dOs(r * d + e);
+              dKs(c * d + e) += scale * ds * Qs(r * d + e);
+            }
+          }
+        });
+      }
+    }
+    t.team_barrier();
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(t, cols * d), [&](const long x) {
+      const long j = j0 + x / d, e = x % d;
+      if (accumulate) {
+        dk(j, hk, e) += dKs(x);
+        dv(j, hk, e) += dVs(x);
+      } else {
+        dk(j, hk, e) = dKs(x);
+        dv(j, hk, e) = dVs(x);
+      }
+    });
+  }
+};
+
+// ------------------------------------------------------------ backward: dQ
+template <class T, class Acc, class Exec, class Mem> struct FlashBackwardQ {
+  using Policy = Kokkos::TeamPolicy<Exec>;
+  using Member = typename Policy::member_type;
+  using S = Scratch<Acc, Exec>;
+  Kokkos::View<const T***, Layout, Mem> q, k, v, dout;
+  Kokkos::View<const Acc**, Layout, Mem> lse, D;
+  Kokkos::View<Acc***, Layout, Mem> dq;
+  AttnMask<Mem> mask;
+  Acc scale;
+  long sq, sk, n, d, br, bc, group;
+  bool accumulate;
+  int level;
+
+  static size_t scratch_bytes(long br, long bc, long d) {
+    return S::shmem_size(br * d) * 3 + S::shmem_size(bc * d) * 2 + S::shmem_size(br) * 2;
+  }
+
+  KOKKOS_INLINE_FUNCTION void operator()(const Member& t, long& computed) const {
+    const long h = t.league_rank() % n, tile = t.league_rank() / n, hk = h / group;
+    const long i0 = tile * br, i1 = (i0 + br < sq) ? i0 + br : sq, rows = i1 - i0;
+    S Qs(t.team_scratch(level), br * d), dOs(t.team_scratch(level), br * d), dQs(t.team_scratch(level), br * d),
+        Ks(t.team_scratch(level), bc * d), Vs(t.team_scratch(level), bc * d), Ls(t.team_scratch(level), br),
+        Ds(t.team_scratch(level), br);
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(t, rows * d), [&](const long x) {
+      Qs(x) = Acc(q(i0 + x / d, h, x % d));
+      dOs(x) = Acc(dout(i0 + x / d, h, x % d));
+      dQs(x) = 0;
+    });
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(t, rows), [&](const long r) {
+      Ls(r) = lse(i0 + r, h);
+      Ds(r) = D(i0 + r, h);
+    });
+    for (long j0 = 0; j0 < sk; j0 += bc) {
+      const long j1 = (j0 + bc < sk) ? j0 + bc : sk, cols = j1 - j0;
+      if (!mask.tile_visible(i0, i1, j0, j1)) continue;
+      if (t.team_rank() == 0) computed += 1;
+      t.team_barrier();
+      Kokkos::parallel_for(Kokkos::TeamThreadRange(t, cols * d), [&](const long x) {
+        Ks(x) = Acc(k(j0 + x / d, hk, x % d));
+        Vs(x) = Acc(v(j0 + x / d, hk, x % d));
+      });
+      t.team_barrier();
+      Kokkos::parallel_for(Kokkos::TeamThreadRange(t, rows), [&](const long r) {
+        const long i = i0 + r;
+        if (Ls(r) == neg_inf<Acc>()) return;
+        for (long c = 0; c < cols; ++c) {
+          if (!mask.visible(i, j0 + c)) continue;
+          Acc s = 0, dp = 0;
+          for (long e = 0; e < d; ++e) s += Qs(r * d + e) * Ks(c * d + e), dp += dOs(r * d + e) * Vs(c * d + e);
+          const Acc p = kx::exp(s * scale - Ls(r));
+          const Acc ds = p * (dp - Ds(r));
+          for (long e = 0; e < d; ++e) dQs(r * d + e) += scale * ds * Ks(c * d + e);
+        }
+      });
+    }
+    t.team_barrier();
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(t, rows * d), [&](const long x) {
+      const long i = i0 + x / d, e = x % d;
+      if (accumulate) dq(i, h, e) += dQs(x);
+      else dq(i, h, e) = dQs(x);
+    });
+  }
+};
+
+template <class Functor, class Exec> long launch_tiles(const char* name, Functor f, long league, long team, size_t bytes) {
+  using Policy = Kokkos::TeamPolicy<Exec>;
+  long computed = 0;
+  Kokkos::parallel_reduce(name, Policy(league, team).set_scratch_size(f.level, Kokkos::PerTeam(bytes)), f, computed);
+  return computed;
+}
+
+}  // namespace impl
+
+// Forward. Returns the number of (query tile, key tile, head) triples computed.
+template <class T, class Mem>
+long flash_attention_forward(Kokkos::View<const T***, Layout, Mem> q, Kokkos::View<const T***, Layout, Mem> k,
+                             Kokkos::View<const T***, Layout, Mem> v, const AttnMask<Mem>& mask, accum_t<T> scale,
+                             Kokkos::View<accum_t<T>***, Layout, Mem> o, Kokkos::View<accum_t<T>**, Layout, Mem> lse,
+                             AttnTiles tiles = {}) {
+  using Acc = accum_t<T>;
+  using Exec = typename Kokkos::View<Acc***, Layout, Mem>::execution_space;
+  impl::check_attention_shapes(q, k, v, mask);
+  BURST_CHECK_INPUT(o.extent(0) == q.extent(0) && o.extent(1) == q.extent(1) && o.extent(2) == q.extent(2),
+                    "attention forward: O is [", o.extent(0), ", ", o.extent(1), ", ", o.extent(2), "], expected Q's shape [",
+                    q.extent(0), ", ", q.extent(1), ", ", q.extent(2), "]");
+  BURST_CHECK_INPUT(lse.extent(0) == q.extent(0) && lse.extent(1) == q.extent(1), "attention forward: lse is [",
+                    lse.extent(0), ", ", lse.extent(1), "], expected [", q.extent(0), ", ", q.extent(1), "]");
+  BURST_CHECK_INPUT(tiles.br >= 1 && tiles.bc >= 1, "attention: tile sizes must be >= 1");
+  const long sq = q.extent(0), n = q.extent(1), d = q.extent(2), sk = k.extent(0), nkv = k.extent(1);
+  if (sq == 0 || n == 0) return 0;
+  constexpr bool host = impl::is_host_exec<Exec>();
+  using F = impl::FlashForward<T, Acc, Exec, Mem>;
+  const size_t bytes = F::scratch_bytes(tiles.br, tiles.bc, d);
+  const long qtiles = (sq + tiles.br - 1) / tiles.br;
+  F f{q, k, v, o, lse, mask, scale, sq, sk, n, d, tiles.br, tiles.bc, n / nkv, qtiles, impl::scratch_level(bytes, host)};
+  return impl::launch_tiles<F, Exec>("burst::flash_attention_forward", f, qtiles * n, host ? 1 : tiles.br, bytes);
+}
+
+// Backward. dq [sq, n, d], dk and dv [sk, n_kv, d] in Acc; `accumulate`
+// adds into them instead of overwriting. Returns the triples computed by the
+// dK/dV pass (the dQ pass visits the same set).
+template <class T, class Mem>
+long flash_attention_backward(Kokkos::View<const T***, Layout, Mem> q, Kokkos::View<const T***, Layout, Mem> k,
+                              Kokkos::View<const T***, Layout, Mem> v, Kokkos::View<const T***, Layout, Mem> dout,
+                              Kokkos::View<const accum_t<T>**, Layout, Mem> lse, Kokkos::View<const accum_t<T>**, Layout, Mem> D,
+                              const AttnMask<Mem>& mask, accum_t<T> scale, Kokkos::View<accum_t<T>***, Layout, Mem> dq,
+                              Kokkos::View<accum_t<T>***, Layout, Mem> dk, Kokkos::View<accum_t<T>***, Layout, Mem> dv,
+                              bool accumulate = false, AttnTiles tiles = {}) {
+  using Acc = accum_t<T>;
+  using Exec = typename Kokkos::View<Acc***, Layout, Mem>::execution_space;
+  impl::check_attention_shapes(q, k, v, mask);
+  const long sq = q.extent(0), n = q.extent(1), d = q.extent(2), sk = k.extent(0), nkv = k.extent(1);
+  BURST_CHECK_INPUT(dout.extent(0) == size_t(sq) && dout.extent(1) == size_t(n) && dout.extent(2) == size_t(d),
+                    "attention backward: dO must have Q's shape");
+  BURST_CHECK_INPUT(lse.extent(0) == size_t(sq) && lse.extent(1) == size_t(n) && D.extent(0) == size_t(sq) &&
+                        D.extent(1) == size_t(n),
+                    "attention backward: lse and D must be [", sq, ", ", n, "]");
+  BURST_CHECK_INPUT(dq.extent(0) == size_t(sq) && dq.extent(1) == size_t(n) && dq.extent(2) == size_t(d),
+                    "attention backward: dQ must have Q's shape");
+  BURST_CHECK_INPUT(dk.extent(0) == size_t(sk) && dk.extent(1) == size_t(nkv) && dk.extent(2) == size_t(d) &&
+                        dv.extent(0) == size_t(sk) && dv.extent(1) == size_t(nkv) && dv.extent(2) == size_t(d),
+                    "attention backward: dK and dV must have K's shape");
+  constexpr bool host = impl::is_host_exec<Exec>();
+  long computed = 0;
+  if (sk > 0 && nkv > 0) {
+    using F = impl::FlashBackwardKV<T, Acc, Exec, Mem>;
+    const size_t bytes = F::scratch_bytes(tiles.br, tiles.bc, d);
+    F f{q, k, v, dout, lse, D, dk, dv, mask, scale, sq, sk, n, nkv, d, tiles.br, tiles.bc, n / nkv, accumulate,
+        impl::scratch_level(bytes, host)};
+    computed = impl::launch_tiles<F, Exec>("burst::flash_attention_backward_dkdv", f, ((sk + tiles.bc - 1) / tiles.bc) * nkv,
+                                           host ? 1 : tiles.bc, bytes);
+  }
+  if (sq > 0 && n > 0) {
+    using F = impl::FlashBackwardQ<T, Acc, Exec, Mem>;
+    const size_t bytes = F::scratch_bytes(tiles.br, tiles.bc, d);
+    F f{q, k, v, dout, lse, D, dq, mask, scale, sq, sk, n, d, tiles.br, tiles.bc, n / nkv, accumulate,
+        impl::scratch_level(bytes, host)};
+    impl::launch_tiles<F, Exec>("burst::flash_attention_backward_dq", f, ((sq + tiles.br - 1) / tiles.br) * n,
+                                host ? 1 : tiles.br, bytes);
+  }
+  return computed;
+}
+
+// D = rowsum(dO * O) per (row, head), in Acc: what the backward needs from
+// the forward's output, computed once locally.
+template <class T, class Mem>
+void attention_backward_rowsum(Kokkos::View<const T***, Layout, Mem> dout, Kokkos::View<const accum_t<T>***, Layout, Mem> o,
+                               Kokkos::View<accum_t<T>**, Layout, Mem> D) {
+  using Acc = accum_t<T>;
+  using Exec = typename Kokkos::View<Acc**, Layout, Mem>::execution_space;
+  BURST_CHECK_INPUT(dout.extent(0) == o.extent(0) && dout.extent(1) == o.extent(1) && dout.extent(2) == o.extent(2) &&
+                        D.extent(0) == o.extent(0) && D.extent(1) == o.extent(1),
+                    "attention rowsum: dO, O and D shapes disagree");
+  const long n = o.extent(1), d = o.extent(2);
+  Kokkos::parallel_for(
+      "burst::attention_backward_rowsum", Kokkos::RangePolicy<Exec>(0, long(o.extent(0)) * n), KOKKOS_LAMBDA(const long x) {
+        const long i = x / n, h = x % n;
+        Acc s = 0;
+        for (long e = 0; e < d; ++e) s += Acc(dout(i, h, e)) * o(i, h, e);
+        D(i, h) = s;
+      });
+}
+
+// Merge a partial result (O_b, lse_b) into the running (O, lse), in place
+// (ALGORITHMS.md section 1). Exact with -inf rows on either or both sides:
+// a side that saw no key contributes nothing, and if neither did the row
+// stays (0, -inf).
+template <class Acc, class Mem>
+void lse_merge(Kokkos::View<Acc***, Layout, Mem> o, Kokkos::View<Acc**, Layout, Mem> lse,
+               Kokkos::View<const Acc***, Layout, Mem> ob, Kokkos::View<const Acc**, Layout, Mem> lseb) {
+  using Exec = typename Kokkos::View<Acc**, Layout, Mem>::execution_space;
+  BURST_CHECK_INPUT(o.extent(0) == ob.extent(0) && o.extent(1) == ob.extent(1) && o.extent(2) == ob.extent(2) &&
+                        lse.extent(0) == lseb.extent(0) && lse.extent(1) == lseb.extent(1) &&
+                        lse.extent(0) == o.extent(0) && lse.extent(1) == o.extent(1),
+                    "lse_merge: shapes of (O, lse) and (O_b, lse_b) disagree");
+  const long n = o.extent(1), d = o.extent(2);
+  Kokkos::parallel_for(
+      "burst::lse_merge", Kokkos::RangePolicy<Exec>(0, long(o.extent(0)) * n), KOKKOS_LAMBDA(const long x) {
+        const long i = x / n, h = x % n;
+        const Acc a = lse(i, h), b = lseb(i, h);
+        if (b == impl::neg_inf<Acc>()) return;  // nothing new
+        if (a == impl::neg_inf<Acc>()) {        // nothing yet: take the block's result
+          lse(i, h) = b;
+          for (long e = 0; e < d; ++e) o(i, h, e) = ob(i, h, e);
+          return;
+        }
+        const Acc mx = a > b ? a : b, mn = a > b ? b : a;
+        const Acc lnew = mx + kx::log1p(kx::exp(mn - mx));
+        const Acc wa = kx::exp(a - lnew), wb = kx::exp(b - lnew);
+        for (long e = 0; e < d; ++e) o(i, h, e) = wa * o(i, h, e) + wb * ob(i, h, e);
+        lse(i, h) = lnew;
+      });
+}
+
+inline const char* mask_kind_name(MaskKind k) {
+  switch (k) {
+    case MaskKind::None: return "none";
+    case MaskKind::Causal: return "causal";
+    case MaskKind::Window: return "window";
+    case MaskKind::Document: return "document";
+  }
+  return "?";
+}
+
+}  // namespace burst::kernels
