@@ -1,0 +1,117 @@
+// MLP activations, forward and backward, elementwise over [N, F].
+//  SwiGLU (LLaMA): h = silu(gate) * up.
+//  GELU (non-gated MLPs, the paper's 7B): exact erf form or the tanh approximation.
+#pragma once
+
+#include "core/error.hpp"
+#include "core/views.hpp"
+
+namespace burst::kernels {
+
+enum class Gelu { Erf, Tanh };
+
+namespace impl {
+template <class Acc> KOKKOS_INLINE_FUNCTION Acc sigmoid(Acc x) { return Acc(1) / (Acc(1) + kx::exp(-x)); }
+
+template <class Acc> KOKKOS_INLINE_FUNCTION Acc gelu(Acc x, Gelu kind) {
+  if (kind == Gelu::Erf) return Acc(0.5) * x * (Acc(1) + kx::erf(x * Acc(0.70710678118654752440)));
+  const Acc c = Acc(0.79788456080286535588);  // sqrt(2/pi)
+  return Acc(0.5) * x * (Acc(1) + kx::tanh(c * (x + Acc(0.044715) * x * x * x)));
+}
+
+template <class Acc> KOKKOS_INLINE_FUNCTION Acc gelu_grad(Acc x, Gelu kind) {
+  if (kind == Gelu::Erf) {
+    const Acc cdf = Acc(0.5) * (Acc(1) + kx::erf(x * Acc(0.70710678118654752440)));
+    const Acc pdf = kx::exp(Acc(-0.5) * x * x) * Acc(0.39894228040143267794);  // 1/sqrt(2 pi)
+    return cdf + x * pdf;
+  }
+  const Acc c = Acc(0.79788456080286535588);
+  const Acc u = c * (x + Acc(0.044715) * x * x * x);
+  const Acc t = kx::tanh(u);
+  return Acc(0.5) * (Acc(1) + t) + Acc(0.5) * x * (Acc(1) - t * t) * c * (Acc(1) + Acc(3 * 0.044715) * x * x);
+}
+}  // namespace impl
+
+template <class V1, class V2> void check_same_2d(const char* what, const V1& a, const V2& b) {
+  BURST_CHECK_INPUT(a.extent(0) == b.extent(0) && a.extent(1) == b.extent(1), what, ": shapes [", a.extent(0), ", ",
+                    a.extent(1), "] and [", b.extent(0), ", ", b.extent(1), "] differ");
+}
+
+template <class T, class Mem>
+void swiglu_forward(Kokkos::View<const T**, Layout, Mem> gate, Kokkos::View<const T**, Layout, Mem> up,
+                    Kokkos::View<T**, Layout, Mem> h) {
+  using Acc = accum_t<T>;
+  using Exec = typename Kokkos::View<T**, Layout, Mem>::execution_space;
+  check_same_2d("swiglu", gate, up);
+  check_same_2d("swiglu", gate, h);
+  const long F = gate.extent(1);
+  Kokkos::parallel_for(
+      "burst::swiglu_forward", Kokkos::RangePolicy<Exec>(0, long(gate.extent(0)) * F), KOKKOS_LAMBDA(const long x) {
+        const long i = x / F, f = x % F;
+        const Acc g = Acc(gate(i, f));
+        h(i, f) = T(g * impl::sigmoid(g) * Acc(up(i, f)));
+      });
+}
+
+// dgate = dh * up * silu'(gate), dup = dh * silu(gate).
+template <class T, class Mem>
+void swiglu_backward(Kokkos::View<const T**, Layout, Mem> dh, Kokkos::View<const T**, Layout, Mem> gate,
+                     Kokkos::View<const T**, Layout, Mem> up, Kokkos::View<T**, Layout, Mem> dgate,
+                     Kokkos::View<T**, Layout, Mem> dup) {
+  using Acc = accum_t<T>;
+  using Exec = typename Kokkos::View<T**, Layout, Mem>::execution_space;
+  check_same_2d("swiglu backward", dh, gate);
+  check_same_2d("swiglu backward", dh, up);
+  check_same_2d("swiglu backward", dh, dgate);
+  check_same_2d("swiglu backward", dh, dup);
+  const long F = gate.extent(1);
+  Kokkos::parallel_for(
+      "burst::swiglu_backward", Kokkos::RangePolicy<Exec>(0, long(gate.extent(0)) * F), KOKKOS_LAMBDA(const long x) {
+        const long i = x / F, f = x % F;
+        const Acc g = Acc(gate(i, f)), s = impl::sigmoid(g), d = Acc(dh(i, f));
+        dgate(i, f) = T(d * Acc(up(i, f)) * s * (Acc(1) + g * (Acc(1) - s)));
+        dup(i, f) = T(d * g * s);
+      });
+}
+
+template <class T, class Mem>
+void gelu_forward(Kokkos::View<const T**, Layout, Mem> x, Gelu kind, Kokkos::View<T**, Layout, Mem> y) {
+  using Acc = accum_t<T>;
+  using Exec = typename Kokkos::View<T**, Layout, Mem>::execution_space;
+  check_same_2d("gelu", x, y);
+  const long F = x.extent(1);
+  Kokkos::parallel_for(
+      "burst::gelu_forward", Kokkos::RangePolicy<Exec>(0, long(x.extent(0)) * F), KOKKOS_LAMBDA(const long e) {
+        y(e / F, e % F) = T(impl::gelu(Acc(x(e / F, e % F)), kind));
+      });
+}
+
+template <class T, class Mem>
+void gelu_backward(Kokkos::View<const T**, Layout, Mem> dy, Kokkos::View<const T**, Layout, Mem> x, Gelu kind,
+                   Kokkos::View<T**, Layout, Mem> dx) {
+  using Acc = accum_t<T>;
+  using Exec = typename Kokkos::View<T**, Layout, Mem>::execution_space;
+  check_same_2d("gelu backward", dy, x);
+  check_same_2d("gelu backward", dy, dx);
+  const long F = x.extent(1);
+  Kokkos::parallel_for(
+      "burst::gelu_backward", Kokkos::RangePolicy<Exec>(0, long(x.extent(0)) * F), KOKKOS_LAMBDA(const long e) {
+        const long i = e / F, f = e % F;
+        dx(i, f) = T(Acc(dy(i, f)) * impl::gelu_grad(Acc(x(i, f)), kind));
+      });
+}
+
+// y += alpha * x over any 2-D views of one shape (residual adds, gradient sums).
+template <class T, class Mem>
+void add_inplace(Kokkos::View<T**, Layout, Mem> y, Kokkos::View<const T**, Layout, Mem> x, double alpha = 1.0) {
+  using Acc = accum_t<T>;
+  using Exec = typename Kokkos::View<T**, Layout, Mem>::execution_space;
+  check_same_2d("add", y, x);
+  const long F = y.extent(1);
+  Kokkos::parallel_for(
+      "burst::add_inplace", Kokkos::RangePolicy<Exec>(0, long(y.extent(0)) * F), KOKKOS_LAMBDA(const long e) {
+        y(e / F, e % F) = T(Acc(y(e / F, e % F)) + Acc(alpha) * Acc(x(e / F, e % F)));
+      });
+}
+
+}  // namespace burst::kernels

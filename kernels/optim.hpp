@@ -1,0 +1,75 @@
+// AdamW (decoupled weight decay, PyTorch's order), global-norm clipping and
+// the cosine schedule with linear warmup.
+#pragma once
+
+#include "core/error.hpp"
+#include "core/views.hpp"
+
+#include <cmath>
+
+namespace burst::kernels {
+
+struct AdamWParams {
+  double lr = 3e-4, beta1 = 0.9, beta2 = 0.95, eps = 1e-8, weight_decay = 0.1;
+};
+
+// One step t (1-based) on a flat parameter shard. p, m, v in fp32 (or double
+// for checks); g in the same type, already scaled (clipping, averaging).
+//   p <- p * (1 - lr * wd);  m <- b1 m + (1 - b1) g;  v <- b2 v + (1 - b2) g^2
+//   p <- p - lr * (m / (1 - b1^t)) / (sqrt(v / (1 - b2^t)) + eps)
+template <class P, class Mem>
+void adamw_step(Kokkos::View<P*, Layout, Mem> p, Kokkos::View<const P*, Layout, Mem> g, Kokkos::View<P*, Layout, Mem> m,
+                Kokkos::View<P*, Layout, Mem> v, const AdamWParams& hp, long t, double weight_decay_scale = 1.0) {
+  using Exec = typename Kokkos::View<P*, Layout, Mem>::execution_space;
+  BURST_CHECK_INPUT(g.extent(0) == p.extent(0) && m.extent(0) == p.extent(0) && v.extent(0) == p.extent(0),
+                    "adamw: p, g, m, v lengths differ (", p.extent(0), ", ", g.extent(0), ", ", m.extent(0), ", ",
+                    v.extent(0), ")");
+  BURST_CHECK_INPUT(t >= 1, "adamw: step t = ", t, " must be >= 1");
+  const P lr = P(hp.lr), b1 = P(hp.beta1), b2 = P(hp.beta2), eps = P(hp.eps), wd = P(hp.weight_decay * weight_decay_scale);
+  const P bc1 = P(1 - std::pow(hp.beta1, double(t))), bc2 = P(1 - std::pow(hp.beta2, double(t)));
+  Kokkos::parallel_for(
+      "burst::adamw_step", Kokkos::RangePolicy<Exec>(0, long(p.extent(0))), KOKKOS_LAMBDA(const long i) {
+        const P gi = g(i);
+        const P mi = b1 * m(i) + (P(1) - b1) * gi;
+        const P vi = b2 * v(i) + (P(1) - b2) * gi * gi;
+        m(i) = mi;
+        v(i) = vi;
+        P pi = p(i) * (P(1) - lr * wd);
+        pi -= lr * (mi / bc1) / (kx::sqrt(vi / bc2) + eps);
+        p(i) = pi;
+      });
+}
+
+// Sum of squares of a flat view, in double.
+template <class P, class Mem> double sum_squares(Kokkos::View<const P*, Layout, Mem> g) {
+  using Exec = typename Kokkos::View<const P*, Layout, Mem>::execution_space;
+  double s = 0;
+  Kokkos::parallel_reduce(
+      "burst::sum_squares", Kokkos::RangePolicy<Exec>(0, long(g.extent(0))),
+      KOKKOS_LAMBDA(const long i, double& acc) { acc += double(g(i)) * double(g(i)); }, s);
+  return s;
+}
+
+template <class P, class Mem> void scale_inplace(Kokkos::View<P*, Layout, Mem> g, double s) {
+  using Exec = typename Kokkos::View<P*, Layout, Mem>::execution_space;
+  Kokkos::parallel_for(
+      "burst::scale_inplace", Kokkos::RangePolicy<Exec>(0, long(g.extent(0))), KOKKOS_LAMBDA(const long i) { g(i) = P(g(i) * s); });
+}
+
+// The factor that brings a gradient of global norm `norm` to at most
+// max_norm (1 when it already is, or when max_norm <= 0 disables clipping).
+inline double clip_factor(double norm, double max_norm) {
+  if (max_norm <= 0 || !(norm > max_norm)) return 1.0;
+  return max_norm / (norm + 1e-6);
+}
+
+// Learning rate at step (0-based): linear warmup over `warmup` steps to
+// lr_max, then cosine decay to lr_min at `total`; lr_min after that.
+inline double cosine_lr(long step, long warmup, long total, double lr_max, double lr_min) {
+  if (warmup > 0 && step < warmup) return lr_max * double(step + 1) / double(warmup);
+  if (step >= total) return lr_min;
+  const double progress = double(step - warmup) / double(total > warmup ? total - warmup : 1);
+  return lr_min + 0.5 * (lr_max - lr_min) * (1.0 + std::cos(M_PI * progress));
+}
+
+}  // namespace burst::kernels

@@ -1,0 +1,60 @@
+// RMSNorm over the last dimension: y = x * rstd * w, rstd = 1 / sqrt(mean(x^2) + eps).
+#pragma once
+
+#include "core/error.hpp"
+#include "core/views.hpp"
+
+namespace burst::kernels {
+
+// x, y [N, H]; w [H]; rstd [N] (saved for backward).
+template <class T, class Mem>
+void rmsnorm_forward(Kokkos::View<const T**, Layout, Mem> x, Kokkos::View<const T*, Layout, Mem> w, double eps,
+                     Kokkos::View<T**, Layout, Mem> y, Kokkos::View<accum_t<T>*, Layout, Mem> rstd) {
+  using Acc = accum_t<T>;
+  using Exec = typename Kokkos::View<T**, Layout, Mem>::execution_space;
+  const long N = x.extent(0), H = x.extent(1);
+  BURST_CHECK_INPUT(long(w.extent(0)) == H && y.extent(0) == x.extent(0) && long(y.extent(1)) == H &&
+                        long(rstd.extent(0)) == N,
+                    "rmsnorm: x is [", N, ", ", H, "], w [", w.extent(0), "], y [", y.extent(0), ", ", y.extent(1),
+                    "], rstd [", rstd.extent(0), "]");
+  BURST_CHECK_INPUT(eps > 0, "rmsnorm: eps = ", eps, " must be > 0");
+  Kokkos::parallel_for(
+      "burst::rmsnorm_forward", Kokkos::RangePolicy<Exec>(0, N), KOKKOS_LAMBDA(const long i) {
+        Acc ss = 0;
+        for (long h = 0; h < H; ++h) ss += Acc(x(i, h)) * Acc(x(i, h));
+        const Acc r = Acc(1) / kx::sqrt(ss / Acc(H) + Acc(eps));
+        rstd(i) = r;
+        for (long h = 0; h < H; ++h) y(i, h) = T(Acc(x(i, h)) * r * Acc(w(h)));
+      });
+}
+
+// dx = rstd * (g - x * rstd^2 * mean(g * x)), g = dy * w; dw = sum_i dy * x * rstd.
+// dw is added to (accumulated over micro-batches), dx is written.
+template <class T, class Mem>
+void rmsnorm_backward(Kokkos::View<const T**, Layout, Mem> dy, Kokkos::View<const T**, Layout, Mem> x,
+                      Kokkos::View<const T*, Layout, Mem> w, Kokkos::View<const accum_t<T>*, Layout, Mem> rstd,
+                      Kokkos::View<T**, Layout, Mem> dx, Kokkos::View<accum_t<T>*, Layout, Mem> dw) {
+  using Acc = accum_t<T>;
+  using Exec = typename Kokkos::View<T**, Layout, Mem>::execution_space;
+  const long N = x.extent(0), H = x.extent(1);
+  BURST_CHECK_INPUT(dy.extent(0) == x.extent(0) && dy.extent(1) == x.extent(1) && dx.extent(0) == x.extent(0) &&
+                        dx.extent(1) == x.extent(1) && long(dw.extent(0)) == H && long(rstd.extent(0)) == N,
+                    "rmsnorm backward: shapes of dy, x, dx, dw, rstd disagree");
+  Kokkos::parallel_for(
+      "burst::rmsnorm_backward_dx", Kokkos::RangePolicy<Exec>(0, N), KOKKOS_LAMBDA(const long i) {
+        const Acc r = rstd(i);
+        Acc gx = 0;
+        for (long h = 0; h < H; ++h) gx += Acc(dy(i, h)) * Acc(w(h)) * Acc(x(i, h));
+        const Acc c = r * r * gx / Acc(H);
+        for (long h = 0; h < H; ++h) dx(i, h) = T(r * (Acc(dy(i, h)) * Acc(w(h)) - Acc(x(i, h)) * c));
+      });
+  // Column sums, one thread per column: deterministic, no atomics.
+  Kokkos::parallel_for(
+      "burst::rmsnorm_backward_dw", Kokkos::RangePolicy<Exec>(0, H), KOKKOS_LAMBDA(const long h) {
+        Acc s = 0;
+        for (long i = 0; i < N; ++i) s += Acc(dy(i, h)) * Acc(x(i, h)) * rstd(i);
+        dw(h) += s;
+      });
+}
+
+}  // namespace burst::kernels

@@ -1,0 +1,66 @@
+// Rotary position embedding (Hugging Face's rotate_half convention: element e
+// pairs with e + d/2), on explicit position ids, with the rope_scaling kinds
+// of Hugging Face configs: default, linear, dynamic (NTK), llama3, yarn.
+// The inverse frequencies and the attention factor are computed on the host
+// in double, once per configuration (and per sequence length for dynamic).
+#pragma once
+
+#include "core/error.hpp"
+#include "core/views.hpp"
+
+#include <string>
+#include <vector>
+
+namespace burst::kernels {
+
+struct RopeScaling {
+  std::string type = "default";  // default | linear | dynamic | llama3 | yarn
+  double factor = 1.0;
+  long original_max_position_embeddings = 0;  // llama3, yarn, dynamic
+  double low_freq_factor = 1.0, high_freq_factor = 4.0;  // llama3
+  double beta_fast = 32.0, beta_slow = 1.0;                // yarn
+  double attention_factor = 0.0;                           // yarn: 0 = derive from factor (0.1 ln(factor) + 1)
+  bool truncate = true;                                    // yarn: floor/ceil the correction range
+};
+
+struct RopeConfig {
+  double theta = 10000.0;
+  long head_dim = 0;            // rotary dimension (even)
+  long max_position_embeddings = 0;
+  RopeScaling scaling;
+};
+
+struct RopeTable {
+  std::vector<double> inv_freq;  // [d/2]
+  double attention_factor = 1.0; // multiplies cos and sin (yarn)
+};
+
+// Throws Error(Config) for an unknown type or impossible parameters.
+// `seq_len` matters only to dynamic scaling.
+RopeTable rope_table(const RopeConfig& cfg, long seq_len);
+
+// x [s, heads, d] rotated in place by positions pos [s]; inverse = true
+// applies the transpose (the backward of the forward rotation).
+template <class T, class Mem>
+void rope_apply(Kokkos::View<T***, Layout, Mem> x, Kokkos::View<const long*, Layout, Mem> pos,
+                Kokkos::View<const double*, Layout, Mem> inv_freq, double attention_factor, bool inverse) {
+  using Acc = accum_t<T>;
+  using Exec = typename Kokkos::View<T***, Layout, Mem>::execution_space;
+  const long s = x.extent(0), nh = x.extent(1), d = x.extent(2), half = d / 2;
+  BURST_CHECK_INPUT(d % 2 == 0 && long(inv_freq.extent(0)) == half, "rope: head dim ", d,
+                    " must be even and match the table's ", inv_freq.extent(0), " frequencies");
+  BURST_CHECK_INPUT(long(pos.extent(0)) == s, "rope: ", pos.extent(0), " positions for ", s, " tokens");
+  const double sign = inverse ? -1.0 : 1.0;
+  Kokkos::parallel_for(
+      "burst::rope_apply", Kokkos::RangePolicy<Exec>(0, s * nh * half), KOKKOS_LAMBDA(const long idx) {
+        const long e = idx % half, h = (idx / half) % nh, i = idx / (half * nh);
+        // The angle in double: positions reach millions, and float loses the phase.
+        const double ang = double(pos(i)) * inv_freq(e);
+        const Acc c = Acc(kx::cos(ang) * attention_factor), sn = Acc(sign * kx::sin(ang) * attention_factor);
+        const Acc a = Acc(x(i, h, e)), b = Acc(x(i, h, e + half));
+        x(i, h, e) = T(a * c - b * sn);
+        x(i, h, e + half) = T(b * c + a * sn);
+      });
+}
+
+}  // namespace burst::kernels
