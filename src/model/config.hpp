@@ -1,0 +1,42 @@
+// Model configuration: LLaMA-family decoder. Presets (tiny, 125M, 1B, the
+// paper's 7B and 14B) and Hugging Face config.json in both forms found in the
+// wild: rope_theta + rope_scaling (transformers 4.x) and rope_parameters
+// {rope_theta, rope_type, ...} (transformers 5.x).
+#pragma once
+
+#include "kernels/rope.hpp"
+
+#include <string>
+#include <vector>
+
+namespace burst {
+
+enum class MlpKind { SwiGLU, Gelu, GeluTanh };
+
+struct ModelConfig {
+  std::string name = "custom";
+  long vocab = 0, hidden = 0, layers = 0, heads = 0, kv_heads = 0, head_dim = 0, ffn = 0;
+  long max_position_embeddings = 4096;
+  double rms_eps = 1e-5;
+  MlpKind mlp = MlpKind::SwiGLU;
+  bool tie_embeddings = false;
+  kernels::RopeConfig rope;  // rope.head_dim == head_dim
+
+  long q_dim() const { return heads * head_dim; }
+  long kv_dim() const { return kv_heads * head_dim; }
+  // Throws Error(Config) naming the impossible value.
+  void validate() const;
+  long parameter_count() const;
+  std::string describe() const;
+};
+
+// "tiny", "125M", "1B", "7B", "14B".
+ModelConfig model_preset(const std::string& name);
+std::vector<std::string> model_preset_names();
+// A Hugging Face config.json (text). `source` names it in messages.
+ModelConfig model_from_hf_json(const std::string& text, const std::string& source);
+ModelConfig model_from_hf_file(const std::string& path);
+// Writes the config as Hugging Face config.json text (transformers 4.x form).
+std::string model_to_hf_json(const ModelConfig& c);
+
+}  // namespace burst

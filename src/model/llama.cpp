@@ -1,0 +1,230 @@
+#include "model/llama.hpp"
+
+#include "core/timer.hpp"
+#include "kernels/activations.hpp"
+#include "kernels/cross_entropy.hpp"
+#include "kernels/embedding.hpp"
+#include "kernels/gemm.hpp"
+#include "kernels/rmsnorm.hpp"
+
+#include <cmath>
+
+namespace burst {
+
+using kernels::gemm;
+
+// ------------------------------------------------------------ LocalAttention
+
+template <class T, class Mem> kernels::AttnMask<Mem> LocalAttention<T, Mem>::mask(const TokenBatch<Mem>& b) const {
+  if (b.doc_ids.extent(0) > 0) return kernels::AttnMask<Mem>::document(b.doc_ids, b.doc_ids, b.positions, b.positions);
+  if (window_ > 0) return kernels::AttnMask<Mem>::sliding_window(window_, b.positions, b.positions);
+  return kernels::AttnMask<Mem>::causal(0);
+}
+
+template <class T, class Mem>
+void LocalAttention<T, Mem>::forward(int, const TokenBatch<Mem>& b, CV3 q, CV3 k, CV3 v, V3 o, V2 lse) {
+  kernels::flash_attention_forward<T, Mem>(q, k, v, mask(b), T(scale_), o, lse);
+}
+
+template <class T, class Mem>
+void LocalAttention<T, Mem>::backward(int, const TokenBatch<Mem>& b, CV3 q, CV3 k, CV3 v,
+                                      Kokkos::View<const T***, Layout, Mem> o, Kokkos::View<const T**, Layout, Mem> lse,
+                                      CV3 dout, V3 dq, V3 dk, V3 dv) {
+  Kokkos::View<T**, Layout, Mem> D(mem_label(MemCategory::Activations, "attn.D"), o.extent(0), o.extent(1));
+  kernels::attention_backward_rowsum<T, Mem>(dout, o, D);
+  kernels::flash_attention_backward<T, Mem>(q, k, v, dout, lse, D, mask(b), T(scale_), dq, dk, dv, false);
+}
+
+// ------------------------------------------------------------------- model
+
+template <class T, class Mem>
+LlamaModel<T, Mem>::LlamaModel(const ModelConfig& cfg, std::shared_ptr<AttentionOp<T, Mem>> attn)
+    : cfg_(cfg),
+      attn_(std::move(attn)),
+      params_(llama_param_table(cfg), MemCategory::Params, "weights"),
+      grads_(llama_param_table(cfg), MemCategory::Grads, "grads") {
+  cfg_.validate();
+}
+
+template <class T, class Mem>
+Kokkos::View<double*, Layout, Mem> LlamaModel<T, Mem>::rope_freqs(long seq_len, double* attention_factor) {
+  kernels::RopeTable t = kernels::rope_table(cfg_.rope, seq_len);
+  Kokkos::View<double*, Layout, Mem> f(mem_label(MemCategory::Workspace, "rope.inv_freq"), t.inv_freq.size());
+  auto h = Kokkos::create_mirror_view(f);
+  for (size_t e = 0; e < t.inv_freq.size(); ++e) h(e) = t.inv_freq[e];
+  Kokkos::deep_copy(f, h);
+  *attention_factor = t.attention_factor;
+  return f;
+}
+
+namespace {
+template <class T, class Mem> Kokkos::View<T**, Layout, Mem> act2(const char* name, long r, long c) {
+  return Kokkos::View<T**, Layout, Mem>(mem_label(MemCategory::Activations, name), r, c);
+}
+template <class V> auto as3(const V& v, long a, long b, long c) {
+  using T = typename V::value_type;
+  return Kokkos::View<T***, Layout, typename V::memory_space>(v.data(), a, b, c);
+}
+template <class V> auto cv(const V& v) {
+  using T = typename V::non_const_value_type;
+  return Kokkos::View<const T**, Layout, typename V::memory_space>(v);
+}
+}  // namespace
+
+template <class T, class Mem>
+void LlamaModel<T, Mem>::layer_forward(int l, const TokenBatch<Mem>& b, V2 x, LayerActs& a, V2 x_out) {
+  const std::string p = "model.layers." + std::to_string(l) + ".";
+  const long s = b.seq_len(), H = cfg_.hidden, n = cfg_.heads, nkv = cfg_.kv_heads, d = cfg_.head_dim, F = cfg_.ffn;
+  a.x_in = x;
+  a.h1 = act2<T, Mem>("h1", s, H);
+  a.rstd1 = V1(mem_label(MemCategory::Activations, "rstd1"), s);
+  kernels::rmsnorm_forward<T, Mem>(x, params_.vec(p + "input_layernorm.weight"), cfg_.rms_eps, a.h1, a.rstd1);
+  a.q = act2<T, Mem>("q", s, n * d);
+  a.k = act2<T, Mem>("k", s, nkv * d);
+  a.v = act2<T, Mem>("v", s, nkv * d);
+  gemm('N', 'T', 1, a.h1, params_.mat(p + "self_attn.q_proj.weight"), 0, a.q);
+  gemm('N', 'T', 1, a.h1, params_.mat(p + "self_attn.k_proj.weight"), 0, a.k);
+  gemm('N', 'T', 1, a.h1, params_.mat(p + "self_attn.v_proj.weight"), 0, a.v);
+  double af = 1;
+  auto freqs = rope_freqs(s, &af);
+  kernels::rope_apply<T, Mem>(as3(a.q, s, n, d), b.positions, freqs, af, false);
+  kernels::rope_apply<T, Mem>(as3(a.k, s, nkv, d), b.positions, freqs, af, false);
+  a.o = act2<T, Mem>("attn.o", s, n * d);
+  a.lse = act2<T, Mem>("attn.lse", s, n);
+  attn_->forward(l, b, as3(a.q, s, n, d), as3(a.k, s, nkv, d), as3(a.v, s, nkv, d), as3(a.o, s, n, d), a.lse);
+  // x2 = x + o_proj(o)
+  a.x2 = act2<T, Mem>("x2", s, H);
+  Kokkos::deep_copy(a.x2, x);
+  gemm('N', 'T', 1, a.o, params_.mat(p + "self_attn.o_proj.weight"), 1, a.x2);
+  a.h2 = act2<T, Mem>("h2", s, H);
+  a.rstd2 = V1(mem_label(MemCategory::Activations, "rstd2"), s);
+  kernels::rmsnorm_forward<T, Mem>(a.x2, params_.vec(p + "post_attention_layernorm.weight"), cfg_.rms_eps, a.h2, a.rstd2);
+  a.up = act2<T, Mem>("mlp.up", s, F);
+  a.m = act2<T, Mem>("mlp.act", s, F);
+  gemm('N', 'T', 1, a.h2, params_.mat(p + "mlp.up_proj.weight"), 0, a.up);
+  if (cfg_.mlp == MlpKind::SwiGLU) {
+    a.gate = act2<T, Mem>("mlp.gate", s, F);
+    gemm('N', 'T', 1, a.h2, params_.mat(p + "mlp.gate_proj.weight"), 0, a.gate);
+    kernels::swiglu_forward<T, Mem>(a.gate, a.up, a.m);
+  } else {
+    kernels::gelu_forward<T, Mem>(a.up, cfg_.mlp == MlpKind::Gelu ? kernels::Gelu::Erf : kernels::Gelu::Tanh, a.m);
+  }
+  Kokkos::deep_copy(x_out, a.x2);
+  gemm('N', 'T', 1, a.m, params_.mat(p + "mlp.down_proj.weight"), 1, x_out);
+}
+
+template <class T, class Mem>
+typename LlamaModel<T, Mem>::V2 LlamaModel<T, Mem>::embed_and_layers(const TokenBatch<Mem>& b, std::vector<LayerActs>& acts,
+                                                                    V1& rstd_f, V2& hf) {
+  const long s = b.seq_len(), H = cfg_.hidden;
+  V2 x = act2<T, Mem>("x0", s, H);
+  kernels::embedding_forward<T, Mem>(b.tokens, cv(params_.mat("model.embed_tokens.weight")), x);
+  acts.resize(cfg_.layers);
+  for (int l = 0; l < cfg_.layers; ++l) {
+    Phase ph("layer_forward");
+    V2 xo = act2<T, Mem>("x_out", s, H);
+    layer_forward(l, b, x, acts[l], xo);
+    x = xo;
+  }
+  hf = act2<T, Mem>("h_final", s, H);
+  rstd_f = V1(mem_label(MemCategory::Activations, "rstd_final"), s);
+  kernels::rmsnorm_forward<T, Mem>(x, params_.vec("model.norm.weight"), cfg_.rms_eps, hf, rstd_f);
+  return x;
+}
+
+template <class T, class Mem> void LlamaModel<T, Mem>::forward_logits(const TokenBatch<Mem>& b, V2 logits) {
+  std::vector<LayerActs> acts;
+  V1 rstd_f;
+  V2 hf;
+  embed_and_layers(b, acts, rstd_f, hf);
+  const char* head = cfg_.tie_embeddings ? "model.embed_tokens.weight" : "lm_head.weight";
+  gemm('N', 'T', 1, hf, params_.mat(head), 0, logits);
+}
+
+template <class T, class Mem>
+void LlamaModel<T, Mem>::layer_backward(int l, const TokenBatch<Mem>& b, LayerActs& a, V2 dx) {
+  // On entry dx = dL/d(layer output); on exit dL/d(layer input).
+  const std::string p = "model.layers." + std::to_string(l) + ".";
+  const long s = b.seq_len(), H = cfg_.hidden, n = cfg_.heads, nkv = cfg_.kv_heads, d = cfg_.head_dim, F = cfg_.ffn;
+  // MLP: out = x2 + down(m)
+  V2 dm = act2<T, Mem>("d.mlp.act", s, F);
+  gemm('N', 'N', 1, dx, params_.mat(p + "mlp.down_proj.weight"), 0, dm);
+  gemm('T', 'N', 1, dx, a.m, 1, grads_.mat(p + "mlp.down_proj.weight"));
+  V2 dh2 = act2<T, Mem>("d.h2", s, H);
+  V2 dup = act2<T, Mem>("d.mlp.up", s, F);
+  if (cfg_.mlp == MlpKind::SwiGLU) {
+    V2 dgate = act2<T, Mem>("d.mlp.gate", s, F);
+    kernels::swiglu_backward<T, Mem>(dm, a.gate, a.up, dgate, dup);
+    gemm('N', 'N', 1, dgate, params_.mat(p + "mlp.gate_proj.weight"), 0, dh2);
+    gemm('T', 'N', 1, dgate, a.h2, 1, grads_.mat(p + "mlp.gate_proj.weight"));
+    gemm('N', 'N', 1, dup, params_.mat(p + "mlp.up_proj.weight"), 1, dh2);
+  } else {
+    kernels::gelu_backward<T, Mem>(dm, a.up, cfg_.mlp == MlpKind::Gelu ? kernels::Gelu::Erf : kernels::Gelu::Tanh, dup);
+    gemm('N', 'N', 1, dup, params_.mat(p + "mlp.up_proj.weight"), 0, dh2);
+  }
+  gemm('T', 'N', 1, dup, a.h2, 1, grads_.mat(p + "mlp.up_proj.weight"));
+  V2 dx2 = act2<T, Mem>("d.x2", s, H);
+  kernels::rmsnorm_backward<T, Mem>(dh2, a.x2, params_.vec(p + "post_attention_layernorm.weight"), a.rstd2, dx2,
+                                    grads_.vec(p + "post_attention_layernorm.weight"));
+  kernels::add_inplace<T, Mem>(dx2, dx);  // residual
+  // Attention: x2 = x + o_proj(o)
+  V2 dO = act2<T, Mem>("d.attn.o", s, n * d);
+  gemm('N', 'N', 1, dx2, params_.mat(p + "self_attn.o_proj.weight"), 0, dO);
+  gemm('T', 'N', 1, dx2, a.o, 1, grads_.mat(p + "self_attn.o_proj.weight"));
+  V2 dq = act2<T, Mem>("d.q", s, n * d), dk = act2<T, Mem>("d.k", s, nkv * d), dv = act2<T, Mem>("d.v", s, nkv * d);
+  attn_->backward(l, b, as3(a.q, s, n, d), as3(a.k, s, nkv, d), as3(a.v, s, nkv, d), as3(a.o, s, n, d), a.lse,
+                  as3(dO, s, n, d), as3(dq, s, n, d), as3(dk, s, nkv, d), as3(dv, s, nkv, d));
+  double af = 1;
+  auto freqs = rope_freqs(s, &af);
+  kernels::rope_apply<T, Mem>(as3(dq, s, n, d), b.positions, freqs, af, true);
+  kernels::rope_apply<T, Mem>(as3(dk, s, nkv, d), b.positions, freqs, af, true);
+  V2 dh1 = act2<T, Mem>("d.h1", s, H);
+  gemm('N', 'N', 1, dq, params_.mat(p + "self_attn.q_proj.weight"), 0, dh1);
+  gemm('N', 'N', 1, dk, params_.mat(p + "self_attn.k_proj.weight"), 1, dh1);
+  gemm('N', 'N', 1, dv, params_.mat(p + "self_attn.v_proj.weight"), 1, dh1);
+  gemm('T', 'N', 1, dq, a.h1, 1, grads_.mat(p + "self_attn.q_proj.weight"));
+  gemm('T', 'N', 1, dk, a.h1, 1, grads_.mat(p + "self_attn.k_proj.weight"));
+  gemm('T', 'N', 1, dv, a.h1, 1, grads_.mat(p + "self_attn.v_proj.weight"));
+  kernels::rmsnorm_backward<T, Mem>(dh1, a.x_in, params_.vec(p + "input_layernorm.weight"), a.rstd1, dx,
+                                    grads_.vec(p + "input_layernorm.weight"));
+  kernels::add_inplace<T, Mem>(dx, dx2);  // residual
+}
+
+template <class T, class Mem> StepLoss LlamaModel<T, Mem>::forward_backward(const TokenBatch<Mem>& b, double grad_norm) {
+  const long s = b.seq_len(), H = cfg_.hidden, V = cfg_.vocab;
+  BURST_CHECK_INPUT(b.labels.extent(0) == size_t(s) && b.positions.extent(0) == size_t(s), "batch: ", s, " tokens but ",
+                    b.labels.extent(0), " labels and ", b.positions.extent(0), " positions");
+  std::vector<LayerActs> acts;
+  V1 rstd_f;
+  V2 hf;
+  V2 xL = embed_and_layers(b, acts, rstd_f, hf);
+  // LM head + loss. (The fused, chunked head that never holds [s, V] comes
+  // with distributed training; this is the plain reference.)
+  const char* head = cfg_.tie_embeddings ? "model.embed_tokens.weight" : "lm_head.weight";
+  V2 logits = act2<T, Mem>("logits", s, V);
+  gemm('N', 'T', 1, hf, params_.mat(head), 0, logits);
+  Kokkos::View<T*, Layout, Mem> loss(mem_label(MemCategory::Activations, "loss"), s);
+  const bool grad = grad_norm > 0;
+  V2 dlogits = act2<T, Mem>("d.logits", grad ? s : 0, grad ? V : 0);
+  kernels::LossSum ls = kernels::cross_entropy<T, Mem>(logits, b.labels, loss, dlogits, grad ? 1.0 / grad_norm : 0.0);
+  if (!grad) return {ls.sum, ls.valid};
+  V2 dhf = act2<T, Mem>("d.h_final", s, H);
+  gemm('N', 'N', 1, dlogits, params_.mat(head), 0, dhf);
+  gemm('T', 'N', 1, dlogits, hf, 1, grads_.mat(head));
+  V2 dx = act2<T, Mem>("d.x", s, H);
+  kernels::rmsnorm_backward<T, Mem>(dhf, xL, params_.vec("model.norm.weight"), rstd_f, dx, grads_.vec("model.norm.weight"));
+  for (int l = cfg_.layers - 1; l >= 0; --l) {
+    Phase ph("layer_backward");
+    layer_backward(l, b, acts[l], dx);
+    acts[l] = LayerActs();  // free this layer's activations as soon as they are used
+  }
+  kernels::embedding_backward<T, Mem>(b.tokens, dx, grads_.mat("model.embed_tokens.weight"));
+  return {ls.sum, ls.valid};
+}
+
+template class LocalAttention<float, DeviceMem>;
+template class LocalAttention<double, DeviceMem>;
+template class LlamaModel<float, DeviceMem>;
+template class LlamaModel<double, DeviceMem>;
+
+}  // namespace burst
