@@ -1,7 +1,9 @@
 // The `burst` executable: parses the command line (identically on every
 // rank), starts the runtime, runs one subcommand.
 #include "cli/commands.hpp"
+#include "core/config.hpp"
 #include "core/error.hpp"
+#include "train/trainer.hpp"
 
 #include <CLI/CLI.hpp>
 
@@ -15,6 +17,14 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
 
   auto* info = app.add_subcommand("info", "backend, devices, ranks, node topology, GPU binding, dependency versions");
+
+  std::string train_config;
+  std::vector<std::string> train_sets;
+  bool train_resume = false;
+  auto* trn = app.add_subcommand("train", "train a model (data-parallel over the ranks)");
+  trn->add_option("--config", train_config, "TOML run file")->check(CLI::ExistingFile);
+  trn->add_option("--set", train_sets, "override a key: --set train.steps=100");
+  trn->add_flag("--resume", train_resume, "continue from io.checkpoint when it exists");
 
   auto* bench = app.add_subcommand("bench", "benchmarks writing HDF5 under experiments/results");
   bench->require_subcommand(1);
@@ -52,6 +62,13 @@ int main(int argc, char** argv) {
     rt = std::make_unique<Runtime>(&argc, &argv);
     if (*info) rc = cli::cmd_info(*rt);
     else if (*gemm) rc = cli::cmd_bench_gemm(*rt, gemm_opt);
+    else if (*trn) {
+      ConfigSchema schema = train_schema();
+      Config cfg = train_config.empty() ? schema.defaults() : schema.parse_file(train_config);
+      for (auto& s : train_sets) schema.apply_override(cfg, s);
+      schema.validate(cfg);
+      train(*rt, cfg, train_resume);
+    }
   } catch (const std::exception& e) {
     exit_on_error(e);
   }

@@ -1,0 +1,323 @@
+#include "train/trainer.hpp"
+
+#include "comm/collectives.hpp"
+#include "core/error.hpp"
+#include "core/memory.hpp"
+#include "core/timer.hpp"
+#include "data/synthetic.hpp"
+#include "io/h5.hpp"
+#include "io/run_log.hpp"
+#include "kernels/cross_entropy.hpp"
+#include "kernels/optim.hpp"
+#include "model/llama.hpp"
+#include "train/flops.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+
+namespace burst {
+
+ConfigSchema train_schema() {
+  ConfigSchema s;
+  s.string("model.preset", "tiny", {}, "model preset (tiny, 125M, 1B, 7B, 14B), unless model.config is given")
+      .string("model.config", "", {}, "Hugging Face config.json (overrides the preset)")
+      .real("model.init_std", 0.02, 1e-6, 10, "std of the normal initialisation of matrices")
+      .string("train.dtype", "float", {"float", "double"}, "scalar type of the host model")
+      .integer("train.steps", 300, 1, 100000000, "optimizer steps")
+      .integer("train.batch", 4, 1, 1 << 20, "sequences per rank per step (accumulated)")
+      .integer("train.seq_len", 128, 8, 1 << 24, "tokens per sequence")
+      .real("train.lr", 3e-3, 0, 10, "peak learning rate")
+      .real("train.min_lr", 3e-4, 0, 10, "final learning rate of the cosine schedule")
+      .integer("train.warmup", 30, 0, 100000000, "linear warmup steps")
+      .real("train.weight_decay", 0.1, 0, 10, "AdamW decoupled weight decay (not on norms)")
+      .real("train.beta1", 0.9, 0, 0.999999, "AdamW beta1")
+      .real("train.beta2", 0.95, 0, 0.999999, "AdamW beta2")
+      .real("train.eps", 1e-8, 1e-30, 1, "AdamW epsilon")
+      .real("train.grad_clip", 1.0, 0, 1e9, "global gradient-norm clip (0 = off)")
+      .integer("train.seed", 1234, 0, (1ll << 62), "seed of initialisation and data")
+      .integer("train.stop_after", 0, 0, 100000000,
+               "end this run after that many steps (checkpointing), leaving the schedule of train.steps intact; 0 = run to the end")
+      .integer("train.log_every", 10, 1, 1 << 30, "steps between progress lines")
+      .integer("train.eval_every", 100, 0, 1 << 30, "steps between held-out evaluations (0 = only at the end)")
+      .integer("train.eval_sequences", 32, 1, 1 << 20, "held-out sequences per evaluation")
+      .integer("train.attention_window", 0, 0, 1 << 30, "restrict attention to a causal window (0 = full causal)")
+      .string("data.task", "passkey", {"passkey"}, "training data")
+      .integer("data.digits", 4, 1, 64, "passkey digits")
+      .string("io.run_log", "", {}, "HDF5 run log ('' = none)")
+      .string("io.checkpoint", "", {}, "HDF5 checkpoint path ('' = none)")
+      .integer("io.checkpoint_every", 0, 0, 1 << 30, "steps between checkpoints (0 = only at the end)");
+  s.rule([](const Config& c) -> std::string {
+    if (c.get_real("train.min_lr") > c.get_real("train.lr"))
+      return "train.min_lr = " + std::to_string(c.get_real("train.min_lr")) + " must not exceed train.lr = " +
+             std::to_string(c.get_real("train.lr"));
+    return "";
+  });
+  return s;
+}
+
+namespace {
+
+constexpr std::int64_t kCheckpointFormat = 1;
+
+template <class T> struct TrainerImpl {
+  using Mem = DeviceMem;
+  Runtime& rt;
+  const Config& cfg;
+  ModelConfig mc;
+  data::PasskeyTask task;
+  std::unique_ptr<LlamaModel<T, Mem>> model;
+  FlatTensors<T, Mem> m, v;
+  long step = 0;
+
+  TrainerImpl(Runtime& r, const Config& c) : rt(r), cfg(c) {
+    mc = cfg.get_string("model.config").empty() ? model_preset(cfg.get_string("model.preset"))
+                                                : model_from_hf_file(cfg.get_string("model.config"));
+    mc.validate();
+    task.seq_len = cfg.get_int("train.seq_len");
+    task.digits = cfg.get_int("data.digits");
+    task.vocab = mc.vocab;
+    task.validate();
+    BURST_CHECK_CONFIG(task.seq_len <= mc.max_position_embeddings * 64, "train.seq_len = ", task.seq_len,
+                       " is beyond what the model's positions were built for");
+    const double scale = 1.0 / std::sqrt(double(mc.head_dim));
+    model = std::make_unique<LlamaModel<T, Mem>>(
+        mc, std::make_shared<LocalAttention<T, Mem>>(scale, cfg.get_int("train.attention_window")));
+    m = FlatTensors<T, Mem>(model->params().table(), MemCategory::Optimizer, "adam.m");
+    v = FlatTensors<T, Mem>(model->params().table(), MemCategory::Optimizer, "adam.v");
+    init_params(model->params(), std::uint64_t(cfg.get_int("train.seed")), cfg.get_real("model.init_std"));
+  }
+
+  TokenBatch<Mem> to_device(const data::Sequence& s) {
+    TokenBatch<Mem> b;
+    Kokkos::View<std::int32_t*, Layout, Mem> tok(mem_label(MemCategory::Activations, "tokens"), s.tokens.size()),
+        lab(mem_label(MemCategory::Activations, "labels"), s.labels.size());
+    Kokkos::View<long*, Layout, Mem> pos(mem_label(MemCategory::Activations, "positions"), s.positions.size());
+    auto ht = Kokkos::create_mirror_view(tok);
+    auto hl = Kokkos::create_mirror_view(lab);
+    auto hp = Kokkos::create_mirror_view(pos);
+    for (size_t i = 0; i < s.tokens.size(); ++i) ht(i) = s.tokens[i], hl(i) = s.labels[i], hp(i) = s.positions[i];
+    Kokkos::deep_copy(tok, ht);
+    Kokkos::deep_copy(lab, hl);
+    Kokkos::deep_copy(pos, hp);
+    b.tokens = tok, b.labels = lab, b.positions = pos;
+    return b;
+  }
+
+  // ------------------------------------------------------------ checkpoints
+  void save_checkpoint(const std::string& path) {
+    if (rt.rank() != 0) return;  // data-parallel replicas hold identical state
+    const std::string tmp = path + ".tmp";
+    {
+      io::H5File f = io::H5File::create(tmp);
+      auto write_all = [&](const std::string& group, FlatTensors<T, Mem>& t) {
+        auto h = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), t.flat());
+        for (const ParamInfo& p : t.table()) {
+          io::Dims dims(p.shape.begin(), p.shape.end());
+          f.write(group + "/" + p.name, h.data() + p.offset, dims);
+        }
+      };
+      write_all("params", model->params());
+      write_all("optim/m", m);
+      write_all("optim/v", v);
+      f.set_attr("/", "format_version", kCheckpointFormat);
+      f.set_attr("/", "step", std::int64_t(step));
+      f.set_attr("/", "seed", cfg.get_int("train.seed"));
+      f.set_attr("/", "dtype", std::string(scalar_name<T>()));
+      f.set_attr("/", "model_config", model_to_hf_json(mc));
+      f.set_attr("/", "train_config", cfg.dump());
+    }
+    std::error_code ec;
+    std::filesystem::rename(tmp, path, ec);  // atomic: a kill mid-write keeps the previous checkpoint
+    BURST_CHECK_IO(!ec, "cannot move checkpoint '", tmp, "' to '", path, "': ", ec.message());
+  }
+
+  void load_checkpoint(const std::string& path) {
+    io::H5File f = io::H5File::open(path);
+    BURST_CHECK_INPUT(f.has_attr("/", "format_version") && f.attr_int("/", "format_version") == kCheckpointFormat,
+                      "checkpoint '", path, "' has no format_version ", kCheckpointFormat);
+    const std::string theirs = f.attr_string("/", "model_config"), ours = model_to_hf_json(mc);
+    BURST_CHECK_INPUT(theirs == ours, "checkpoint '", path, "' holds another model: ",
+                      model_from_hf_json(theirs, path).describe(), "; this run is ", mc.describe());
+    auto read_all = [&](const std::string& group, FlatTensors<T, Mem>& t) {
+      auto h = Kokkos::create_mirror_view(t.flat());
+      for (const ParamInfo& p : t.table()) {
+        io::Dims dims;
+        std::vector<T> x = f.read<T>(group + "/" + p.name, &dims);
+        BURST_CHECK_INPUT(long(x.size()) == p.size, "checkpoint '", path, "': ", group, "/", p.name, " has ", x.size(),
+                          " values, expected ", p.size);
+        std::copy(x.begin(), x.end(), h.data() + p.offset);
+      }
+      Kokkos::deep_copy(t.flat(), h);
+    };
+    read_all("params", model->params());
+    read_all("optim/m", m);
+    read_all("optim/v", v);
+    step = long(f.attr_int("/", "step"));
+  }
+
+  // ------------------------------------------------------------ evaluation
+  // Answer-token loss and accuracy (argmax, teacher forcing) on held-out sequences.
+  std::pair<double, double> evaluate() {
+    const long nseq = cfg.get_int("train.eval_sequences");
+    double loss = 0, correct = 0, count = 0;
+    Kokkos::View<T**, Layout, Mem> logits(mem_label(MemCategory::Activations, "eval.logits"), task.seq_len, mc.vocab);
+    for (long i = rt.rank(); i < nseq; i += rt.size()) {
+      data::Sequence s = task.make(std::uint64_t(cfg.get_int("train.seed")), 1, std::uint64_t(i));
+      model->forward_logits(to_device(s), logits);
+      auto h = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), logits);
+      for (long t = 0; t < task.seq_len; ++t) {
+        if (s.labels[t] == kernels::kIgnoreIndex) continue;
+        double mx = h(t, 0);
+        long arg = 0;
+        for (long c = 1; c < mc.vocab; ++c)
+          if (h(t, c) > mx) mx = h(t, c), arg = c;
+        double z = 0;
+        for (long c = 0; c < mc.vocab; ++c) z += std::exp(double(h(t, c)) - mx);
+        loss += mx + std::log(z) - double(h(t, s.labels[t]));
+        correct += arg == s.labels[t] ? 1 : 0;
+        count += 1;
+      }
+    }
+    loss = allreduce_sum(loss, rt.world());
+    correct = allreduce_sum(correct, rt.world());
+    count = allreduce_sum(count, rt.world());
+    return {loss / count, correct / count};
+  }
+
+  // ------------------------------------------------------------ one step
+  struct StepStats {
+    double loss, grad_norm, lr;
+    long tokens;
+  };
+
+  StepStats train_step(PhaseTimes& times) {
+    const long batch = cfg.get_int("train.batch");
+    const std::uint64_t seed = std::uint64_t(cfg.get_int("train.seed"));
+    std::vector<data::Sequence> seqs;
+    long valid = 0;
+    {
+      Phase ph("data", &times);
+      for (long b = 0; b < batch; ++b) {
+        const std::uint64_t idx = std::uint64_t((step * rt.size() + rt.rank()) * batch + b);
+        seqs.push_back(task.make(seed, 0, idx));
+        for (auto l : seqs.back().labels) valid += l != kernels::kIgnoreIndex ? 1 : 0;
+      }
+    }
+    // The mean is over the valid tokens of the whole step, on every replica.
+    const long global_valid = allreduce_sum(valid, rt.world());
+    Kokkos::deep_copy(model->grads().flat(), T(0));
+    double loss_sum = 0;
+    {
+      Phase ph("forward_backward", &times, true);
+      for (auto& s : seqs) loss_sum += model->forward_backward(to_device(s), double(global_valid)).sum;
+    }
+    {
+      Phase ph("grad_allreduce", &times, true);
+      allreduce_sum(model->grads().flat(), rt.world());
+    }
+    loss_sum = allreduce_sum(loss_sum, rt.world());
+    Phase ph("optimizer", &times, true);
+    const double norm = std::sqrt(kernels::sum_squares<T, Mem>(model->grads().flat()));
+    BURST_CHECK(std::isfinite(norm) && std::isfinite(loss_sum), ErrorKind::Numeric, "step ", step,
+                ": the loss (", loss_sum / double(global_valid), ") or gradient norm (", norm, ") is not finite");
+    const double clip = kernels::clip_factor(norm, cfg.get_real("train.grad_clip"));
+    if (clip != 1.0) kernels::scale_inplace<T, Mem>(model->grads().flat(), clip);
+    const double lr = kernels::cosine_lr(step, cfg.get_int("train.warmup"), cfg.get_int("train.steps"),
+                                         cfg.get_real("train.lr"), cfg.get_real("train.min_lr"));
+    kernels::AdamWParams hp{lr, cfg.get_real("train.beta1"), cfg.get_real("train.beta2"), cfg.get_real("train.eps"),
+                            cfg.get_real("train.weight_decay")};
+    for (const ParamInfo& p : model->params().table()) {
+      kernels::adamw_step<T, Mem>(model->params().vec(p.name), model->grads().vec(p.name), m.vec(p.name), v.vec(p.name),
+                                  hp, step + 1, p.is_norm ? 0.0 : 1.0);
+    }
+    return {loss_sum / double(global_valid), norm, lr, batch * task.seq_len * rt.size()};
+  }
+
+  TrainResult run(bool resume) {
+    const std::string ckpt = cfg.get_string("io.checkpoint");
+    if (resume) {
+      BURST_CHECK_CONFIG(!ckpt.empty(), "--resume needs io.checkpoint");
+      if (std::filesystem::exists(ckpt)) load_checkpoint(ckpt);
+      else if (rt.rank() == 0) std::printf("no checkpoint at %s: starting from step 0\n", ckpt.c_str());
+    }
+    const long steps = cfg.get_int("train.steps");
+    std::unique_ptr<io::H5File> logf;
+    std::unique_ptr<io::RunLog> log;
+    if (rt.rank() == 0 && !cfg.get_string("io.run_log").empty()) {
+      const std::string lp = cfg.get_string("io.run_log");
+      logf = std::make_unique<io::H5File>(resume && std::filesystem::exists(lp) ? io::H5File::open(lp, io::H5File::Mode::ReadWrite)
+                                                                               : io::H5File::create(lp));
+      log = std::make_unique<io::RunLog>(*logf);
+      logf->set_attr("/", "model", mc.describe());
+      logf->set_attr("/", "config", cfg.dump());
+      logf->set_attr("/", "flop_convention", std::string("paper (ALGORITHMS.md section 9), forward + backward"));
+      logf->set_attr("/", "peak_gflops", 224.0);
+      logf->set_attr("/", "peak_source", std::string("OpenBLAS sgemm 2048^3 on this 2-core CPU (PLATFORM.md)"));
+      logf->set_attr("/", "ranks", std::int64_t(rt.size()));
+    }
+    if (rt.rank() == 0) {
+      std::printf("model %s\n", mc.describe().c_str());
+      std::printf("task passkey: %ld tokens, %ld digits (chance loss ln 10 = %.3f); %d rank(s) x %ld sequences per step\n",
+                  task.seq_len, task.digits, std::log(10.0), rt.size(), cfg.get_int("train.batch"));
+      std::fflush(stdout);
+    }
+    const double flops_per_seq = paper_flops(mc, double(task.seq_len), true);
+    const long log_every = cfg.get_int("train.log_every"), eval_every = cfg.get_int("train.eval_every");
+    const long ckpt_every = cfg.get_int("io.checkpoint_every");
+    TrainResult res;
+    Timer wall;
+    const long start = step;
+    const long stop_after = cfg.get_int("train.stop_after");
+    const long stop_at = stop_after > 0 ? std::min(steps, start + stop_after) : steps;
+    while (step < stop_at) {
+      PhaseTimes times;
+      MemoryTracker::global().reset_peaks();
+      Timer t;
+      StepStats st = train_step(times);
+      const double secs = t.seconds();
+      ++step;
+      res.last_loss = st.loss;
+      std::vector<std::pair<std::string, double>> row = {
+          {"step", double(step - 1)}, {"loss", st.loss}, {"lr", st.lr}, {"grad_norm", st.grad_norm},
+          {"seconds", secs}, {"tokens_per_s", double(st.tokens) / secs}};
+      const double gflops = flops_per_seq * double(cfg.get_int("train.batch")) / secs / 1e9;  // per rank
+      row.push_back({"gflops_per_rank", gflops});
+      row.push_back({"mfu", gflops / 224.0});
+      const auto mem = MemoryTracker::global().counters(std::is_same<DeviceMem, Kokkos::HostSpace>::value ? MemSpaceKind::Host
+                                                                                                       : MemSpaceKind::Device);
+      for (int c = 0; c < kMemCategories; ++c)
+        row.push_back({std::string("mem_peak_") + mem_category_name(MemCategory(c)), double(mem.peak[c])});
+      for (auto& [name, ps] : times.table()) row.push_back({"time_" + name, ps.seconds});
+      const bool do_eval = (eval_every > 0 && step % eval_every == 0) || step == steps;
+      if (do_eval) {
+        auto [el, ea] = evaluate();
+        res.eval_loss = el, res.eval_accuracy = ea;
+        row.push_back({"eval_loss", el});
+        row.push_back({"eval_accuracy", ea});
+      }
+      if (log) log->append(row);
+      if (rt.rank() == 0 && (step % log_every == 0 || step == steps || do_eval)) {
+        const double done = double(step - start), eta = wall.seconds() / done * double(stop_at - step);
+        std::printf("step %6ld/%ld | loss %.4f | lr %.2e | |g| %.3f | %.0f tok/s | ETA %.0fs", step, steps, st.loss, st.lr,
+                    st.grad_norm, double(st.tokens) / secs, eta);
+        if (do_eval) std::printf(" | held-out loss %.4f acc %.3f", res.eval_loss, res.eval_accuracy);
+        std::printf("\n");
+        std::fflush(stdout);
+      }
+      if (!ckpt.empty() && ((ckpt_every > 0 && step % ckpt_every == 0) || step == stop_at)) save_checkpoint(ckpt);
+    }
+    res.steps_done = step;
+    return res;
+  }
+};
+
+}  // namespace
+
+TrainResult train(Runtime& rt, const Config& cfg, bool resume) {
+  if (cfg.get_string("train.dtype") == "double") return TrainerImpl<double>(rt, cfg).run(resume);
+  return TrainerImpl<float>(rt, cfg).run(resume);
+}
+
+}  // namespace burst

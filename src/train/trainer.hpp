@@ -1,0 +1,25 @@
+// The training loop: data -> forward/backward -> gradient all-reduce over
+// data-parallel replicas -> clip -> AdamW -> log, eval, checkpoint.
+// Sequence parallelism (the distributed attention methods) plugs in through
+// the model's AttentionOp; today every rank is a data-parallel replica.
+#pragma once
+
+#include "comm/runtime.hpp"
+#include "core/config.hpp"
+
+#include <string>
+
+namespace burst {
+
+ConfigSchema train_schema();
+
+struct TrainResult {
+  long steps_done = 0;
+  double last_loss = 0;
+  double eval_loss = 0, eval_accuracy = 0;
+};
+
+// Runs `burst train`. resume: continue from io.checkpoint if it exists.
+TrainResult train(Runtime& rt, const Config& cfg, bool resume);
+
+}  // namespace burst
