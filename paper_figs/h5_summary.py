@@ -18,8 +18,17 @@ def summarize(path):
                 print(f"  {k}: {a[k]}")
         names = []
         f.visit(lambda n: names.append(n) if isinstance(f[n], h5py.Dataset) else None)
-        for n in names:
-            print(f"  /{n} {f[n].shape} {f[n].dtype}")
+        if "log" in f:
+            print(f"  run log: {len(f['log'].keys())} columns x {f['log'].attrs['rows']} rows")
+        else:
+            for n in names:
+                print(f"  /{n} {f[n].shape} {f[n].dtype}")
+        if "log" in f and "eval_loss" in f["log"]:
+            log = f["log"]
+            step, el, ea = log["step"][()], log["eval_loss"][()], log["eval_accuracy"][()]
+            print(f"  {'step':>6} {'train loss':>11} {'held-out loss':>14} {'held-out acc':>13}")
+            for i in np.where(~np.isnan(el))[0]:
+                print(f"  {int(step[i]) + 1:>6} {log['loss'][i]:>11.4f} {el[i]:>14.4f} {ea[i]:>13.3f}")
         if a.get("benchmark") == "gemm":
             sizes = read_dataset(f, "gemm/sizes")
             g = read_dataset(f, "gemm/gflops")

@@ -16,5 +16,7 @@ struct BenchGemmOptions {
   std::string output;               // HDF5 path ("" = config's bench.output)
 };
 int cmd_bench_gemm(Runtime& rt, const BenchGemmOptions& opt);
+// Same options: --config, --set, --output.
+int cmd_bench_attention(Runtime& rt, const BenchGemmOptions& opt);
 
 }  // namespace burst::cli

@@ -33,6 +33,11 @@ int main(int argc, char** argv) {
   gemm->add_option("--config", gemm_opt.config, "TOML run file with a [bench] table")->check(CLI::ExistingFile);
   gemm->add_option("--set", gemm_opt.sets, "override a key: --set bench.sizes=[512,1024]");
   gemm->add_option("--output", gemm_opt.output, "HDF5 output (default: bench.output)");
+  cli::BenchGemmOptions attn_opt;
+  auto* attn = bench->add_subcommand("attention", "the block flash-attention kernel, forward and backward");
+  attn->add_option("--config", attn_opt.config, "TOML run file with a [bench] table")->check(CLI::ExistingFile);
+  attn->add_option("--set", attn_opt.sets, "override a key: --set bench.seq=[512,1024]");
+  attn->add_option("--output", attn_opt.output, "HDF5 output (default: bench.output)");
 
   if (argc > 1 && argv[1][0] != '-') {
     bool known = false;
@@ -62,6 +67,7 @@ int main(int argc, char** argv) {
     rt = std::make_unique<Runtime>(&argc, &argv);
     if (*info) rc = cli::cmd_info(*rt);
     else if (*gemm) rc = cli::cmd_bench_gemm(*rt, gemm_opt);
+    else if (*attn) rc = cli::cmd_bench_attention(*rt, attn_opt);
     else if (*trn) {
       ConfigSchema schema = train_schema();
       Config cfg = train_config.empty() ? schema.defaults() : schema.parse_file(train_config);

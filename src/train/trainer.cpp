@@ -26,7 +26,7 @@ ConfigSchema train_schema() {
       .real("model.init_std", 0.02, 1e-6, 10, "std of the normal initialisation of matrices")
       .string("train.dtype", "float", {"float", "double"}, "scalar type of the host model")
       .integer("train.steps", 300, 1, 100000000, "optimizer steps")
-      .integer("train.batch", 4, 1, 1 << 20, "sequences per rank per step (accumulated)")
+      .integer("train.batch", 16, 1, 1 << 20, "sequences per optimizer step over all replicas (must divide by the rank count)")
       .integer("train.seq_len", 128, 8, 1 << 24, "tokens per sequence")
       .real("train.lr", 3e-3, 0, 10, "peak learning rate")
       .real("train.min_lr", 3e-4, 0, 10, "final learning rate of the cosine schedule")
@@ -65,13 +65,21 @@ template <class T> struct TrainerImpl {
   using Mem = DeviceMem;
   Runtime& rt;
   const Config& cfg;
+  MPI_Comm comm;
+  int rank = 0, size = 1;
+  long local_batch = 0;
   ModelConfig mc;
   data::PasskeyTask task;
   std::unique_ptr<LlamaModel<T, Mem>> model;
   FlatTensors<T, Mem> m, v;
   long step = 0;
 
-  TrainerImpl(Runtime& r, const Config& c) : rt(r), cfg(c) {
+  TrainerImpl(Runtime& r, const Config& c, MPI_Comm cm) : rt(r), cfg(c), comm(cm) {
+    MPI_Comm_rank(comm, &rank);
+    MPI_Comm_size(comm, &size);
+    BURST_CHECK_CONFIG(cfg.get_int("train.batch") % size == 0, "train.batch = ", cfg.get_int("train.batch"),
+                       " sequences must divide evenly over the ", size, " data-parallel ranks");
+    local_batch = cfg.get_int("train.batch") / size;
     mc = cfg.get_string("model.config").empty() ? model_preset(cfg.get_string("model.preset"))
                                                 : model_from_hf_file(cfg.get_string("model.config"));
     mc.validate();
@@ -106,8 +114,14 @@ template <class T> struct TrainerImpl {
   }
 
   // ------------------------------------------------------------ checkpoints
+  // Collective: rank 0 writes (data-parallel replicas hold identical state),
+  // and nobody returns before the file is in place.
   void save_checkpoint(const std::string& path) {
-    if (rt.rank() != 0) return;  // data-parallel replicas hold identical state
+    if (rank == 0) write_checkpoint(path);
+    MPI_Barrier(comm);
+  }
+
+  void write_checkpoint(const std::string& path) {
     const std::string tmp = path + ".tmp";
     {
       io::H5File f = io::H5File::create(tmp);
@@ -163,7 +177,7 @@ template <class T> struct TrainerImpl {
     const long nseq = cfg.get_int("train.eval_sequences");
     double loss = 0, correct = 0, count = 0;
     Kokkos::View<T**, Layout, Mem> logits(mem_label(MemCategory::Activations, "eval.logits"), task.seq_len, mc.vocab);
-    for (long i = rt.rank(); i < nseq; i += rt.size()) {
+    for (long i = rank; i < nseq; i += size) {
       data::Sequence s = task.make(std::uint64_t(cfg.get_int("train.seed")), 1, std::uint64_t(i));
       model->forward_logits(to_device(s), logits);
       auto h = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), logits);
@@ -180,9 +194,9 @@ template <class T> struct TrainerImpl {
         count += 1;
       }
     }
-    loss = allreduce_sum(loss, rt.world());
-    correct = allreduce_sum(correct, rt.world());
-    count = allreduce_sum(count, rt.world());
+    loss = allreduce_sum(loss, comm);
+    correct = allreduce_sum(correct, comm);
+    count = allreduce_sum(count, comm);
     return {loss / count, correct / count};
   }
 
@@ -193,20 +207,21 @@ template <class T> struct TrainerImpl {
   };
 
   StepStats train_step(PhaseTimes& times) {
-    const long batch = cfg.get_int("train.batch");
+    const long batch = local_batch;
     const std::uint64_t seed = std::uint64_t(cfg.get_int("train.seed"));
     std::vector<data::Sequence> seqs;
     long valid = 0;
     {
       Phase ph("data", &times);
       for (long b = 0; b < batch; ++b) {
-        const std::uint64_t idx = std::uint64_t((step * rt.size() + rt.rank()) * batch + b);
+        // The same global sequence set whatever the rank count.
+        const std::uint64_t idx = std::uint64_t((step * size + rank) * batch + b);
         seqs.push_back(task.make(seed, 0, idx));
         for (auto l : seqs.back().labels) valid += l != kernels::kIgnoreIndex ? 1 : 0;
       }
     }
     // The mean is over the valid tokens of the whole step, on every replica.
-    const long global_valid = allreduce_sum(valid, rt.world());
+    const long global_valid = allreduce_sum(valid, comm);
     Kokkos::deep_copy(model->grads().flat(), T(0));
     double loss_sum = 0;
     {
@@ -215,9 +230,9 @@ template <class T> struct TrainerImpl {
     }
     {
       Phase ph("grad_allreduce", &times, true);
-      allreduce_sum(model->grads().flat(), rt.world());
+      allreduce_sum(model->grads().flat(), comm);
     }
-    loss_sum = allreduce_sum(loss_sum, rt.world());
+    loss_sum = allreduce_sum(loss_sum, comm);
     Phase ph("optimizer", &times, true);
     const double norm = std::sqrt(kernels::sum_squares<T, Mem>(model->grads().flat()));
     BURST_CHECK(std::isfinite(norm) && std::isfinite(loss_sum), ErrorKind::Numeric, "step ", step,
@@ -232,7 +247,7 @@ template <class T> struct TrainerImpl {
       kernels::adamw_step<T, Mem>(model->params().vec(p.name), model->grads().vec(p.name), m.vec(p.name), v.vec(p.name),
                                   hp, step + 1, p.is_norm ? 0.0 : 1.0);
     }
-    return {loss_sum / double(global_valid), norm, lr, batch * task.seq_len * rt.size()};
+    return {loss_sum / double(global_valid), norm, lr, batch * task.seq_len * size};  // tokens of the step
   }
 
   TrainResult run(bool resume) {
@@ -240,12 +255,12 @@ template <class T> struct TrainerImpl {
     if (resume) {
       BURST_CHECK_CONFIG(!ckpt.empty(), "--resume needs io.checkpoint");
       if (std::filesystem::exists(ckpt)) load_checkpoint(ckpt);
-      else if (rt.rank() == 0) std::printf("no checkpoint at %s: starting from step 0\n", ckpt.c_str());
+      else if (rank == 0) std::printf("no checkpoint at %s: starting from step 0\n", ckpt.c_str());
     }
     const long steps = cfg.get_int("train.steps");
     std::unique_ptr<io::H5File> logf;
     std::unique_ptr<io::RunLog> log;
-    if (rt.rank() == 0 && !cfg.get_string("io.run_log").empty()) {
+    if (rank == 0 && !cfg.get_string("io.run_log").empty()) {
       const std::string lp = cfg.get_string("io.run_log");
       logf = std::make_unique<io::H5File>(resume && std::filesystem::exists(lp) ? io::H5File::open(lp, io::H5File::Mode::ReadWrite)
                                                                                : io::H5File::create(lp));
@@ -255,12 +270,12 @@ template <class T> struct TrainerImpl {
       logf->set_attr("/", "flop_convention", std::string("paper (ALGORITHMS.md section 9), forward + backward"));
       logf->set_attr("/", "peak_gflops", 224.0);
       logf->set_attr("/", "peak_source", std::string("OpenBLAS sgemm 2048^3 on this 2-core CPU (PLATFORM.md)"));
-      logf->set_attr("/", "ranks", std::int64_t(rt.size()));
+      logf->set_attr("/", "ranks", std::int64_t(size));
     }
-    if (rt.rank() == 0) {
+    if (rank == 0) {
       std::printf("model %s\n", mc.describe().c_str());
       std::printf("task passkey: %ld tokens, %ld digits (chance loss ln 10 = %.3f); %d rank(s) x %ld sequences per step\n",
-                  task.seq_len, task.digits, std::log(10.0), rt.size(), cfg.get_int("train.batch"));
+                  task.seq_len, task.digits, std::log(10.0), size, local_batch);
       std::fflush(stdout);
     }
     const double flops_per_seq = paper_flops(mc, double(task.seq_len), true);
@@ -282,7 +297,7 @@ template <class T> struct TrainerImpl {
       std::vector<std::pair<std::string, double>> row = {
           {"step", double(step - 1)}, {"loss", st.loss}, {"lr", st.lr}, {"grad_norm", st.grad_norm},
           {"seconds", secs}, {"tokens_per_s", double(st.tokens) / secs}};
-      const double gflops = flops_per_seq * double(cfg.get_int("train.batch")) / secs / 1e9;  // per rank
+      const double gflops = flops_per_seq * double(local_batch) / secs / 1e9;  // per rank
       row.push_back({"gflops_per_rank", gflops});
       row.push_back({"mfu", gflops / 224.0});
       const auto mem = MemoryTracker::global().counters(std::is_same<DeviceMem, Kokkos::HostSpace>::value ? MemSpaceKind::Host
@@ -298,7 +313,7 @@ template <class T> struct TrainerImpl {
         row.push_back({"eval_accuracy", ea});
       }
       if (log) log->append(row);
-      if (rt.rank() == 0 && (step % log_every == 0 || step == steps || do_eval)) {
+      if (rank == 0 && (step % log_every == 0 || step == steps || do_eval)) {
         const double done = double(step - start), eta = wall.seconds() / done * double(stop_at - step);
         std::printf("step %6ld/%ld | loss %.4f | lr %.2e | |g| %.3f | %.0f tok/s | ETA %.0fs", step, steps, st.loss, st.lr,
                     st.grad_norm, double(st.tokens) / secs, eta);
@@ -315,9 +330,10 @@ template <class T> struct TrainerImpl {
 
 }  // namespace
 
-TrainResult train(Runtime& rt, const Config& cfg, bool resume) {
-  if (cfg.get_string("train.dtype") == "double") return TrainerImpl<double>(rt, cfg).run(resume);
-  return TrainerImpl<float>(rt, cfg).run(resume);
+TrainResult train(Runtime& rt, const Config& cfg, bool resume, MPI_Comm comm) {
+  if (comm == MPI_COMM_NULL) comm = rt.world();
+  if (cfg.get_string("train.dtype") == "double") return TrainerImpl<double>(rt, cfg, comm).run(resume);
+  return TrainerImpl<float>(rt, cfg, comm).run(resume);
 }
 
 }  // namespace burst

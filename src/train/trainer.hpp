@@ -19,7 +19,8 @@ struct TrainResult {
   double eval_loss = 0, eval_accuracy = 0;
 };
 
-// Runs `burst train`. resume: continue from io.checkpoint if it exists.
-TrainResult train(Runtime& rt, const Config& cfg, bool resume);
+// Runs `burst train` over the data-parallel ranks of `comm` (default: the
+// world). resume: continue from io.checkpoint if it exists.
+TrainResult train(Runtime& rt, const Config& cfg, bool resume, MPI_Comm comm = MPI_COMM_NULL);
 
 }  // namespace burst

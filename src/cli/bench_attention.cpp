@@ -1,0 +1,111 @@
+// `burst bench attention`: the block flash-attention kernel, forward and
+// backward, on one rank: time and GFLOP/s (paper convention: forward
+// 4 S^2 n d, halved for causal; backward 2.5 x forward), against a peak.
+#include "cli/commands.hpp"
+#include "core/config.hpp"
+#include "core/error.hpp"
+#include "core/timer.hpp"
+#include "io/h5.hpp"
+#include "kernels/attention.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <random>
+
+namespace burst::cli {
+
+static ConfigSchema bench_attention_schema() {
+  ConfigSchema s;
+  s.int_list("bench.seq", {256, 512, 1024}, 1, 1 << 22, "sequence lengths (queries = keys)")
+      .integer("bench.heads", 4, 1, 1024, "query heads")
+      .integer("bench.kv_heads", 4, 1, 1024, "key/value heads")
+      .integer("bench.head_dim", 64, 2, 1024, "head dimension")
+      .boolean("bench.causal", true, "causal mask (else full)")
+      .integer("bench.repeats", 3, 1, 10000, "timed repetitions (median)")
+      .integer("bench.tile", 32, 1, 1024, "query and key tile size")
+      .real("bench.peak_gflops", 224.0, 1e-3, 1e9,
+            "peak to compare with (default: OpenBLAS sgemm on this 2-core CPU, PLATFORM.md)")
+      .string("bench.output", "experiments/results/attention_host.h5", {}, "HDF5 file to write")
+      .rule([](const Config& c) -> std::string {
+        if (c.get_int("bench.heads") % c.get_int("bench.kv_heads") != 0)
+          return "bench.heads = " + std::to_string(c.get_int("bench.heads")) + " must be divisible by bench.kv_heads = " +
+                 std::to_string(c.get_int("bench.kv_heads"));
+        return "";
+      });
+  return s;
+}
+
+int cmd_bench_attention(Runtime& rt, const BenchGemmOptions& opt) {
+  ConfigSchema schema = bench_attention_schema();
+  Config cfg = opt.config.empty() ? schema.defaults() : schema.parse_file(opt.config);
+  for (auto& s : opt.sets) schema.apply_override(cfg, s);
+  schema.validate(cfg);
+  using Mem = DeviceMem;
+  const long n = cfg.get_int("bench.heads"), nkv = cfg.get_int("bench.kv_heads"), d = cfg.get_int("bench.head_dim");
+  const bool causal = cfg.get_bool("bench.causal");
+  const int reps = int(cfg.get_int("bench.repeats"));
+  const kernels::AttnTiles tiles{cfg.get_int("bench.tile"), cfg.get_int("bench.tile")};
+  const double peak = cfg.get_real("bench.peak_gflops");
+  const auto& seqs = cfg.get_int_list("bench.seq");
+  std::vector<double> tf, tb, gf, gb;
+  std::vector<std::int64_t> sz(seqs.begin(), seqs.end());
+  if (rt.rank() == 0)
+    std::printf("flash attention (portable kernel), float, %ld heads (kv %ld) x %ld, %s, on %s\n%8s %10s %10s %12s %12s %8s\n", n,
+                nkv, d, causal ? "causal" : "full", Kokkos::DefaultExecutionSpace::name(), "S", "fwd s", "bwd s",
+                "fwd GFLOP/s", "bwd GFLOP/s", "of peak");
+  for (long S : seqs) {
+    Kokkos::View<float***, Layout, Mem> q("work/q", S, n, d), k("work/k", S, nkv, d), v("work/v", S, nkv, d),
+        dout("work/do", S, n, d), o("work/o", S, n, d), dq("work/dq", S, n, d), dk("work/dk", S, nkv, d),
+        dv("work/dv", S, nkv, d);
+    Kokkos::View<float**, Layout, Mem> lse("work/lse", S, n), D("work/D", S, n);
+    for (auto* x : {&q, &k, &v, &dout}) {
+      auto h = Kokkos::create_mirror_view(*x);
+      std::mt19937 g(unsigned(S + x->size()));
+      std::normal_distribution<float> N(0, 1);
+      for (size_t e = 0; e < h.span(); ++e) h.data()[e] = N(g);
+      Kokkos::deep_copy(*x, h);
+    }
+    const auto mask = causal ? kernels::AttnMask<Mem>::causal(0) : kernels::AttnMask<Mem>::none();
+    const float scale = 1.0f / std::sqrt(float(d));
+    std::vector<double> f, b;
+    for (int r = 0; r <= reps; ++r) {  // first round is warm-up
+      Timer t;
+      kernels::flash_attention_forward<float, Mem>(q, k, v, mask, scale, o, lse, tiles);
+      Kokkos::fence();
+      const double t1 = t.seconds();
+      kernels::attention_backward_rowsum<float, Mem>(dout, o, D);
+      kernels::flash_attention_backward<float, Mem>(q, k, v, dout, lse, D, mask, scale, dq, dk, dv, false, tiles);
+      Kokkos::fence();
+      if (r > 0) f.push_back(t1), b.push_back(t.seconds() - t1);
+    }
+    std::sort(f.begin(), f.end());
+    std::sort(b.begin(), b.end());
+    const double fwd_flops = 4.0 * double(S) * double(S) * double(n) * double(d) * (causal ? 0.5 : 1.0);
+    tf.push_back(f[f.size() / 2]), tb.push_back(b[b.size() / 2]);
+    gf.push_back(fwd_flops / tf.back() / 1e9), gb.push_back(2.5 * fwd_flops / tb.back() / 1e9);
+    if (rt.rank() == 0)
+      std::printf("%8ld %10.4f %10.4f %12.2f %12.2f %7.1f%%\n", S, tf.back(), tb.back(), gf.back(), gb.back(),
+                  100.0 * (fwd_flops * 3.5) / (tf.back() + tb.back()) / 1e9 / peak);
+  }
+  if (rt.rank() == 0) {
+    const std::string out = opt.output.empty() ? cfg.get_string("bench.output") : opt.output;
+    io::H5File h = io::H5File::create(out);
+    h.write("attention/seq", sz);
+    h.write("attention/fwd_seconds", tf);
+    h.write("attention/bwd_seconds", tb);
+    h.write("attention/fwd_gflops", gf);
+    h.write("attention/bwd_gflops", gb);
+    h.set_attr("/", "benchmark", std::string("attention"));
+    h.set_attr("/", "kernel", std::string("portable flash attention (kernels/attention.hpp)"));
+    h.set_attr("/", "execution_space", std::string(Kokkos::DefaultExecutionSpace::name()));
+    h.set_attr("/", "threads", std::int64_t(Kokkos::DefaultExecutionSpace::concurrency()));
+    h.set_attr("/", "peak_gflops", peak);
+    h.set_attr("/", "flop_convention", std::string("fwd 4 S^2 n d (x0.5 causal), bwd 2.5 x fwd"));
+    h.set_attr("/", "config", cfg.dump());
+    std::printf("wrote %s\n", out.c_str());
+  }
+  return 0;
+}
+
+}  // namespace burst::cli
