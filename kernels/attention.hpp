@@ -120,6 +120,29 @@ inline int scratch_level(size_t bytes, bool host) { return (host || bytes <= 48 
 
 template <class Acc, class Exec> using Scratch = Kokkos::View<Acc*, typename Exec::scratch_memory_space, Kokkos::MemoryUnmanaged>;
 
+// Copy rows [row0, row0 + rows) of head `head` of two [s, heads, d] views
+// into two team-scratch tiles, converting to the accumulation type.
+template <class Member, class S, class V>
+KOKKOS_INLINE_FUNCTION void load_tiles(const Member& t, const S& a, const V& va, const S& b, const V& vb, long row0,
+                                       long rows, long head, long d) {
+  using Acc = typename S::non_const_value_type;
+  Kokkos::parallel_for(Kokkos::TeamThreadRange(t, rows * d), [&](const long x) {
+    a(x) = Acc(va(row0 + x / d, head, x % d));
+    b(x) = Acc(vb(row0 + x / d, head, x % d));
+  });
+}
+
+// The backward's per-pair weights for query row r and key row c of the
+// tiles: p = exp(scale q.k - lse) and ds = p (dO.v - D).
+template <class S, class Acc>
+KOKKOS_INLINE_FUNCTION void backward_pair(const S& Qs, const S& dOs, long r, const S& Ks, const S& Vs, long c, long d,
+                                          Acc scale, Acc lse_r, Acc D_r, Acc& p, Acc& ds) {
+  Acc s = 0, dp = 0;
+  for (long e = 0; e < d; ++e) s += Qs(r * d + e) * Ks(c * d + e), dp += dOs(r * d + e) * Vs(c * d + e);
+  p = kx::exp(s * scale - lse_r);
+  ds = p * (dp - D_r);
+}
+
 template <class QV, class KV, class MaskT>
 void check_attention_shapes(const QV& q, const KV& k, const KV& v, const MaskT& mask) {
   BURST_CHECK_INPUT(q.extent(2) == k.extent(2) && k.extent(2) == v.extent(2), "attention: head dims differ: Q ",
@@ -177,10 +200,7 @@ template <class T, class Acc, class Exec, class Mem> struct FlashForward {
       if (!mask.tile_visible(i0, i1, j0, j1)) continue;  // the same answer on every thread of the team
       if (t.team_rank() == 0) computed += 1;
       t.team_barrier();
-      Kokkos::parallel_for(Kokkos::TeamThreadRange(t, cols * d), [&](const long x) {
-        Ks(x) = Acc(k(j0 + x / d, hk, x % d));
-        Vs(x) = Acc(v(j0 + x / d, hk, x % d));
-      });
+      load_tiles(t, Ks, k, Vs, v, j0, cols, hk, d);
       t.team_barrier();
       Kokkos::parallel_for(Kokkos::TeamThreadRange(t, rows), [&](const long r) {
         const long i = i0 + r;
@@ -263,10 +283,7 @@ template <class T, class Acc, class Exec, class Mem> struct FlashBackwardKV {
         if (!mask.tile_visible(i0, i1, j0, j1)) continue;
         if (t.team_rank() == 0) computed += 1;
         t.team_barrier();
-        Kokkos::parallel_for(Kokkos::TeamThreadRange(t, rows * d), [&](const long x) {
-          Qs(x) = Acc(q(i0 + x / d, h, x % d));
-          dOs(x) = Acc(dout(i0 + x / d, h, x % d));
-        });
+        load_tiles(t, Qs, q, dOs, dout, i0, rows, h, d);
         Kokkos::parallel_for(Kokkos::TeamThreadRange(t, rows), [&](const long r) {
           Ls(r) = lse(i0 + r, h);
           Ds(r) = D(i0 + r, h);
@@ -276,10 +293,8 @@ template <class T, class Acc, class Exec, class Mem> struct FlashBackwardKV {
           const long j = j0 + c;
           for (long r = 0; r < rows; ++r) {
             if (!mask.visible(i0 + r, j) || Ls(r) == neg_inf<Acc>()) continue;
-            Acc s = 0, dp = 0;
-            for (long e = 0; e < d; ++e) s += Qs(r * d + e) * Ks(c * d + e), dp += dOs(r * d + e) * Vs(c * d + e);
-            const Acc p = kx::exp(s * scale - Ls(r));
-            const Acc ds = p * (dp - Ds(r));
+            Acc p, ds;
+            backward_pair(Qs, dOs, r, Ks, Vs, c, d, scale, Ls(r), Ds(r), p, ds);
             for (long e = 0; e < d; ++e) {
               dVs(c * d + e) += p * dOs(r * d + e);
               dKs(c * d + e) += scale * ds * Qs(r * d + e);
@@ -340,20 +355,15 @@ template <class T, class Acc, class Exec, class Mem> struct FlashBackwardQ {
       if (!mask.tile_visible(i0, i1, j0, j1)) continue;
       if (t.team_rank() == 0) computed += 1;
       t.team_barrier();
-      Kokkos::parallel_for(Kokkos::TeamThreadRange(t, cols * d), [&](const long x) {
-        Ks(x) = Acc(k(j0 + x / d, hk, x % d));
-        Vs(x) = Acc(v(j0 + x / d, hk, x % d));
-      });
+      load_tiles(t, Ks, k, Vs, v, j0, cols, hk, d);
       t.team_barrier();
       Kokkos::parallel_for(Kokkos::TeamThreadRange(t, rows), [&](const long r) {
         const long i = i0 + r;
         if (Ls(r) == neg_inf<Acc>()) return;
         for (long c = 0; c < cols; ++c) {
           if (!mask.visible(i, j0 + c)) continue;
-          Acc s = 0, dp = 0;
-          for (long e = 0; e < d; ++e) s += Qs(r * d + e) * Ks(c * d + e), dp += dOs(r * d + e) * Vs(c * d + e);
-          const Acc p = kx::exp(s * scale - Ls(r));
-          const Acc ds = p * (dp - Ds(r));
+          Acc p, ds;
+          backward_pair(Qs, dOs, r, Ks, Vs, c, d, scale, Ls(r), Ds(r), p, ds);
           for (long e = 0; e < d; ++e) dQs(r * d + e) += scale * ds * Ks(c * d + e);
         }
       });
