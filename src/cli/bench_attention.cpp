@@ -38,9 +38,7 @@ static ConfigSchema bench_attention_schema() {
 
 int cmd_bench_attention(Runtime& rt, const BenchGemmOptions& opt) {
   ConfigSchema schema = bench_attention_schema();
-  Config cfg = opt.config.empty() ? schema.defaults() : schema.parse_file(opt.config);
-  for (auto& s : opt.sets) schema.apply_override(cfg, s);
-  schema.validate(cfg);
+  const Config cfg = schema.load(opt.config, opt.sets);
   using Mem = DeviceMem;
   const long n = cfg.get_int("bench.heads"), nkv = cfg.get_int("bench.kv_heads"), d = cfg.get_int("bench.head_dim");
   const bool causal = cfg.get_bool("bench.causal");

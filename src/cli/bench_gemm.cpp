@@ -125,9 +125,7 @@ template <class T> static void run(Runtime& rt, const Config& cfg, const std::st
 
 int cmd_bench_gemm(Runtime& rt, const BenchGemmOptions& opt) {
   ConfigSchema schema = bench_gemm_schema();
-  Config cfg = opt.config.empty() ? schema.defaults() : schema.parse_file(opt.config);
-  for (auto& s : opt.sets) schema.apply_override(cfg, s);
-  schema.validate(cfg);
+  const Config cfg = schema.load(opt.config, opt.sets);
   const std::string output = opt.output.empty() ? cfg.get_string("bench.output") : opt.output;
   if (cfg.get_string("bench.dtype") == "float") run<float>(rt, cfg, output);
   else run<double>(rt, cfg, output);

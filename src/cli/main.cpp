@@ -69,11 +69,7 @@ int main(int argc, char** argv) {
     else if (*gemm) rc = cli::cmd_bench_gemm(*rt, gemm_opt);
     else if (*attn) rc = cli::cmd_bench_attention(*rt, attn_opt);
     else if (*trn) {
-      ConfigSchema schema = train_schema();
-      Config cfg = train_config.empty() ? schema.defaults() : schema.parse_file(train_config);
-      for (auto& s : train_sets) schema.apply_override(cfg, s);
-      schema.validate(cfg);
-      train(*rt, cfg, train_resume);
+      train(*rt, train_schema().load(train_config, train_sets), train_resume);
     }
   } catch (const std::exception& e) {
     exit_on_error(e);

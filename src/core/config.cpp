@@ -293,6 +293,13 @@ void ConfigSchema::apply_override(Config& cfg, const std::string& assignment) co
   cfg.origin_[name] = "--set";
 }
 
+Config ConfigSchema::load(const std::string& path, const std::vector<std::string>& overrides) const {
+  Config cfg = path.empty() ? defaults() : parse_file(path);
+  for (auto& o : overrides) apply_override(cfg, o);
+  validate(cfg);
+  return cfg;
+}
+
 void ConfigSchema::validate(const Config& cfg) const {
   for (auto& r : rules_) {
     std::string msg = r(cfg);

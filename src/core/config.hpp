@@ -65,6 +65,9 @@ class ConfigSchema {
   Config parse_file(const std::string& path) const;
   // Apply "section.key=value" (value in TOML syntax, or a bare word for strings).
   void apply_override(Config& cfg, const std::string& assignment) const;
+  // The run configuration of a command: the file (or the defaults when
+  // `path` is empty), then each --set override, then the cross-key rules.
+  Config load(const std::string& path, const std::vector<std::string>& overrides) const;
   // Re-check the cross-key rules (after overrides).
   void validate(const Config& cfg) const;
   // A table of keys, defaults and rules for --help.

@@ -48,13 +48,18 @@ LlamaModel<T, Mem>::LlamaModel(const ModelConfig& cfg, std::shared_ptr<Attention
 
 template <class T, class Mem>
 Kokkos::View<double*, Layout, Mem> LlamaModel<T, Mem>::rope_freqs(long seq_len, double* attention_factor) {
-  kernels::RopeTable t = kernels::rope_table(cfg_.rope, seq_len);
-  Kokkos::View<double*, Layout, Mem> f(mem_label(MemCategory::Workspace, "rope.inv_freq"), t.inv_freq.size());
-  auto h = Kokkos::create_mirror_view(f);
-  for (size_t e = 0; e < t.inv_freq.size(); ++e) h(e) = t.inv_freq[e];
-  Kokkos::deep_copy(f, h);
-  *attention_factor = t.attention_factor;
-  return f;
+  if (seq_len != rope_len_) {
+    kernels::RopeTable t = kernels::rope_table(cfg_.rope, seq_len);
+    Kokkos::View<double*, Layout, Mem> f(mem_label(MemCategory::Workspace, "rope.inv_freq"), t.inv_freq.size());
+    auto h = Kokkos::create_mirror_view(f);
+    for (size_t e = 0; e < t.inv_freq.size(); ++e) h(e) = t.inv_freq[e];
+    Kokkos::deep_copy(f, h);
+    rope_table_ = f;
+    rope_factor_ = t.attention_factor;
+    rope_len_ = seq_len;
+  }
+  *attention_factor = rope_factor_;
+  return rope_table_;
 }
 
 namespace {

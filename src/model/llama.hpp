@@ -95,11 +95,16 @@ template <class T, class Mem = DeviceMem> class LlamaModel {
   V2 embed_and_layers(const TokenBatch<Mem>& b, std::vector<LayerActs>& acts, V1& rstd_f, V2& hf);
   void layer_forward(int l, const TokenBatch<Mem>& b, V2 x, LayerActs& a, V2 x_out);
   void layer_backward(int l, const TokenBatch<Mem>& b, LayerActs& a, V2 dx);
+  // The RoPE table for a sequence length, built once and reused by every
+  // layer's forward and backward until the length changes.
   Kokkos::View<double*, Layout, Mem> rope_freqs(long seq_len, double* attention_factor);
 
   ModelConfig cfg_;
   std::shared_ptr<AttentionOp<T, Mem>> attn_;
   FlatTensors<T, Mem> params_, grads_;
+  long rope_len_ = -1;
+  double rope_factor_ = 1.0;
+  Kokkos::View<double*, Layout, Mem> rope_table_;
 };
 
 }  // namespace burst
