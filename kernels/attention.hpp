@@ -27,6 +27,9 @@ enum class MaskKind : int {
   Causal = 1,    // on local indices: key j visible to query i iff j <= i + diag_offset (strictly lower: -1)
   Window = 2,    // on global positions: visible iff 0 <= qpos - kpos < window (causal sliding window)
   Document = 3,  // on global positions and document ids: same document and kpos <= qpos
+  General = 4,   // what the distributed methods use, on global positions and document ids:
+                 // tokens with document id < 0 are padding (never seen, see nothing);
+                 // optional causality (kpos <= qpos), window (qpos - kpos < window) and same-document rules
 };
 
 const char* mask_kind_name(MaskKind k);
@@ -34,7 +37,9 @@ const char* mask_kind_name(MaskKind k);
 template <class Mem = DeviceMem> struct AttnMask {
   MaskKind kind = MaskKind::None;
   long diag_offset = 0;
-  long window = 0;
+  long window = 0;        // Window: required; General: 0 = no window
+  bool is_causal = false; // General only
+  bool same_doc = false;  // General only
   Kokkos::View<const long*, Mem> q_pos, k_pos;
   Kokkos::View<const int*, Mem> q_doc, k_doc;
 
@@ -65,6 +70,17 @@ template <class Mem = DeviceMem> struct AttnMask {
     return m;
   }
 
+  static AttnMask general(bool causal, long window, bool same_doc, Kokkos::View<const int*, Mem> qd,
+                          Kokkos::View<const int*, Mem> kd, Kokkos::View<const long*, Mem> qp,
+                          Kokkos::View<const long*, Mem> kp) {
+    AttnMask m = document(qd, kd, qp, kp);
+    m.kind = MaskKind::General;
+    m.is_causal = causal;
+    m.window = window;
+    m.same_doc = same_doc;
+    return m;
+  }
+
   KOKKOS_INLINE_FUNCTION bool visible(long i, long j) const {
     switch (kind) {
       case MaskKind::None: return true;
@@ -74,6 +90,12 @@ template <class Mem = DeviceMem> struct AttnMask {
         return dist >= 0 && dist < window;
       }
       case MaskKind::Document: return q_doc(i) == k_doc(j) && k_pos(j) <= q_pos(i);
+      case MaskKind::General: {
+        const int qd = q_doc(i), kd = k_doc(j);
+        if (qd < 0 || kd < 0 || (same_doc && qd != kd)) return false;
+        const long dist = q_pos(i) - k_pos(j);
+        return (!is_causal || dist >= 0) && (window <= 0 || dist < window);
+      }
     }
     return true;
   }
@@ -97,9 +119,46 @@ template <class Mem = DeviceMem> struct AttnMask {
         for (long j = j0 + 1; j < j1; ++j) kd0 = k_doc(j) < kd0 ? k_doc(j) : kd0, kd1 = k_doc(j) > kd1 ? k_doc(j) : kd1;
         return (qd0 > kd0 ? qd0 : kd0) <= (qd1 < kd1 ? qd1 : kd1);  // document-id ranges overlap
       }
+      case MaskKind::General: return general_tile_visible(i0, i1, j0, j1);
     }
     return true;
   }
+
+  // Bounds over the non-padding tokens of each tile.
+  KOKKOS_INLINE_FUNCTION bool general_tile_visible(long i0, long i1, long j0, long j1) const {
+    long qmin = 0, qmax = -1, kmin = 0, kmax = -1;
+    int qd0 = 0, qd1 = -1, kd0 = 0, kd1 = -1;
+    bool qany = false, kany = false;
+    for (long i = i0; i < i1; ++i) {
+      const int dd = q_doc(i);
+      if (dd < 0) continue;
+      const long p = q_pos(i);
+      if (!qany) qmin = qmax = p, qd0 = qd1 = dd, qany = true;
+      qmin = p < qmin ? p : qmin, qmax = p > qmax ? p : qmax, qd0 = dd < qd0 ? dd : qd0, qd1 = dd > qd1 ? dd : qd1;
+    }
+    if (!qany) return false;
+    for (long j = j0; j < j1; ++j) {
+      const int dd = k_doc(j);
+      if (dd < 0) continue;
+      const long p = k_pos(j);
+      if (!kany) kmin = kmax = p, kd0 = kd1 = dd, kany = true;
+      kmin = p < kmin ? p : kmin, kmax = p > kmax ? p : kmax, kd0 = dd < kd0 ? dd : kd0, kd1 = dd > kd1 ? dd : kd1;
+    }
+    if (!kany) return false;
+    if (is_causal && kmin > qmax) return false;
+    if (window > 0 && qmin - kmax >= window) return false;
+    if (same_doc && (qd0 > kd0 ? qd0 : kd0) > (qd1 < kd1 ? qd1 : kd1)) return false;
+    return true;
+  }
+};
+
+// Which backward outputs are added into rather than overwritten. A plain bool
+// means both.
+struct BackwardAccumulate {
+  bool dq = false, dkdv = false;
+  BackwardAccumulate() = default;
+  BackwardAccumulate(bool both) : dq(both), dkdv(both) {}  // NOLINT: implicit on purpose
+  BackwardAccumulate(bool q, bool kv) : dq(q), dkdv(kv) {}
 };
 
 struct AttnTiles {
@@ -152,12 +211,12 @@ void check_attention_shapes(const QV& q, const KV& k, const KV& v, const MaskT& 
   BURST_CHECK_INPUT(k.extent(1) >= 1 && q.extent(1) % k.extent(1) == 0, "attention: ", q.extent(1),
                     " query heads are not a multiple of ", k.extent(1), " key/value heads");
   if (mask.kind == MaskKind::Window) BURST_CHECK_INPUT(mask.window >= 1, "attention: window = ", mask.window, " must be >= 1");
-  if (mask.kind == MaskKind::Window || mask.kind == MaskKind::Document) {
+  if (mask.kind == MaskKind::Window || mask.kind == MaskKind::Document || mask.kind == MaskKind::General) {
     BURST_CHECK_INPUT(mask.q_pos.extent(0) == q.extent(0) && mask.k_pos.extent(0) == k.extent(0),
                       "attention: mask positions have ", mask.q_pos.extent(0), " query and ", mask.k_pos.extent(0),
                       " key entries, expected ", q.extent(0), " and ", k.extent(0));
   }
-  if (mask.kind == MaskKind::Document) {
+  if (mask.kind == MaskKind::Document || mask.kind == MaskKind::General) {
     BURST_CHECK_INPUT(mask.q_doc.extent(0) == q.extent(0) && mask.k_doc.extent(0) == k.extent(0),
                       "attention: document ids have ", mask.q_doc.extent(0), " query and ", mask.k_doc.extent(0),
                       " key entries, expected ", q.extent(0), " and ", k.extent(0));
@@ -412,7 +471,8 @@ long flash_attention_forward(Kokkos::View<const T***, Layout, Mem> q, Kokkos::Vi
 }
 
 // Backward. dq [sq, n, d], dk and dv [sk, n_kv, d] in Acc; `accumulate`
-// adds into them instead of overwriting. Returns the triples computed by the
+// adds into them instead of overwriting (BackwardAccumulate sets dQ and
+// dK/dV apart: the rings add into one and overwrite the other). Returns the triples computed by the
 // dK/dV pass (the dQ pass visits the same set).
 template <class T, class Mem>
 long flash_attention_backward(Kokkos::View<const T***, Layout, Mem> q, Kokkos::View<const T***, Layout, Mem> k,
@@ -420,7 +480,7 @@ long flash_attention_backward(Kokkos::View<const T***, Layout, Mem> q, Kokkos::V
                               Kokkos::View<const accum_t<T>**, Layout, Mem> lse, Kokkos::View<const accum_t<T>**, Layout, Mem> D,
                               const AttnMask<Mem>& mask, accum_t<T> scale, Kokkos::View<accum_t<T>***, Layout, Mem> dq,
                               Kokkos::View<accum_t<T>***, Layout, Mem> dk, Kokkos::View<accum_t<T>***, Layout, Mem> dv,
-                              bool accumulate = false, AttnTiles tiles = {}) {
+                              BackwardAccumulate accumulate = {}, AttnTiles tiles = {}) {
   using Acc = accum_t<T>;
   using Exec = typename Kokkos::View<Acc***, Layout, Mem>::execution_space;
   impl::check_attention_shapes(q, k, v, mask);
@@ -440,7 +500,7 @@ long flash_attention_backward(Kokkos::View<const T***, Layout, Mem> q, Kokkos::V
   if (sk > 0 && nkv > 0) {
     using F = impl::FlashBackwardKV<T, Acc, Exec, Mem>;
     const size_t bytes = F::scratch_bytes(tiles.br, tiles.bc, d);
-    F f{q, k, v, dout, lse, D, dk, dv, mask, scale, sq, sk, n, nkv, d, tiles.br, tiles.bc, n / nkv, accumulate,
+    F f{q, k, v, dout, lse, D, dk, dv, mask, scale, sq, sk, n, nkv, d, tiles.br, tiles.bc, n / nkv, accumulate.dkdv,
         impl::scratch_level(bytes, host)};
     computed = impl::launch_tiles<F, Exec>("burst::flash_attention_backward_dkdv", f, ((sk + tiles.bc - 1) / tiles.bc) * nkv,
                                            host ? 1 : tiles.bc, bytes);
@@ -448,7 +508,7 @@ long flash_attention_backward(Kokkos::View<const T***, Layout, Mem> q, Kokkos::V
   if (sq > 0 && n > 0) {
     using F = impl::FlashBackwardQ<T, Acc, Exec, Mem>;
     const size_t bytes = F::scratch_bytes(tiles.br, tiles.bc, d);
-    F f{q, k, v, dout, lse, D, dq, mask, scale, sq, sk, n, d, tiles.br, tiles.bc, n / nkv, accumulate,
+    F f{q, k, v, dout, lse, D, dq, mask, scale, sq, sk, n, d, tiles.br, tiles.bc, n / nkv, accumulate.dq,
         impl::scratch_level(bytes, host)};
     impl::launch_tiles<F, Exec>("burst::flash_attention_backward_dq", f, ((sq + tiles.br - 1) / tiles.br) * n,
                                 host ? 1 : tiles.br, bytes);
@@ -513,6 +573,7 @@ inline const char* mask_kind_name(MaskKind k) {
     case MaskKind::Causal: return "causal";
     case MaskKind::Window: return "window";
     case MaskKind::Document: return "document";
+    case MaskKind::General: return "general";
   }
   return "?";
 }

@@ -19,4 +19,15 @@ int cmd_bench_gemm(Runtime& rt, const BenchGemmOptions& opt);
 // Same options: --config, --set, --output.
 int cmd_bench_attention(Runtime& rt, const BenchGemmOptions& opt);
 
+struct AttnCheckOptions {
+  std::string method = "burst", layout = "zigzag", mask = "causal", ring = "auto", backward = "auto";
+  std::string placement = "head-first", usp_inner = "burst", partial = "fp32", dtype = "double";
+  std::string doc_lengths, input, output;
+  long window = 0, seq = 256, heads = 4, kv_heads = 4, head_dim = 16;
+  int inner = 0, hp = 0;
+  unsigned long long seed = 1;
+  double tolerance = 0;  // 0: 1e-10 in double, 1e-4 in float
+};
+int cmd_attn_check(Runtime& rt, const AttnCheckOptions& opt);
+
 }  // namespace burst::cli

@@ -8,6 +8,8 @@
 #include <CLI/CLI.hpp>
 
 #include <cstdio>
+#include <cstdlib>
+#include <string>
 #include <memory>
 
 int main(int argc, char** argv) {
@@ -39,6 +41,32 @@ int main(int argc, char** argv) {
   attn->add_option("--set", attn_opt.sets, "override a key: --set bench.seq=[512,1024]");
   attn->add_option("--output", attn_opt.output, "HDF5 output (default: bench.output)");
 
+  cli::AttnCheckOptions ac;
+  int ranks_per_node = 0;
+  auto* chk = app.add_subcommand("attn-check", "distributed attention fwd+bwd against a single-rank double reference");
+  chk->add_option("--method", ac.method, "ring | burst | loongtrain | ulysses | usp | allgather")->capture_default_str();
+  chk->add_option("--layout", ac.layout, "contiguous | zigzag | striped | document")->capture_default_str();
+  chk->add_option("--mask", ac.mask, "full | causal | window | document")->capture_default_str();
+  chk->add_option("--window", ac.window, "sliding window (tokens) for --mask window");
+  chk->add_option("--doc-lengths", ac.doc_lengths, "document lengths a,b,c summing to --seq");
+  chk->add_option("--ring", ac.ring, "flat | double | auto")->capture_default_str();
+  chk->add_option("--backward", ac.backward, "burst | kv | auto")->capture_default_str();
+  chk->add_option("--partial", ac.partial, "dtype of travelling partial sums: fp32 | bf16")->capture_default_str();
+  chk->add_option("--inner", ac.inner, "loongtrain: ranks per inner ring (default: ranks per node)");
+  chk->add_option("--hp", ac.hp, "usp: head-parallel size (default: ranks per node)");
+  chk->add_option("--placement", ac.placement, "usp: head-first | ring-first")->capture_default_str();
+  chk->add_option("--usp-inner", ac.usp_inner, "usp: ring | burst")->capture_default_str();
+  chk->add_option("--seq", ac.seq, "tokens in the sequence")->capture_default_str();
+  chk->add_option("--heads", ac.heads, "query heads")->capture_default_str();
+  chk->add_option("--kv-heads", ac.kv_heads, "key/value heads")->capture_default_str();
+  chk->add_option("--head-dim", ac.head_dim, "head dimension")->capture_default_str();
+  chk->add_option("--ranks-per-node", ranks_per_node, "emulate nodes of this many ranks (BURST_GPUS_PER_NODE)");
+  chk->add_option("--dtype", ac.dtype, "float | double")->capture_default_str();
+  chk->add_option("--seed", ac.seed, "seed of the random inputs")->capture_default_str();
+  chk->add_option("--tolerance", ac.tolerance, "relative error allowed (default 1e-10 double, 1e-4 float)");
+  chk->add_option("--input", ac.input, "HDF5 with q k v do [S, heads, d] in natural order")->check(CLI::ExistingFile);
+  chk->add_option("--output", ac.output, "HDF5 to write o lse dq dk dv (natural order)");
+
   if (argc > 1 && argv[1][0] != '-') {
     bool known = false;
     std::string names;
@@ -61,6 +89,13 @@ int main(int argc, char** argv) {
 
   // The runtime lives outside the try block so that an error is handled
   // while MPI is still up (a failing rank must be able to abort the job).
+  if (*chk && ranks_per_node != 0) {
+    if (ranks_per_node < 1) {
+      if (launcher_rank() == 0) std::fprintf(stderr, "burst: error: --ranks-per-node %d must be >= 1\n", ranks_per_node);
+      return 2;
+    }
+    setenv("BURST_GPUS_PER_NODE", std::to_string(ranks_per_node).c_str(), 1);  // read by the runtime's topology
+  }
   std::unique_ptr<Runtime> rt;
   int rc = 0;
   try {
@@ -68,6 +103,7 @@ int main(int argc, char** argv) {
     if (*info) rc = cli::cmd_info(*rt);
     else if (*gemm) rc = cli::cmd_bench_gemm(*rt, gemm_opt);
     else if (*attn) rc = cli::cmd_bench_attention(*rt, attn_opt);
+    else if (*chk) rc = cli::cmd_attn_check(*rt, ac);
     else if (*trn) {
       train(*rt, train_schema().load(train_config, train_sets), train_resume);
     }

@@ -1,0 +1,293 @@
+#include "comm/communicator.hpp"
+
+#include "core/error.hpp"
+
+#include <chrono>
+#include <climits>
+
+namespace burst {
+
+// ------------------------------------------------------------------ stats
+CommStats& CommStats::get() {
+  static CommStats s;
+  return s;
+}
+void CommStats::add_bytes(const std::string& g, const std::string& op, std::int64_t b) { bytes_[{g, op}] += b; }
+void CommStats::add_calls(const std::string& g, const std::string& op, std::int64_t c) { calls_[{g, op}] += c; }
+void CommStats::add_wait(const std::string& g, double s) { wait_[g] += s; }
+std::int64_t CommStats::bytes(const std::string& g, const std::string& op) const {
+  auto it = bytes_.find({g, op});
+  return it == bytes_.end() ? 0 : it->second;
+}
+std::int64_t CommStats::bytes_group(const std::string& g) const {
+  std::int64_t t = 0;
+  for (const auto& kv : bytes_)
+    if (kv.first.first == g) t += kv.second;
+  return t;
+}
+std::int64_t CommStats::calls(const std::string& g, const std::string& op) const {
+  auto it = calls_.find({g, op});
+  return it == calls_.end() ? 0 : it->second;
+}
+std::int64_t CommStats::total_bytes() const {
+  std::int64_t t = 0;
+  for (const auto& kv : bytes_) t += kv.second;
+  return t;
+}
+double CommStats::wait_seconds() const {
+  double t = 0;
+  for (const auto& kv : wait_) t += kv.second;
+  return t;
+}
+double CommStats::wait_seconds(const std::string& g) const {
+  auto it = wait_.find(g);
+  return it == wait_.end() ? 0.0 : it->second;
+}
+void CommStats::reset() {
+  bytes_.clear();
+  calls_.clear();
+  wait_.clear();
+}
+std::map<std::string, std::int64_t> CommStats::table() const {
+  std::map<std::string, std::int64_t> t;
+  for (const auto& kv : bytes_) t[kv.first.first + "/" + kv.first.second] = kv.second;
+  return t;
+}
+
+// ---------------------------------------------------------------- request
+Request& Request::operator=(Request&& o) noexcept {
+  if (this != &o) {
+    if (impl_) {
+      try {
+        wait();
+      } catch (...) {
+      }
+    }
+    impl_ = std::move(o.impl_);
+    group_ = std::move(o.group_);
+  }
+  return *this;
+}
+Request::~Request() {
+  if (impl_) {
+    try {
+      wait();
+    } catch (...) {
+    }
+  }
+}
+void Request::wait() {
+  if (!impl_) return;
+  const auto t0 = std::chrono::steady_clock::now();
+  impl_->wait();
+  CommStats::get().add_wait(group_, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  impl_.reset();
+}
+bool Request::test() {
+  if (!impl_) return true;
+  if (!impl_->test()) return false;
+  impl_->wait();
+  impl_.reset();
+  return true;
+}
+void wait_all(std::vector<Request>& rs) {
+  for (auto& r : rs) r.wait();
+  rs.clear();
+}
+
+void Communicator::count(const char* op, std::int64_t bytes) const {
+  CommStats::get().add_bytes(group_, op, bytes);
+  CommStats::get().add_calls(group_, op, 1);
+}
+
+// ------------------------------------------------------------ MPI backend
+namespace {
+
+constexpr bool kDeviceIsHost = Kokkos::SpaceAccessibility<Kokkos::HostSpace, DeviceMem>::accessible;
+using HostBytes = Kokkos::View<unsigned char*, Layout, HostMem>;
+// MPI counts are int: large messages go as several, in order (MPI does not
+// let messages with the same tag between one pair overtake each other).
+constexpr std::int64_t kMaxMsg = std::int64_t(1) << 30;
+
+template <class F> void for_chunks(std::int64_t n, F f) {
+  for (std::int64_t off = 0; off < n; off += kMaxMsg) f(off, std::min(kMaxMsg, n - off));
+}
+
+struct MpiRequest : Request::Impl {
+  std::vector<MPI_Request> reqs;
+  HostBytes staging;  // device builds: the host copy
+  ByteView dest;      // receive into device memory at wait()
+  bool recv = false;
+  void wait() override {
+    if (!reqs.empty()) MPI_Waitall(int(reqs.size()), reqs.data(), MPI_STATUSES_IGNORE);
+    reqs.clear();
+    if (recv && staging.extent(0) > 0) {
+      Kokkos::deep_copy(dest, staging);
+      recv = false;
+    }
+  }
+  bool test() override {
+    int done = 1;
+    if (!reqs.empty()) MPI_Testall(int(reqs.size()), reqs.data(), &done, MPI_STATUSES_IGNORE);
+    return done != 0;
+  }
+};
+
+class MpiCommunicator final : public Communicator {
+ public:
+  MpiCommunicator(MPI_Comm comm, int rank, int size, std::string group)
+      : Communicator(rank, size, std::move(group)), comm_(comm) {}
+  ~MpiCommunicator() override {
+    int finalized = 0;
+    MPI_Finalized(&finalized);
+    if (!finalized && comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);
+  }
+  MPI_Comm mpi_comm() const override { return comm_; }
+
+  std::unique_ptr<Communicator> split(int color, int key, const std::string& group) const override {
+    MPI_Comm c;
+    MPI_Comm_split(comm_, color, key, &c);
+    int r, s;
+    MPI_Comm_rank(c, &r);
+    MPI_Comm_size(c, &s);
+    return std::make_unique<MpiCommunicator>(c, r, s, group);
+  }
+
+  Request isend(ByteView buf, int peer, int tag) override {
+    check_peer(peer, "isend");
+    const std::int64_t n = std::int64_t(buf.extent(0));
+    count("send", n);
+    auto r = std::make_unique<MpiRequest>();
+    const unsigned char* p = buf.data();
+    if (!kDeviceIsHost) {
+      r->staging = HostBytes(Kokkos::view_alloc(Kokkos::WithoutInitializing, "comm/staging_send"), n);
+      Kokkos::deep_copy(r->staging, buf);
+      p = r->staging.data();
+    } else {
+      Kokkos::fence();  // the producer kernel must be done with the buffer
+    }
+    for_chunks(n, [&](std::int64_t off, std::int64_t c) {
+      r->reqs.emplace_back();
+      MPI_Isend(p + off, int(c), MPI_BYTE, peer, tag, comm_, &r->reqs.back());
+    });
+    return Request(std::move(r), group_);
+  }
+
+  Request irecv(ByteView buf, int peer, int tag) override {
+    check_peer(peer, "irecv");
+    const std::int64_t n = std::int64_t(buf.extent(0));
+    auto r = std::make_unique<MpiRequest>();
+    unsigned char* p = buf.data();
+    if (!kDeviceIsHost) {
+      r->staging = HostBytes(Kokkos::view_alloc(Kokkos::WithoutInitializing, "comm/staging_recv"), n);
+      r->dest = buf;
+      r->recv = true;
+      p = r->staging.data();
+    }
+    for_chunks(n, [&](std::int64_t off, std::int64_t c) {
+      r->reqs.emplace_back();
+      MPI_Irecv(p + off, int(c), MPI_BYTE, peer, tag, comm_, &r->reqs.back());
+    });
+    return Request(std::move(r), group_);
+  }
+
+  void all_to_all(ByteView send, ByteView recv) override {
+    const std::int64_t chunk = chunk_of(send, recv, "all_to_all");
+    count("all_to_all", chunk * (size_ - 1));
+    collective(send, recv, [&](const void* s, void* r) {
+      MPI_Alltoall(s, int(chunk), MPI_BYTE, r, int(chunk), MPI_BYTE, comm_);
+    });
+  }
+
+  void all_gather(ByteView send_chunk, ByteView recv) override {
+    const std::int64_t chunk = std::int64_t(send_chunk.extent(0));
+    BURST_ASSERT(std::int64_t(recv.extent(0)) == chunk * size_, "all_gather: receive buffer has ", recv.extent(0),
+                " bytes, expected ", chunk * size_);
+    BURST_ASSERT(chunk <= INT_MAX, "all_gather: chunk of ", chunk, " bytes exceeds MPI's int count");
+    count("all_gather", chunk * (size_ - 1));
+    collective(send_chunk, recv, [&](const void* s, void* r) {
+      MPI_Allgather(s, int(chunk), MPI_BYTE, r, int(chunk), MPI_BYTE, comm_);
+    });
+  }
+
+  void reduce_scatter_sum(Kokkos::View<const float*, Layout, DeviceMem> s, Kokkos::View<float*, Layout, DeviceMem> r) override {
+    reduce_scatter_impl(s, r, MPI_FLOAT);
+  }
+  void reduce_scatter_sum(Kokkos::View<const double*, Layout, DeviceMem> s, Kokkos::View<double*, Layout, DeviceMem> r) override {
+    reduce_scatter_impl(s, r, MPI_DOUBLE);
+  }
+  void all_reduce_sum(Kokkos::View<float*, Layout, DeviceMem> b) override { all_reduce_impl(b, MPI_FLOAT); }
+  void all_reduce_sum(Kokkos::View<double*, Layout, DeviceMem> b) override { all_reduce_impl(b, MPI_DOUBLE); }
+  void barrier() override { MPI_Barrier(comm_); }
+
+ private:
+  void check_peer(int peer, const char* what) const {
+    BURST_ASSERT(peer >= 0 && peer < size_, what, ": peer ", peer, " outside group '", group_, "' of ", size_, " ranks");
+  }
+  std::int64_t chunk_of(ByteView send, ByteView recv, const char* what) const {
+    BURST_ASSERT(send.extent(0) == recv.extent(0) && send.extent(0) % size_t(size_) == 0, what, ": buffers of ",
+                send.extent(0), " and ", recv.extent(0), " bytes do not split into ", size_, " equal chunks");
+    const std::int64_t chunk = std::int64_t(send.extent(0)) / size_;
+    BURST_ASSERT(chunk <= INT_MAX, what, ": chunk of ", chunk, " bytes exceeds MPI's int count");
+    return chunk;
+  }
+  // Run an MPI collective on host pointers, staging device buffers.
+  template <class F> void collective(ByteView send, ByteView recv, F f) {
+    if (kDeviceIsHost) {
+      Kokkos::fence();
+      f(send.data(), recv.data());
+      return;
+    }
+    auto hs = Kokkos::create_mirror_view_and_copy(HostMem(), send);
+    HostBytes hr(Kokkos::view_alloc(Kokkos::WithoutInitializing, "comm/staging_recv"), recv.extent(0));
+    f(hs.data(), hr.data());
+    Kokkos::deep_copy(recv, hr);
+  }
+  template <class T>
+  void reduce_scatter_impl(Kokkos::View<const T*, Layout, DeviceMem> s, Kokkos::View<T*, Layout, DeviceMem> r, MPI_Datatype type) {
+    BURST_ASSERT(s.extent(0) == r.extent(0) * size_t(size_), "reduce_scatter: send has ", s.extent(0),
+                " elements, expected ", size_, " x ", r.extent(0));
+    BURST_ASSERT(r.extent(0) <= size_t(INT_MAX), "reduce_scatter: chunk exceeds MPI's int count");
+    count("reduce_scatter", std::int64_t(r.extent(0) * sizeof(T)) * (size_ - 1));
+    if (kDeviceIsHost) {
+      Kokkos::fence();
+      MPI_Reduce_scatter_block(s.data(), r.data(), int(r.extent(0)), type, MPI_SUM, comm_);
+      return;
+    }
+    auto hs = Kokkos::create_mirror_view_and_copy(HostMem(), s);
+    auto hr = Kokkos::create_mirror_view(r);
+    MPI_Reduce_scatter_block(hs.data(), hr.data(), int(r.extent(0)), type, MPI_SUM, comm_);
+    Kokkos::deep_copy(r, hr);
+  }
+  template <class T> void all_reduce_impl(Kokkos::View<T*, Layout, DeviceMem> b, MPI_Datatype type) {
+    const std::int64_t n = std::int64_t(b.extent(0));
+    // What a ring all-reduce puts on the wire per rank.
+    count("all_reduce", size_ > 1 ? 2 * (size_ - 1) * n * std::int64_t(sizeof(T)) / size_ : 0);
+    auto run = [&](T* p) {
+      for (std::int64_t off = 0; off < n; off += kMaxMsg)
+        MPI_Allreduce(MPI_IN_PLACE, p + off, int(std::min(kMaxMsg, n - off)), type, MPI_SUM, comm_);
+    };
+    if (kDeviceIsHost) {
+      Kokkos::fence();
+      run(b.data());
+      return;
+    }
+    auto h = Kokkos::create_mirror_view_and_copy(HostMem(), b);
+    run(h.data());
+    Kokkos::deep_copy(b, h);
+  }
+  MPI_Comm comm_;
+};
+
+}  // namespace
+
+std::unique_ptr<Communicator> Communicator::mpi(MPI_Comm comm, const std::string& group) {
+  MPI_Comm c;
+  MPI_Comm_dup(comm, &c);
+  int r, s;
+  MPI_Comm_rank(c, &r);
+  MPI_Comm_size(c, &s);
+  return std::make_unique<MpiCommunicator>(c, r, s, group);
+}
+
+}  // namespace burst

@@ -1,0 +1,164 @@
+// Ring schedules: every program of the flat and double rings, for all
+// N, L <= 8, run through the in-process transport simulator; transfer counts
+// against the counts the schedule implies; the simulator catches broken programs.
+#include "core/error.hpp"
+#include "parallel/layout.hpp"
+#include "parallel/schedule.hpp"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <numeric>
+#include <set>
+
+using namespace burst::parallel;
+
+static std::vector<RingProgram> programs(int N, int L, int rounds, bool partial) {
+  std::vector<RingProgram> ps;
+  for (int r = 0; r < N * L; ++r) ps.push_back(ring_program({N, L}, r, rounds, partial));
+  return ps;
+}
+
+TEST(Schedule, BlockFormulaVisitsEveryBlockOnce) {
+  for (int N = 1; N <= 8; ++N)
+    for (int L = 1; L <= 8; ++L)
+      for (int r = 0; r < N * L; ++r) {
+        std::vector<int> seen(size_t(N * L), 0);
+        for (int t = 0; t < N * L; ++t) seen[size_t(ring_block_at({N, L}, r, t))]++;
+        EXPECT_TRUE(std::all_of(seen.begin(), seen.end(), [](int c) { return c == 1; })) << N << "x" << L << " rank " << r;
+        EXPECT_EQ(ring_block_at({N, L}, r, 0), r);
+      }
+}
+
+TEST(Schedule, SimulatorAcceptsEveryDoubleRing) {
+  for (int N = 1; N <= 8; ++N)
+    for (int L = 1; L <= 8; ++L)
+      for (bool partial : {false, true}) {
+        const auto err = simulate_programs(programs(N, L, N * L, partial));
+        EXPECT_EQ(err, "") << N << " nodes x " << L << (partial ? " with partials" : "");
+      }
+}
+
+TEST(Schedule, SimulatorAcceptsTruncatedFlatRings) {
+  for (int W = 1; W <= 8; ++W)
+    for (int R = 1; R <= W; ++R)
+      for (bool partial : {false, true}) EXPECT_EQ(simulate_programs(programs(1, W, R, partial)), "") << W << " ranks, " << R << " rounds";
+}
+
+// Per rank: the read set crosses nodes N-1 times and moves inside a node
+// N (L-1) times; partials (one hop fewer than the read set inside a node in
+// the first cycle, since the home rank's own contribution never leaves it,
+// plus the trip home) move N (L-1) times inside nodes and N times between
+// them (N-1 when L = 1: the first cycle has nothing to send).
+TEST(Schedule, TransferCountsFollowTheSchedule) {
+  for (int N = 1; N <= 8; ++N)
+    for (int L = 1; L <= 8; ++L) {
+      const auto ps = programs(N, L, N * L, true);
+      for (const auto& p : ps) {
+        const RingCounts c = count_transfers(p);
+        EXPECT_EQ(c.read_inter, N - 1);
+        EXPECT_EQ(c.read_intra, N * (L - 1));
+        EXPECT_EQ(c.partial_intra, N * L > 1 ? N * (L - 1) : 0) << N << "x" << L;
+        EXPECT_EQ(c.partial_inter, N == 1 ? 0 : (L > 1 ? N : N - 1)) << N << "x" << L;
+      }
+    }
+}
+
+TEST(Schedule, SimulatorCatchesBrokenPrograms) {
+  // Drop a wait: the receive buffer is then read while in flight (or a request stays open).
+  auto ps = programs(2, 3, 6, true);
+  auto& ops = ps[1].ops;
+  auto it = std::find_if(ops.begin(), ops.end(), [](const RingOp& o) { return o.kind == RingOp::Wait; });
+  ASSERT_NE(it, ops.end());
+  ops.erase(it);
+  EXPECT_NE(simulate_programs(ps), "");
+  // Send to the wrong peer: a message that is never received, or a deadlock.
+  ps = programs(1, 4, 4, false);
+  for (auto& o : ps[2].ops)
+    if (o.kind == RingOp::Send) {
+      o.peer = 0;
+      break;
+    }
+  EXPECT_NE(simulate_programs(ps), "");
+  // Compute on the wrong buffer.
+  ps = programs(2, 2, 4, false);
+  for (auto& o : ps[3].ops)
+    if (o.kind == RingOp::Compute && !o.home) {
+      o.origin = 3;
+      break;
+    }
+  EXPECT_NE(simulate_programs(ps), "");
+}
+
+// ------------------------------------------------------------------ layouts
+TEST(Layout, ZigzagStripedContiguousHoldEveryTokenOnce) {
+  for (auto kind : {LayoutKind::Contiguous, LayoutKind::Zigzag, LayoutKind::Striped})
+    for (int P : {1, 2, 3, 4, 8})
+      for (long S : {16L, 61L, 64L}) {
+        const SeqLayout l = make_layout(kind, S, P);
+        std::vector<int> seen(size_t(S), 0);
+        for (long x : l.slot)
+          if (x >= 0) seen[size_t(x)]++;
+        EXPECT_TRUE(std::all_of(seen.begin(), seen.end(), [](int c) { return c == 1; }));
+        EXPECT_EQ(l.padding(), long(P) * l.local - S);
+        EXPECT_GE(l.padding(), 0);
+      }
+  const SeqLayout z = make_layout(LayoutKind::Zigzag, 16, 2);  // chunks of 4: rank 0 holds 0 and 3, rank 1 holds 1 and 2
+  EXPECT_EQ(z.slot, (std::vector<long>{0, 1, 2, 3, 12, 13, 14, 15, 4, 5, 6, 7, 8, 9, 10, 11}));
+  const SeqLayout s = make_layout(LayoutKind::Striped, 6, 3);
+  EXPECT_EQ(s.slot, (std::vector<long>{0, 3, 1, 4, 2, 5}));
+  const SeqLayout p = make_layout(LayoutKind::Zigzag, 10, 2);  // padded to 12
+  EXPECT_EQ(p.padding(), 2);
+  EXPECT_EQ(p.slot, (std::vector<long>{0, 1, 2, 9, -1, -1, 3, 4, 5, 6, 7, 8}));
+}
+
+TEST(Layout, PermutesAndRestores) {
+  const SeqLayout l = make_layout(LayoutKind::Zigzag, 13, 3);
+  std::vector<int> tokens(13);
+  std::iota(tokens.begin(), tokens.end(), 100);
+  std::vector<int> back(13, 0);
+  for (int b = 0; b < 3; ++b) {
+    const auto blk = l.to_block(b, tokens, 1, -1);
+    for (long i = 0; i < l.local; ++i) EXPECT_EQ(blk[size_t(i)], l.natural(b, i) >= 0 ? 100 + l.natural(b, i) : -1);
+    l.to_natural(b, blk, 1, back);
+  }
+  EXPECT_EQ(back, tokens);
+}
+
+TEST(Layout, ZigzagBalancesCausalWork) {
+  for (int P : {2, 4, 8}) {
+    EXPECT_LT(make_layout(LayoutKind::Zigzag, 4096, P).imbalance({MaskType::Causal, 0}), 1.01);
+    EXPECT_GT(make_layout(LayoutKind::Contiguous, 4096, P).imbalance({MaskType::Causal, 0}), 1.3);
+  }
+}
+
+// Section 6: documents log-uniform in [64, S]; max/mean causal work <= 1.1,
+// and the documents placed whole never travel (they sit after `travel`).
+TEST(Layout, DocumentLayoutBalancesLogUniformDocuments) {
+  for (int P : {2, 4, 8})
+    for (unsigned long long seed = 1; seed <= 10; ++seed) {
+      const long S = 65536;
+      const auto docs = log_uniform_documents(S, 64, S, seed);
+      const SeqLayout l = make_layout(LayoutKind::Document, S, P, docs);
+      const double imb = l.imbalance({MaskType::Document, 0});
+      EXPECT_LE(imb, 1.1) << "P=" << P << " seed " << seed << " docs " << docs.size();
+      // Tokens past `travel` belong to documents held whole by that block.
+      std::vector<std::set<int>> blocks_of(docs.size());
+      for (int b = 0; b < P; ++b)
+        for (long i = 0; i < l.local; ++i)
+          if (l.natural(b, i) >= 0) blocks_of[size_t(l.doc[size_t(l.natural(b, i))])].insert(b);
+      for (int b = 0; b < P; ++b)
+        for (long i = l.travel; i < l.local; ++i)
+          if (l.natural(b, i) >= 0) ASSERT_EQ(blocks_of[size_t(l.doc[size_t(l.natural(b, i))])].size(), 1u);
+      // Padding (the blocks' token counts differ after packing) stays bounded.
+      EXPECT_LT(double(l.padding()) / double(S), 0.5) << "P=" << P << " seed " << seed;
+    }
+}
+
+TEST(Layout, BadInputIsRefused) {
+  EXPECT_THROW(make_layout(LayoutKind::Document, 10, 2, {3, 3}), burst::Error);
+  EXPECT_THROW(parse_layout("diagonal"), burst::Error);
+  EXPECT_THROW(parse_doc_lengths("3,x", 6), burst::Error);
+  EXPECT_THROW(parse_doc_lengths("3,2", 6), burst::Error);
+  EXPECT_EQ(parse_doc_lengths("3,3", 6), (std::vector<long>{3, 3}));
+}
