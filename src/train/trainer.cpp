@@ -248,10 +248,9 @@ template <class T> struct TrainerImpl {
       }
       if (why.empty()) why = "another rank could not read it";
       failures += (failures.empty() ? "" : "; ") + why;
-      if (rank == 0) {
-        std::fprintf(stderr, "burst: warning: %s", why.c_str());
-        if (i + 1 < cands.size()) std::fprintf(stderr, "; falling back to the previous checkpoint '%s'", cands[i + 1].c_str());
-        std::fprintf(stderr, "\n");
+      if (rank == 0 && i + 1 < cands.size()) {  // the last one's failure is in the error below
+        std::fprintf(stderr, "burst: warning: %s; falling back to the previous checkpoint '%s'\n", why.c_str(),
+                     cands[i + 1].c_str());
         std::fflush(stderr);
       }
     }
