@@ -132,3 +132,17 @@ TEST(Config, DescribeListsEveryKey) {
   std::string d = s.describe();
   for (auto& k : s.keys()) EXPECT_NE(d.find(k.name), std::string::npos) << k.name;
 }
+
+TEST(Config, ABadCharacterInATableHeaderIsAParseError) {
+  // Found by scripts/fuzz.sh: toml++ asserted (debug) or assumed (release)
+  // the character away instead of reporting it.
+  burst::ConfigSchema s;
+  s.integer("train.steps", 1, 1, 10, "steps");
+  try {
+    s.parse_string("# comment\n[|rain]\nsteps = 5\n", "bad.toml");
+    FAIL() << "no error";
+  } catch (const burst::Error& e) {
+    EXPECT_EQ(e.exit_code(), 2);
+    EXPECT_NE(e.message().find("cannot parse bad.toml:2:2"), std::string::npos) << e.message();
+  }
+}
