@@ -1,6 +1,7 @@
 #include "comm/watchdog.hpp"
 
 #include <mpi.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
@@ -55,7 +56,10 @@ void Watchdog::loop() {
       std::fflush(stderr);
       // The one MPI call made off the main thread: MPI_Abort only tells the
       // launcher to end the job, which MPICH and Open MPI allow from any
-      // thread in practice. _Exit is the fallback should it return.
+      // thread in practice. Should it block (the main thread holds MPI) the
+      // alarm ends this process, and the launcher the others; _Exit should
+      // it return.
+      alarm(10);
       MPI_Abort(MPI_COMM_WORLD, 1);
       std::_Exit(1);
     }

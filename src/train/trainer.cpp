@@ -367,6 +367,24 @@ template <class T> struct TrainerImpl {
     return {loss_sum / double(global_valid), norm, lr, tokens, ""};
   }
 
+  // train.on_nonfinite, for a step whose loss or gradient norm was not
+  // finite (train_step made no update; the values are global, so every rank
+  // is here at the same step). abort: a checkpoint of the state before the
+  // step, then a collective error (exit 3). skip: counted, and on we go.
+  void on_nonfinite_step(const StepStats& st, const std::string& ckpt, io::RunLog* log, TrainResult& res) {
+    const std::string what = "step " + std::to_string(step) + ": " + st.nonfinite + " is not finite (loss " +
+                             std::to_string(st.loss) + ", gradient norm " + std::to_string(st.grad_norm) + ")";
+    if (cfg.get_string("train.on_nonfinite") == "abort") {
+      if (!ckpt.empty()) save_checkpoint(ckpt);
+      if (log) log->append({{"step", double(step)}, {"loss", st.loss}, {"grad_norm", st.grad_norm}, {"skipped", 1}});
+      const std::string saved =
+          ckpt.empty() ? "no checkpoint (io.checkpoint is empty)" : "checkpoint of the state before it in '" + ckpt + "'";
+      throw Error(ErrorKind::Numeric, what + "; " + saved + "; stopping (train.on_nonfinite = abort)").set_collective();
+    }
+    ++res.skipped_steps;
+    if (rank == 0) std::printf("%s; skipped, %ld so far (train.on_nonfinite = skip)\n", what.c_str(), res.skipped_steps);
+  }
+
   TrainResult run(bool resume) {
     const std::string ckpt = cfg.get_string("io.checkpoint");
     set_comm_timeout(cfg.get_real("comm.timeout_s"));
@@ -410,7 +428,6 @@ template <class T> struct TrainerImpl {
     const long start = step;
     const long stop_after = cfg.get_int("train.stop_after");
     const long stop_at = stop_after > 0 ? std::min(steps, start + stop_after) : steps;
-    const std::string on_nonfinite = cfg.get_string("train.on_nonfinite");
     StopSignals signals;
     Watchdog watchdog(2 * cfg.get_real("comm.timeout_s"), rank);
     while (step < stop_at) {
@@ -420,21 +437,7 @@ template <class T> struct TrainerImpl {
       Timer t;
       StepStats st = train_step(times);
       const double secs = t.seconds();
-      if (!st.nonfinite.empty()) {
-        const std::string what = "step " + std::to_string(step) + ": " + st.nonfinite + " is not finite (loss " +
-                                 std::to_string(st.loss) + ", gradient norm " + std::to_string(st.grad_norm) + ")";
-        if (on_nonfinite == "abort") {
-          // The state is that before the step (no update was made).
-          if (!ckpt.empty()) save_checkpoint(ckpt);
-          if (log) log->append({{"step", double(step)}, {"loss", st.loss}, {"grad_norm", st.grad_norm}, {"skipped", 1}});
-          throw Error(ErrorKind::Numeric,
-                      what + "; " + (ckpt.empty() ? "no checkpoint (io.checkpoint is empty)" : "checkpoint of the state before it in '" + ckpt + "'") +
-                          "; stopping (train.on_nonfinite = abort)")
-              .set_collective();
-        }
-        ++res.skipped_steps;
-        if (rank == 0) std::printf("%s; skipped, %ld so far (train.on_nonfinite = skip)\n", what.c_str(), res.skipped_steps);
-      }
+      if (!st.nonfinite.empty()) on_nonfinite_step(st, ckpt, log.get(), res);
       ++step;
       res.last_loss = st.loss;
       std::vector<std::pair<std::string, double>> row = {
@@ -469,8 +472,11 @@ template <class T> struct TrainerImpl {
       if (!ckpt.empty() && ((ckpt_every > 0 && step % ckpt_every == 0) || step == stop_at || sig != 0)) save_checkpoint(ckpt);
       if (sig != 0) {
         res.stopped_by_signal = true;
-        if (rank == 0)
-          std::printf("%s received: stopped after step %ld of %ld; %s\n", StopSignals::name(sig), step, steps, ckpt.empty() ? "no checkpoint (io.checkpoint is empty)" : ("checkpoint '" + ckpt + "' written; continue with --resume").c_str());
+        if (rank == 0) {
+          const std::string saved = ckpt.empty() ? "no checkpoint (io.checkpoint is empty)"
+                                                 : "checkpoint '" + ckpt + "' written; continue with --resume";
+          std::printf("%s received: stopped after step %ld of %ld; %s\n", StopSignals::name(sig), step, steps, saved.c_str());
+        }
         break;
       }
     }
