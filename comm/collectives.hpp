@@ -1,6 +1,11 @@
 // Collectives on Kokkos views over MPI. Device views go through a host
 // staging copy unless the MPI is CUDA-aware (the NCCL backend replaces this
 // on GPU builds). Bytes are counted at the transport call.
+//
+// Every collective here is bounded in time: it is started non-blocking and
+// polled until it completes or comm_timeout() seconds pass, and then throws
+// Error(Comm) naming the collective. A rank that died or stalls (SIGSTOP, a
+// hung device) would otherwise leave the others blocked inside MPI forever.
 #pragma once
 
 #include "core/views.hpp"
@@ -24,8 +29,20 @@ template <class T> MPI_Datatype mpi_type() {
 // Bytes handed to MPI by this process, all collectives together.
 std::int64_t& mpi_bytes_sent();
 
+// The longest a collective waits for the other ranks, in seconds (0 = no
+// bound). The trainer sets it from comm.timeout_s; one value per process.
+void set_comm_timeout(double seconds);
+double comm_timeout();
+
+// Completes `req` or throws Error(Comm) after comm_timeout() seconds. `what`
+// names the collective in the message ("gradient all-reduce").
+void wait_bounded(MPI_Request& req, const char* what, std::int64_t bytes);
+
+void barrier_bounded(MPI_Comm comm, const char* what = "barrier");
+
 // In-place sum over comm.
-template <class T, class... P> void allreduce_sum(const Kokkos::View<T*, P...>& v, MPI_Comm comm) {
+template <class T, class... P>
+void allreduce_sum(const Kokkos::View<T*, P...>& v, MPI_Comm comm, const char* what = "all-reduce") {
   int size = 1;
   MPI_Comm_size(comm, &size);
   if (size == 1 || v.extent(0) == 0) return;
@@ -35,7 +52,9 @@ template <class T, class... P> void allreduce_sum(const Kokkos::View<T*, P...>& 
   auto reduce = [&](T* p, std::int64_t n) {
     for (std::int64_t off = 0; off < n; off += (std::int64_t(1) << 30)) {
       const std::int64_t c = std::min<std::int64_t>(n - off, std::int64_t(1) << 30);
-      MPI_Allreduce(MPI_IN_PLACE, p + off, int(c), mpi_type<T>(), MPI_SUM, comm);
+      MPI_Request req;
+      MPI_Iallreduce(MPI_IN_PLACE, p + off, int(c), mpi_type<T>(), MPI_SUM, comm, &req);
+      wait_bounded(req, what, c * std::int64_t(sizeof(T)));
     }
   };
   if (Kokkos::SpaceAccessibility<Kokkos::HostSpace, typename V::memory_space>::accessible) {
@@ -48,9 +67,21 @@ template <class T, class... P> void allreduce_sum(const Kokkos::View<T*, P...>& 
   }
 }
 
-template <class T> T allreduce_sum(T x, MPI_Comm comm) {
-  MPI_Allreduce(MPI_IN_PLACE, &x, 1, mpi_type<T>(), MPI_SUM, comm);
+template <class T> T allreduce_op(T x, MPI_Op op, MPI_Comm comm, const char* what) {
+  MPI_Request req;
+  MPI_Iallreduce(MPI_IN_PLACE, &x, 1, mpi_type<T>(), op, comm, &req);
+  wait_bounded(req, what, std::int64_t(sizeof(T)));
   return x;
+}
+
+template <class T> T allreduce_sum(T x, MPI_Comm comm, const char* what = "all-reduce") {
+  return allreduce_op(x, MPI_SUM, comm, what);
+}
+template <class T> T allreduce_max(T x, MPI_Comm comm, const char* what = "all-reduce") {
+  return allreduce_op(x, MPI_MAX, comm, what);
+}
+template <class T> T allreduce_min(T x, MPI_Comm comm, const char* what = "all-reduce") {
+  return allreduce_op(x, MPI_MIN, comm, what);
 }
 
 }  // namespace burst

@@ -86,7 +86,7 @@ std::string Runtime::hostname() const {
 
 void exit_on_error(const std::exception& e) {
   const auto* be = dynamic_cast<const Error*>(&e);
-  const bool collective = be && be->exit_code() == 2;
+  const bool collective = be && be->collective();
   int rank = launcher_rank(), size = 1, inited = 0, finalized = 0;
   MPI_Initialized(&inited);
   MPI_Finalized(&finalized);

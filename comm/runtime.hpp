@@ -50,9 +50,10 @@ class Runtime {
 // SLURM_PROCID, PMIX_RANK), or 0. Used to print CLI errors once.
 int launcher_rank();
 
-// Print an error and leave: bad input (config, flags, data: the same on every
-// rank) is reported by rank 0 and ends with status 2 on every rank; any other
-// error is reported by the rank that hit it and aborts the job.
+// Print an error and leave: a collective error (bad input, the same on every
+// rank, status 2; or a fault every rank found at once, Error::collective) is
+// reported by rank 0 and ends with its status on every rank; any other error
+// is reported by the rank that hit it and aborts the job.
 [[noreturn]] void exit_on_error(const std::exception& e);
 
 }  // namespace burst

@@ -47,3 +47,13 @@ TEST(Error, CheckEqNamesBothValues) {
   }
   EXPECT_NO_THROW(BURST_CHECK_EQ(2, 2, ErrorKind::Input, "same"));
 }
+
+TEST(Error, NumericFaultsExitWithThreeAndCanBeCollective) {
+  Error e(ErrorKind::Numeric, "step 3: non-finite gradient");
+  EXPECT_EQ(e.exit_code(), 3);
+  EXPECT_FALSE(e.collective());
+  e.set_collective();
+  EXPECT_TRUE(e.collective());
+  EXPECT_TRUE(Error(ErrorKind::Config, "x").collective());  // bad input is always collective
+  EXPECT_FALSE(Error(ErrorKind::Comm, "x").collective());
+}

@@ -3,6 +3,7 @@
 #include "comm/runtime.hpp"
 #include "core/error.hpp"
 #include "io/h5.hpp"
+#include "io/checksum.hpp"
 #include "io/run_log.hpp"
 
 #include <gtest/gtest.h>
@@ -128,4 +129,35 @@ TEST(H5, RunLogAppendsFillsNewColumnsAndResumes) {
   EXPECT_EQ(lr[3], 3e-3);
   EXPECT_EQ(f.attr_int("log", "rows"), 4);
   std::remove(p.c_str());
+}
+
+TEST(H5, RunLogTruncateDropsTheRowsAfterACheckpoint) {
+  const std::string p = rank_path("log_trunc.h5");
+  {
+    H5File f = H5File::create(p);
+    io::RunLog log(f);
+    for (int i = 0; i < 5; ++i) log.append({{"step", double(i)}, {"loss", 10.0 - i}});
+    log.truncate(3);  // a resume from the checkpoint after step 3 repeats steps 3 and 4
+    log.truncate(7);  // more rows than there are: nothing to drop
+    EXPECT_EQ(log.rows(), 3u);
+  }
+  {
+    H5File f = H5File::open(p, H5File::Mode::ReadWrite);
+    io::RunLog log(f);
+    EXPECT_EQ(log.rows(), 3u);
+    log.append({{"step", 3}, {"loss", 6.5}});
+  }
+  H5File f = H5File::open(p);
+  EXPECT_EQ(f.read<double>("log/step"), (std::vector<double>{0, 1, 2, 3}));
+  EXPECT_EQ(f.read<double>("log/loss"), (std::vector<double>{10, 9, 8, 6.5}));
+  std::remove(p.c_str());
+}
+
+TEST(Checksum, Fnv1a64MatchesTheReferenceValues) {
+  // Published FNV-1a 64 test vectors.
+  EXPECT_EQ(io::hex64(io::fnv1a64("", 0)), "cbf29ce484222325");
+  EXPECT_EQ(io::hex64(io::fnv1a64("a", 1)), "af63dc4c8601ec8c");
+  EXPECT_EQ(io::hex64(io::fnv1a64("foobar", 6)), "85944171f73967e8");
+  // Running form: two pieces hash like the whole.
+  EXPECT_EQ(io::fnv1a64("bar", 3, io::fnv1a64("foo", 3)), io::fnv1a64("foobar", 6));
 }

@@ -6,9 +6,13 @@
 #include "comm/runtime.hpp"
 #include "core/error.hpp"
 #include "io/h5.hpp"
+#include "tools/corrupt.hpp"
+#include "train/checkpoint_files.hpp"
 #include "train/trainer.hpp"
 
 #include <gtest/gtest.h>
+
+#include <filesystem>
 
 #include <cmath>
 #include <cstdio>
@@ -38,6 +42,12 @@ std::vector<double> losses(const std::string& log) {
   io::H5File f = io::H5File::open(log);
   return f.read<double>("log/loss");
 }
+
+// A checkpoint path and its step files.
+void remove_checkpoints(const std::string& ck) {
+  for (auto& [step, file] : list_step_checkpoints(ck)) std::remove(file.c_str());
+  std::remove(ck.c_str());
+}
 }  // namespace
 
 TEST(Train, ResumeContinuesBitForBit) {
@@ -58,7 +68,7 @@ TEST(Train, ResumeContinuesBitForBit) {
     EXPECT_EQ(f.dims("params/model.layers.1.self_attn.k_proj.weight"), (io::Dims{32, 64}));
     std::remove(full.c_str());
     std::remove(part.c_str());
-    std::remove(ck.c_str());
+    remove_checkpoints(ck);
   }
   MPI_Barrier(rt.world());
 }
@@ -102,5 +112,108 @@ TEST(Train, RefusesACheckpointOfAnotherModel) {
     EXPECT_NE(std::string(e.what()).find("holds another model"), std::string::npos) << e.what();
   }
   MPI_Barrier(rt.world());
-  if (rt.rank() == 0) std::remove(ck.c_str()), std::remove(other.c_str());
+  if (rt.rank() == 0) remove_checkpoints(ck), std::remove(other.c_str());
+}
+
+TEST(Train, KeepsTheLastKCheckpointsAndPublishesTheNewest) {
+  auto& rt = Runtime::current();
+  const std::string ck = tmp("keep.h5");
+  train(rt, config({"io.checkpoint=" + ck, "train.steps=6", "io.checkpoint_every=1", "io.keep_last=3"}), false);
+  if (rt.rank() == 0) {
+    auto files = list_step_checkpoints(ck);
+    ASSERT_EQ(files.size(), 3u);
+    EXPECT_EQ(files[0].first, 6);
+    EXPECT_EQ(files[2].first, 4);
+    EXPECT_EQ(files[0].second, checkpoint_step_path(ck, 6));
+    EXPECT_TRUE(std::filesystem::equivalent(ck, files[0].second));  // the configured path is the newest
+    io::H5File f = io::H5File::open(ck);
+    EXPECT_EQ(f.attr_int("/", "format_version"), 2);
+    EXPECT_EQ(f.attr_string("params/model.norm.weight", "fnv1a64").size(), 16u);
+    remove_checkpoints(ck);
+  }
+  MPI_Barrier(rt.world());
+}
+
+TEST(Train, ResumeFallsBackToThePreviousCheckpointWhenTheNewestIsDamaged) {
+  auto& rt = Runtime::current();
+  const std::string full = tmp("fb_full.h5"), part = tmp("fb_part.h5"), ck = tmp("fb_ckpt.h5");
+  train(rt, config({"io.run_log=" + full, "train.steps=8"}), false);
+  train(rt, config({"io.run_log=" + part, "io.checkpoint=" + ck, "train.steps=8", "train.stop_after=6",
+                    "io.checkpoint_every=1"}), false);
+  if (rt.rank() == 0) {
+    const std::string err = test_tools::flip_dataset_byte(checkpoint_step_path(ck, 6), "optim/v/model.layers.1.mlp.up_proj.weight");
+    ASSERT_EQ(err, "");
+  }
+  MPI_Barrier(rt.world());
+  // Steps 5 and 6 run again (from the step-5 checkpoint) and their old log
+  // rows are replaced: the trace is that of the uninterrupted run.
+  TrainResult r = train(rt, config({"io.run_log=" + part, "io.checkpoint=" + ck, "train.steps=8"}), true);
+  EXPECT_EQ(r.steps_done, 8);
+  if (rt.rank() == 0) {
+    std::vector<double> a = losses(full), b = losses(part);
+    ASSERT_EQ(b.size(), 8u);
+    for (size_t i = 0; i < a.size(); ++i) EXPECT_EQ(a[i], b[i]) << "step " << i;
+  }
+  MPI_Barrier(rt.world());
+  // With every checkpoint damaged the run stops, naming the dataset.
+  if (rt.rank() == 0) {
+    for (auto& [step, file] : list_step_checkpoints(ck)) test_tools::flip_dataset_byte(file, "params/model.norm.weight");
+  }
+  MPI_Barrier(rt.world());
+  try {
+    train(rt, config({"io.checkpoint=" + ck, "train.steps=9"}), true);
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.exit_code(), 2);
+    EXPECT_NE(e.message().find("no usable checkpoint"), std::string::npos) << e.message();
+    EXPECT_NE(e.message().find("dataset 'params/model.norm.weight'"), std::string::npos) << e.message();
+    EXPECT_NE(e.message().find("fails its checksum"), std::string::npos) << e.message();
+  }
+  MPI_Barrier(rt.world());
+  if (rt.rank() == 0) std::remove(full.c_str()), std::remove(part.c_str()), remove_checkpoints(ck);
+  MPI_Barrier(rt.world());
+}
+
+TEST(Train, NonFiniteSkipDropsTheStepWithoutAnUpdate) {
+  auto& rt = Runtime::current();
+  const std::string log = tmp("skip_log.h5"), a = tmp("skip_a.h5"), b = tmp("skip_b.h5");
+  // Run a: steps 0..2. Run b: steps 0..3 with a NaN in a gradient at step 3,
+  // skipped: its parameters must be those of run a, bit for bit.
+  train(rt, config({"io.checkpoint=" + a, "train.stop_after=3"}), false);
+  TrainResult r = train(rt, config({"io.checkpoint=" + b, "io.run_log=" + log, "train.stop_after=4",
+                                    "debug.inject_nan_step=3", "train.on_nonfinite=skip"}), false);
+  EXPECT_EQ(r.skipped_steps, 1);
+  EXPECT_EQ(r.steps_done, 4);
+  if (rt.rank() == 0) {
+    io::H5File fa = io::H5File::open(a), fb = io::H5File::open(b), fl = io::H5File::open(log);
+    EXPECT_EQ(fl.read<double>("log/skipped"), (std::vector<double>{0, 0, 0, 1}));
+    EXPECT_TRUE(std::isnan(fl.read<double>("log/grad_norm")[3]));
+    for (const char* t : {"params/model.layers.0.self_attn.q_proj.weight", "params/model.norm.weight", "optim/m/lm_head.weight"})
+      EXPECT_EQ(fa.read<double>(t), fb.read<double>(t)) << t;
+    std::remove(log.c_str()), remove_checkpoints(a), remove_checkpoints(b);
+  }
+  MPI_Barrier(rt.world());
+}
+
+TEST(Train, NonFiniteAbortNamesTheStepAndTensorAndCheckpoints) {
+  auto& rt = Runtime::current();
+  const std::string ck = tmp("abort.h5");
+  try {
+    train(rt, config({"io.checkpoint=" + ck, "debug.inject_nan_step=2",
+                      "debug.inject_nan_tensor=model.layers.1.mlp.down_proj.weight"}), false);
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::Numeric);
+    EXPECT_EQ(e.exit_code(), 3);
+    EXPECT_TRUE(e.collective());  // found after a global reduction: every rank stops together
+    EXPECT_NE(e.message().find("step 2: the gradient of model.layers.1.mlp.down_proj.weight is not finite"), std::string::npos)
+        << e.message();
+  }
+  MPI_Barrier(rt.world());
+  if (rt.rank() == 0) {
+    io::H5File f = io::H5File::open(ck);
+    EXPECT_EQ(f.attr_int("/", "step"), 2);  // the state before the faulty step
+    remove_checkpoints(ck);
+  }
+  MPI_Barrier(rt.world());
 }

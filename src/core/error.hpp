@@ -11,7 +11,8 @@
 namespace burst {
 
 // What went wrong decides the exit status: bad input (a config, a flag, a
-// data file) exits 2 on every rank; everything else exits 1.
+// data file) exits 2 on every rank; a numerical fault (non-finite loss or
+// gradient, train.on_nonfinite = abort) exits 3; everything else exits 1.
 enum class ErrorKind { Config, Input, IO, Comm, Numeric, Internal };
 
 const char* error_kind_name(ErrorKind k);
@@ -20,13 +21,25 @@ class Error : public std::runtime_error {
  public:
   Error(ErrorKind kind, const std::string& msg, const char* file = nullptr, int line = 0);
   ErrorKind kind() const { return kind_; }
-  int exit_code() const { return (kind_ == ErrorKind::Config || kind_ == ErrorKind::Input) ? 2 : 1; }
+  int exit_code() const {
+    if (kind_ == ErrorKind::Config || kind_ == ErrorKind::Input) return 2;
+    return kind_ == ErrorKind::Numeric ? 3 : 1;
+  }
+  // Raised by every rank at once (bad input is the same everywhere; a fault
+  // found after a global reduction is seen by all): rank 0 reports it and
+  // every rank exits with exit_code() instead of aborting the job.
+  bool collective() const { return collective_ || exit_code() == 2; }
+  Error& set_collective() {
+    collective_ = true;
+    return *this;
+  }
   // The message without the source location (for users); what() has both.
   const std::string& message() const { return message_; }
 
  private:
   ErrorKind kind_;
   std::string message_;
+  bool collective_ = false;
 };
 
 template <class... Args> std::string str_cat(Args&&... args) {

@@ -79,4 +79,20 @@ void RunLog::append(const std::vector<std::pair<std::string, double>>& row) {
   file_.flush();
 }
 
+void RunLog::truncate(std::uint64_t rows) {
+  if (rows >= rows_) return;
+  for (auto& col : columns_) {
+    const std::string path = group_ + "/" + col;
+    hid_t d = H5Dopen2(file_.id(), path.c_str(), H5P_DEFAULT);
+    BURST_CHECK_IO(d >= 0, "run-log column '", path, "' vanished from '", file_.path(), "'");
+    hsize_t ext[1] = {rows};
+    herr_t ok = H5Dset_extent(d, ext);
+    H5Dclose(d);
+    BURST_CHECK_IO(ok >= 0, "cannot truncate '", path, "' in '", file_.path(), "' to ", rows, " rows");
+  }
+  rows_ = rows;
+  file_.set_attr(group_, "rows", static_cast<std::int64_t>(rows_));
+  file_.flush();
+}
+
 }  // namespace burst::io

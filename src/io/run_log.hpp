@@ -20,6 +20,9 @@ class RunLog {
   RunLog(H5File& file, const std::string& group = "log");
 
   void append(const std::vector<std::pair<std::string, double>>& row);
+  // Drop the rows from `rows` on (a resumed run repeats the steps that ran
+  // after its checkpoint, so their rows must not appear twice).
+  void truncate(std::uint64_t rows);
   std::uint64_t rows() const { return rows_; }
   const std::vector<std::string>& columns() const { return columns_; }
 

@@ -1,8 +1,10 @@
 #include "train/trainer.hpp"
 
 #include "comm/collectives.hpp"
+#include "comm/watchdog.hpp"
 #include "core/error.hpp"
 #include "core/memory.hpp"
+#include "core/signals.hpp"
 #include "core/timer.hpp"
 #include "data/synthetic.hpp"
 #include "io/h5.hpp"
@@ -10,12 +12,17 @@
 #include "kernels/cross_entropy.hpp"
 #include "kernels/optim.hpp"
 #include "model/llama.hpp"
+#include "train/checkpoint_files.hpp"
 #include "train/flops.hpp"
+
+#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
+#include <csignal>
 #include <cstdio>
 #include <filesystem>
+#include <limits>
 
 namespace burst {
 
@@ -43,15 +50,37 @@ ConfigSchema train_schema() {
       .integer("train.eval_every", 100, 0, 1 << 30, "steps between held-out evaluations (0 = only at the end)")
       .integer("train.eval_sequences", 32, 1, 1 << 20, "held-out sequences per evaluation")
       .integer("train.attention_window", 0, 0, 1 << 30, "restrict attention to a causal window (0 = full causal)")
+      .string("train.on_nonfinite", "abort", {"abort", "skip"},
+              "a step whose loss or gradient norm is not finite: abort (checkpoint, name the tensor, exit 3) or skip "
+              "(no update, counted in the run log's 'skipped' column)")
       .string("data.task", "passkey", {"passkey"}, "training data")
       .integer("data.digits", 4, 1, 64, "passkey digits")
       .string("io.run_log", "", {}, "HDF5 run log ('' = none)")
       .string("io.checkpoint", "", {}, "HDF5 checkpoint path ('' = none)")
-      .integer("io.checkpoint_every", 0, 0, 1 << 30, "steps between checkpoints (0 = only at the end)");
+      .integer("io.checkpoint_every", 0, 0, 1 << 30, "steps between checkpoints (0 = only at the end)")
+      .integer("io.keep_last", 2, 1, 1000,
+               "checkpoints kept as <checkpoint stem>.stepNNNNNNNN.h5; --resume falls back to an older one when the newest is damaged")
+      .real("comm.timeout_s", 300, 0, 1e7,
+            "longest wait of a collective for the other ranks before the run stops naming it; a step with no progress for "
+            "twice this is aborted by the watchdog (0 = wait forever)")
+      // Test hooks: faults on purpose, to check that the engine survives them.
+      .integer("debug.inject_nan_step", -1, -1, 100000000, "for tests: put a NaN into one gradient at this step (-1 = never)")
+      .string("debug.inject_nan_tensor", "model.layers.0.self_attn.q_proj.weight", {},
+              "for tests: the parameter whose gradient gets the NaN (on rank 0)")
+      .string("debug.fault", "none", {"none", "kill", "stop", "hang"},
+              "for tests: at debug.fault_step, rank debug.fault_rank SIGKILLs or SIGSTOPs itself or hangs, mid-step")
+      .integer("debug.fault_rank", 0, 0, 1 << 20, "for tests: the rank of debug.fault")
+      .integer("debug.fault_step", 0, 0, 100000000, "for tests: the step of debug.fault");
   s.rule([](const Config& c) -> std::string {
     if (c.get_real("train.min_lr") > c.get_real("train.lr"))
       return "train.min_lr = " + std::to_string(c.get_real("train.min_lr")) + " must not exceed train.lr = " +
              std::to_string(c.get_real("train.lr"));
+    return "";
+  });
+  s.rule([](const Config& c) -> std::string {
+    if (c.get_int("train.attention_window") > c.get_int("train.seq_len"))
+      return "train.attention_window = " + std::to_string(c.get_int("train.attention_window")) + " exceeds train.seq_len = " +
+             std::to_string(c.get_int("train.seq_len")) + " (0 means full causal attention)";
     return "";
   });
   return s;
@@ -59,7 +88,18 @@ ConfigSchema train_schema() {
 
 namespace {
 
-constexpr std::int64_t kCheckpointFormat = 1;
+// 2: every dataset carries an fnv1a64 checksum attribute.
+constexpr std::int64_t kCheckpointFormat = 2;
+
+// Output files go into directories that must exist: found before training
+// (bad input, status 2) rather than at the first checkpoint (an abort).
+void check_output_dir(const Config& cfg, const std::string& key) {
+  const std::string path = cfg.get_string(key);
+  if (path.empty()) return;
+  const std::filesystem::path dir = std::filesystem::path(path).parent_path();
+  BURST_CHECK_CONFIG(dir.empty() || std::filesystem::is_directory(dir), key, " = '", path, "': the directory '",
+                     dir.string(), "' does not exist");
+}
 
 template <class T> struct TrainerImpl {
   using Mem = DeviceMem;
@@ -95,6 +135,15 @@ template <class T> struct TrainerImpl {
     m = FlatTensors<T, Mem>(model->params().table(), MemCategory::Optimizer, "adam.m");
     v = FlatTensors<T, Mem>(model->params().table(), MemCategory::Optimizer, "adam.v");
     init_params(model->params(), std::uint64_t(cfg.get_int("train.seed")), cfg.get_real("model.init_std"));
+    check_output_dir(cfg, "io.run_log");
+    check_output_dir(cfg, "io.checkpoint");
+    if (cfg.get_string("debug.fault") != "none")
+      BURST_CHECK_CONFIG(cfg.get_int("debug.fault_rank") < size, "debug.fault_rank = ", cfg.get_int("debug.fault_rank"),
+                         " is not a rank of this ", size, "-rank run");
+    const std::string nan_tensor = cfg.get_string("debug.inject_nan_tensor");
+    BURST_CHECK_CONFIG(std::any_of(model->params().table().begin(), model->params().table().end(),
+                                   [&](const ParamInfo& p) { return p.name == nan_tensor; }),
+                       "debug.inject_nan_tensor = '", nan_tensor, "' is not a parameter of ", mc.name);
   }
 
   TokenBatch<Mem> to_device(const data::Sequence& s) {
@@ -118,18 +167,20 @@ template <class T> struct TrainerImpl {
   // and nobody returns before the file is in place.
   void save_checkpoint(const std::string& path) {
     if (rank == 0) write_checkpoint(path);
-    MPI_Barrier(comm);
+    barrier_bounded(comm, "checkpoint barrier");
   }
 
+  // Into its step file through a temporary (a kill mid-write keeps every
+  // earlier checkpoint), then published at `path` and the old ones pruned.
   void write_checkpoint(const std::string& path) {
-    const std::string tmp = path + ".tmp";
+    const std::string file = checkpoint_step_path(path, step), tmp = file + ".tmp";
     {
       io::H5File f = io::H5File::create(tmp);
       auto write_all = [&](const std::string& group, FlatTensors<T, Mem>& t) {
         auto h = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), t.flat());
         for (const ParamInfo& p : t.table()) {
           io::Dims dims(p.shape.begin(), p.shape.end());
-          f.write(group + "/" + p.name, h.data() + p.offset, dims);
+          write_checked(f, group + "/" + p.name, h.data() + p.offset, dims);
         }
       };
       write_all("params", model->params());
@@ -143,22 +194,28 @@ template <class T> struct TrainerImpl {
       f.set_attr("/", "train_config", cfg.dump());
     }
     std::error_code ec;
-    std::filesystem::rename(tmp, path, ec);  // atomic: a kill mid-write keeps the previous checkpoint
-    BURST_CHECK_IO(!ec, "cannot move checkpoint '", tmp, "' to '", path, "': ", ec.message());
+    std::filesystem::rename(tmp, file, ec);
+    BURST_CHECK_IO(!ec, "cannot move checkpoint '", tmp, "' to '", file, "': ", ec.message());
+    publish_checkpoint(file, path);
+    prune_checkpoints(path, cfg.get_int("io.keep_last"), step);
   }
 
+  // Throws Error(IO) when the file is damaged (unreadable, a dataset missing
+  // or failing its checksum) and Error(Input) when it is whole but not for
+  // this run (another format or model).
   void load_checkpoint(const std::string& path) {
     io::H5File f = io::H5File::open(path);
-    BURST_CHECK_INPUT(f.has_attr("/", "format_version") && f.attr_int("/", "format_version") == kCheckpointFormat,
-                      "checkpoint '", path, "' has no format_version ", kCheckpointFormat);
+    BURST_CHECK_INPUT(f.has_attr("/", "format_version"), "'", path, "' is not a checkpoint (no format_version)");
+    const std::int64_t version = f.attr_int("/", "format_version");
+    BURST_CHECK_INPUT(version == kCheckpointFormat, "checkpoint '", path, "' has format_version ", version,
+                      "; this build reads ", kCheckpointFormat);
     const std::string theirs = f.attr_string("/", "model_config"), ours = model_to_hf_json(mc);
     BURST_CHECK_INPUT(theirs == ours, "checkpoint '", path, "' holds another model: ",
                       model_from_hf_json(theirs, path).describe(), "; this run is ", mc.describe());
     auto read_all = [&](const std::string& group, FlatTensors<T, Mem>& t) {
       auto h = Kokkos::create_mirror_view(t.flat());
       for (const ParamInfo& p : t.table()) {
-        io::Dims dims;
-        std::vector<T> x = f.read<T>(group + "/" + p.name, &dims);
+        std::vector<T> x = read_checked<T>(f, group + "/" + p.name);
         BURST_CHECK_INPUT(long(x.size()) == p.size, "checkpoint '", path, "': ", group, "/", p.name, " has ", x.size(),
                           " values, expected ", p.size);
         std::copy(x.begin(), x.end(), h.data() + p.offset);
@@ -169,6 +226,35 @@ template <class T> struct TrainerImpl {
     read_all("optim/m", m);
     read_all("optim/v", v);
     step = long(f.attr_int("/", "step"));
+  }
+
+  // The newest checkpoint every rank reads whole; a damaged one is reported
+  // and the previous one tried. Another model or format stops the run.
+  void resume_from(const std::string& path) {
+    const std::vector<std::string> cands = resume_candidates(path);
+    if (cands.empty() && rank == 0) std::printf("no checkpoint at %s: starting from step 0\n", path.c_str());
+    std::string failures;
+    for (size_t i = 0; i < cands.size(); ++i) {
+      std::string why;
+      try {
+        load_checkpoint(cands[i]);
+      } catch (const Error& e) {
+        if (e.kind() != ErrorKind::IO) throw;
+        why = e.message();
+      }
+      if (allreduce_min(int(why.empty()), comm, "checkpoint agreement")) {
+        if (rank == 0) std::printf("resumed from checkpoint '%s' at step %ld\n", cands[i].c_str(), step);
+        return;
+      }
+      if (why.empty()) why = "another rank could not read it";
+      failures += (failures.empty() ? "" : "; ") + why;
+      if (rank == 0 && i + 1 < cands.size()) {  // the last one's failure is in the error below
+        std::fprintf(stderr, "burst: warning: %s; falling back to the previous checkpoint '%s'\n", why.c_str(),
+                     cands[i + 1].c_str());
+        std::fflush(stderr);
+      }
+    }
+    BURST_CHECK_INPUT(cands.empty(), "no usable checkpoint for io.checkpoint = '", path, "': ", failures);
   }
 
   // ------------------------------------------------------------ evaluation
@@ -194,9 +280,9 @@ template <class T> struct TrainerImpl {
         count += 1;
       }
     }
-    loss = allreduce_sum(loss, comm);
-    correct = allreduce_sum(correct, comm);
-    count = allreduce_sum(count, comm);
+    loss = allreduce_sum(loss, comm, "evaluation all-reduce");
+    correct = allreduce_sum(correct, comm, "evaluation all-reduce");
+    count = allreduce_sum(count, comm, "evaluation all-reduce");
     return {loss / count, correct / count};
   }
 
@@ -204,7 +290,34 @@ template <class T> struct TrainerImpl {
   struct StepStats {
     double loss, grad_norm, lr;
     long tokens;
+    std::string nonfinite;  // what was not finite ("" = all finite); then no update was made
   };
+
+  // debug.fault and debug.inject_nan_*: faults on purpose, mid-step (after
+  // backward, before the gradient all-reduce), for the reliability tests.
+  void inject_faults() {
+    const std::string fault = cfg.get_string("debug.fault");
+    if (fault != "none" && step == cfg.get_int("debug.fault_step") && rank == cfg.get_int("debug.fault_rank")) {
+      std::fprintf(stderr, "burst: debug.fault = %s on rank %d at step %ld\n", fault.c_str(), rank, step);
+      std::fflush(stderr);
+      if (fault == "kill") std::raise(SIGKILL);
+      if (fault == "stop") std::raise(SIGSTOP);
+      while (fault == "hang") sleep(1);
+    }
+    if (step == cfg.get_int("debug.inject_nan_step") && rank == 0) {
+      auto g = model->grads().vec(cfg.get_string("debug.inject_nan_tensor"));
+      Kokkos::deep_copy(Kokkos::subview(g, 0), std::numeric_limits<T>::quiet_NaN());
+    }
+  }
+
+  // The first tensor whose (all-reduced, so global) gradient is not finite.
+  std::string nonfinite_tensor() {
+    for (const ParamInfo& p : model->grads().table()) {
+      auto g = model->grads().vec(p.name);
+      if (!std::isfinite(kernels::sum_squares<T, Mem>(g))) return "the gradient of " + p.name;
+    }
+    return "the loss";
+  }
 
   StepStats train_step(PhaseTimes& times) {
     const long batch = local_batch;
@@ -221,41 +334,63 @@ template <class T> struct TrainerImpl {
       }
     }
     // The mean is over the valid tokens of the whole step, on every replica.
-    const long global_valid = allreduce_sum(valid, comm);
+    const long global_valid = allreduce_sum(valid, comm, "token-count all-reduce");
     Kokkos::deep_copy(model->grads().flat(), T(0));
     double loss_sum = 0;
     {
       Phase ph("forward_backward", &times, true);
       for (auto& s : seqs) loss_sum += model->forward_backward(to_device(s), double(global_valid)).sum;
     }
+    inject_faults();
     {
       Phase ph("grad_allreduce", &times, true);
-      allreduce_sum(model->grads().flat(), comm);
+      allreduce_sum(model->grads().flat(), comm, "gradient all-reduce");
     }
-    loss_sum = allreduce_sum(loss_sum, comm);
+    loss_sum = allreduce_sum(loss_sum, comm, "loss all-reduce");
     Phase ph("optimizer", &times, true);
     const double norm = std::sqrt(kernels::sum_squares<T, Mem>(model->grads().flat()));
-    BURST_CHECK(std::isfinite(norm) && std::isfinite(loss_sum), ErrorKind::Numeric, "step ", step,
-                ": the loss (", loss_sum / double(global_valid), ") or gradient norm (", norm, ") is not finite");
-    const double clip = kernels::clip_factor(norm, cfg.get_real("train.grad_clip"));
-    if (clip != 1.0) kernels::scale_inplace<T, Mem>(model->grads().flat(), clip);
     const double lr = kernels::cosine_lr(step, cfg.get_int("train.warmup"), cfg.get_int("train.steps"),
                                          cfg.get_real("train.lr"), cfg.get_real("train.min_lr"));
+    const long tokens = batch * task.seq_len * size;  // of the step, all ranks
+    // Both values are global (after the all-reduce), so every rank takes
+    // this branch at the same step.
+    if (!std::isfinite(norm) || !std::isfinite(loss_sum))
+      return {loss_sum / double(global_valid), norm, lr, tokens, nonfinite_tensor()};
+    const double clip = kernels::clip_factor(norm, cfg.get_real("train.grad_clip"));
+    if (clip != 1.0) kernels::scale_inplace<T, Mem>(model->grads().flat(), clip);
     kernels::AdamWParams hp{lr, cfg.get_real("train.beta1"), cfg.get_real("train.beta2"), cfg.get_real("train.eps"),
                             cfg.get_real("train.weight_decay")};
     for (const ParamInfo& p : model->params().table()) {
       kernels::adamw_step<T, Mem>(model->params().vec(p.name), model->grads().vec(p.name), m.vec(p.name), v.vec(p.name),
                                   hp, step + 1, p.is_norm ? 0.0 : 1.0);
     }
-    return {loss_sum / double(global_valid), norm, lr, batch * task.seq_len * size};  // tokens of the step
+    return {loss_sum / double(global_valid), norm, lr, tokens, ""};
+  }
+
+  // train.on_nonfinite, for a step whose loss or gradient norm was not
+  // finite (train_step made no update; the values are global, so every rank
+  // is here at the same step). abort: a checkpoint of the state before the
+  // step, then a collective error (exit 3). skip: counted, and on we go.
+  void on_nonfinite_step(const StepStats& st, const std::string& ckpt, io::RunLog* log, TrainResult& res) {
+    const std::string what = "step " + std::to_string(step) + ": " + st.nonfinite + " is not finite (loss " +
+                             std::to_string(st.loss) + ", gradient norm " + std::to_string(st.grad_norm) + ")";
+    if (cfg.get_string("train.on_nonfinite") == "abort") {
+      if (!ckpt.empty()) save_checkpoint(ckpt);
+      if (log) log->append({{"step", double(step)}, {"loss", st.loss}, {"grad_norm", st.grad_norm}, {"skipped", 1}});
+      const std::string saved =
+          ckpt.empty() ? "no checkpoint (io.checkpoint is empty)" : "checkpoint of the state before it in '" + ckpt + "'";
+      throw Error(ErrorKind::Numeric, what + "; " + saved + "; stopping (train.on_nonfinite = abort)").set_collective();
+    }
+    ++res.skipped_steps;
+    if (rank == 0) std::printf("%s; skipped, %ld so far (train.on_nonfinite = skip)\n", what.c_str(), res.skipped_steps);
   }
 
   TrainResult run(bool resume) {
     const std::string ckpt = cfg.get_string("io.checkpoint");
+    set_comm_timeout(cfg.get_real("comm.timeout_s"));
     if (resume) {
       BURST_CHECK_CONFIG(!ckpt.empty(), "--resume needs io.checkpoint");
-      if (std::filesystem::exists(ckpt)) load_checkpoint(ckpt);
-      else if (rank == 0) std::printf("no checkpoint at %s: starting from step 0\n", ckpt.c_str());
+      resume_from(ckpt);
     }
     const long steps = cfg.get_int("train.steps");
     std::unique_ptr<io::H5File> logf;
@@ -265,6 +400,13 @@ template <class T> struct TrainerImpl {
       logf = std::make_unique<io::H5File>(resume && std::filesystem::exists(lp) ? io::H5File::open(lp, io::H5File::Mode::ReadWrite)
                                                                                : io::H5File::create(lp));
       log = std::make_unique<io::RunLog>(*logf);
+      // Steps after the checkpoint run again: drop their rows (a kill can
+      // land between a step's row and its checkpoint).
+      if (resume && logf->exists("log/step")) {
+        const std::vector<double> logged = logf->read<double>("log/step");
+        const auto first_rerun = std::find_if(logged.begin(), logged.end(), [&](double x) { return x >= double(step); });
+        log->truncate(std::uint64_t(first_rerun - logged.begin()));
+      }
       logf->set_attr("/", "model", mc.describe());
       logf->set_attr("/", "config", cfg.dump());
       logf->set_attr("/", "flop_convention", std::string("paper (ALGORITHMS.md section 9), forward + backward"));
@@ -286,17 +428,21 @@ template <class T> struct TrainerImpl {
     const long start = step;
     const long stop_after = cfg.get_int("train.stop_after");
     const long stop_at = stop_after > 0 ? std::min(steps, start + stop_after) : steps;
+    StopSignals signals;
+    Watchdog watchdog(2 * cfg.get_real("comm.timeout_s"), rank);
     while (step < stop_at) {
+      watchdog.arm(step);
       PhaseTimes times;
       MemoryTracker::global().reset_peaks();
       Timer t;
       StepStats st = train_step(times);
       const double secs = t.seconds();
+      if (!st.nonfinite.empty()) on_nonfinite_step(st, ckpt, log.get(), res);
       ++step;
       res.last_loss = st.loss;
       std::vector<std::pair<std::string, double>> row = {
           {"step", double(step - 1)}, {"loss", st.loss}, {"lr", st.lr}, {"grad_norm", st.grad_norm},
-          {"seconds", secs}, {"tokens_per_s", double(st.tokens) / secs}};
+          {"skipped", st.nonfinite.empty() ? 0.0 : 1.0}, {"seconds", secs}, {"tokens_per_s", double(st.tokens) / secs}};
       const double gflops = flops_per_seq * double(local_batch) / secs / 1e9;  // per rank
       row.push_back({"gflops_per_rank", gflops});
       row.push_back({"mfu", gflops / 224.0});
@@ -321,8 +467,20 @@ template <class T> struct TrainerImpl {
         std::printf("\n");
         std::fflush(stdout);
       }
-      if (!ckpt.empty() && ((ckpt_every > 0 && step % ckpt_every == 0) || step == stop_at)) save_checkpoint(ckpt);
+      // A stop signal on any rank stops every rank after this same step.
+      const int sig = allreduce_max(StopSignals::signal_number(), comm, "stop-signal agreement");
+      if (!ckpt.empty() && ((ckpt_every > 0 && step % ckpt_every == 0) || step == stop_at || sig != 0)) save_checkpoint(ckpt);
+      if (sig != 0) {
+        res.stopped_by_signal = true;
+        if (rank == 0) {
+          const std::string saved = ckpt.empty() ? "no checkpoint (io.checkpoint is empty)"
+                                                 : "checkpoint '" + ckpt + "' written; continue with --resume";
+          std::printf("%s received: stopped after step %ld of %ld; %s\n", StopSignals::name(sig), step, steps, saved.c_str());
+        }
+        break;
+      }
     }
+    watchdog.disarm();
     res.steps_done = step;
     return res;
   }

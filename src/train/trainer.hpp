@@ -17,10 +17,13 @@ struct TrainResult {
   long steps_done = 0;
   double last_loss = 0;
   double eval_loss = 0, eval_accuracy = 0;
+  long skipped_steps = 0;          // non-finite steps dropped (train.on_nonfinite = skip)
+  bool stopped_by_signal = false;  // SIGINT/SIGTERM: stopped after a checkpoint
 };
 
 // Runs `burst train` over the data-parallel ranks of `comm` (default: the
-// world). resume: continue from io.checkpoint if it exists.
+// world). resume: continue from the newest whole checkpoint of io.checkpoint
+// if there is one.
 TrainResult train(Runtime& rt, const Config& cfg, bool resume, MPI_Comm comm = MPI_COMM_NULL);
 
 }  // namespace burst

@@ -1,0 +1,69 @@
+#include "comm/watchdog.hpp"
+
+#include <mpi.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+
+namespace burst {
+
+Watchdog::Watchdog(double timeout_s, int rank) : timeout_s_(timeout_s), rank_(rank) {
+  if (timeout_s_ > 0) thread_ = std::thread([this] { loop(); });
+}
+
+Watchdog::~Watchdog() {
+  if (!thread_.joinable()) return;
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  thread_.join();
+}
+
+void Watchdog::arm(long step) {
+  if (!thread_.joinable()) return;
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    armed_ = true;
+    step_ = step;
+    deadline_ = std::chrono::steady_clock::now() + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                                                       std::chrono::duration<double>(timeout_s_));
+  }
+  cv_.notify_all();
+}
+
+void Watchdog::disarm() {
+  if (!thread_.joinable()) return;
+  std::lock_guard<std::mutex> lk(mu_);
+  armed_ = false;
+}
+
+void Watchdog::loop() {
+  std::unique_lock<std::mutex> lk(mu_);
+  while (!stop_) {
+    if (!armed_) {
+      cv_.wait(lk);
+      continue;
+    }
+    if (cv_.wait_until(lk, deadline_) == std::cv_status::timeout && armed_ && !stop_ &&
+        std::chrono::steady_clock::now() >= deadline_) {
+      std::fprintf(stderr,
+                   "burst: error (rank %d): step %ld made no progress for %g s (watchdog, 2 x comm.timeout_s): this "
+                   "rank hangs outside communication; aborting the job\n",
+                   rank_, step_, timeout_s_);
+      std::fflush(stderr);
+      // The one MPI call made off the main thread: MPI_Abort only tells the
+      // launcher to end the job, which MPICH and Open MPI allow from any
+      // thread in practice. Should it block (the main thread holds MPI) the
+      // alarm ends this process, and the launcher the others; _Exit should
+      // it return.
+      alarm(10);
+      MPI_Abort(MPI_COMM_WORLD, 1);
+      std::_Exit(1);
+    }
+  }
+}
+
+}  // namespace burst

@@ -1,0 +1,42 @@
+// A step watchdog: a thread that ends the whole job (MPI_Abort) with a
+// message when a step makes no progress for `timeout_s` seconds. The bounded
+// collectives (collectives.hpp) catch a peer that died or stalls while this
+// rank waits for it; the watchdog catches what they cannot see: this rank
+// itself stuck outside communication (a hung kernel, a blocked file system,
+// an MPI call that is not bounded).
+//
+//   Watchdog wd(timeout, rank);
+//   for (...) { wd.arm(step); ...step...; }  wd.disarm();
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
+
+namespace burst {
+
+class Watchdog {
+ public:
+  // timeout_s <= 0: no thread, arm/disarm do nothing.
+  Watchdog(double timeout_s, int rank);
+  ~Watchdog();
+  Watchdog(const Watchdog&) = delete;
+  Watchdog& operator=(const Watchdog&) = delete;
+
+  void arm(long step);  // a step begins: the deadline is now + timeout
+  void disarm();
+
+ private:
+  void loop();
+  double timeout_s_;
+  int rank_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool stop_ = false, armed_ = false;
+  long step_ = 0;
+  std::chrono::steady_clock::time_point deadline_;
+  std::thread thread_;
+};
+
+}  // namespace burst

@@ -1,0 +1,127 @@
+#include "train/checkpoint_files.hpp"
+
+#include "core/error.hpp"
+#include "io/checksum.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <numeric>
+
+namespace fs = std::filesystem;
+
+namespace burst {
+
+namespace {
+// "dir/ckpt.h5" -> ("dir/ckpt", ".h5"); a name without extension gets none.
+std::pair<std::string, std::string> split_ext(const std::string& path) {
+  const fs::path p(path);
+  return {(p.parent_path() / p.stem()).string(), p.extension().string()};
+}
+constexpr int kStepDigits = 8;
+}  // namespace
+
+std::string checkpoint_step_path(const std::string& path, long step) {
+  auto [stem, ext] = split_ext(path);
+  char num[32];
+  std::snprintf(num, sizeof num, "%0*ld", kStepDigits, step);
+  return stem + ".step" + num + ext;
+}
+
+std::vector<std::pair<long, std::string>> list_step_checkpoints(const std::string& path) {
+  std::vector<std::pair<long, std::string>> out;
+  const fs::path p(path);
+  const fs::path dir = p.parent_path().empty() ? fs::path(".") : p.parent_path();
+  const std::string prefix = p.stem().string() + ".step", ext = p.extension().string();
+  std::error_code ec;
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    if (name.size() != prefix.size() + kStepDigits + ext.size() || name.rfind(prefix, 0) != 0 ||
+        name.compare(name.size() - ext.size(), ext.size(), ext) != 0)
+      continue;
+    const std::string digits = name.substr(prefix.size(), kStepDigits);
+    if (!std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; })) continue;
+    out.push_back({std::stol(digits), (p.parent_path() / name).string()});
+  }
+  std::sort(out.begin(), out.end(), [](auto& a, auto& b) { return a.first > b.first; });
+  return out;
+}
+
+std::vector<std::string> resume_candidates(const std::string& path) {
+  std::vector<std::string> out;
+  bool path_is_a_step_file = false;
+  std::error_code ec;
+  for (auto& [step, file] : list_step_checkpoints(path)) {
+    out.push_back(file);
+    if (fs::exists(path, ec) && fs::equivalent(file, path, ec)) path_is_a_step_file = true;
+  }
+  if (!path_is_a_step_file && fs::exists(path, ec)) out.push_back(path);
+  return out;
+}
+
+void publish_checkpoint(const std::string& step_file, const std::string& path) {
+  const std::string tmp = path + ".tmp";
+  std::error_code ec;
+  fs::remove(tmp, ec);
+  fs::create_hard_link(step_file, tmp, ec);
+  if (ec) {  // another file system, or one without links: copy
+    ec.clear();
+    fs::copy_file(step_file, tmp, fs::copy_options::overwrite_existing, ec);
+    BURST_CHECK_IO(!ec, "cannot copy checkpoint '", step_file, "' to '", tmp, "': ", ec.message());
+  }
+  fs::rename(tmp, path, ec);
+  BURST_CHECK_IO(!ec, "cannot move checkpoint '", tmp, "' to '", path, "': ", ec.message());
+}
+
+void prune_checkpoints(const std::string& path, long keep_last, long step) {
+  long kept = 0;
+  for (auto& [s, file] : list_step_checkpoints(path)) {
+    const bool keep = s <= step && kept < keep_last;
+    if (keep) ++kept;
+    else {
+      std::error_code ec;
+      fs::remove(file, ec);  // a file that cannot go is only wasted space
+    }
+  }
+}
+
+template <class T> void write_checked(io::H5File& f, const std::string& name, const T* data, const io::Dims& dims) {
+  const std::uint64_t n = std::accumulate(dims.begin(), dims.end(), std::uint64_t(1), std::multiplies<>());
+  f.write(name, data, dims);
+  f.set_attr(name, "fnv1a64", io::hex64(io::fnv1a64(data, n * sizeof(T))));
+}
+
+namespace {
+template <class S> std::string stored_hash(const std::vector<S>& x) { return io::hex64(io::fnv1a64(x.data(), x.size() * sizeof(S))); }
+}  // namespace
+
+template <class T> std::vector<T> read_checked(const io::H5File& f, const std::string& name) {
+  BURST_CHECK_IO(f.exists(name), "checkpoint '", f.path(), "' has no dataset '", name, "'");
+  BURST_CHECK_IO(f.has_attr(name, "fnv1a64"), "dataset '", name, "' in checkpoint '", f.path(), "' has no checksum");
+  const std::string want = f.attr_string(name, "fnv1a64"), stored = f.dtype(name);
+  std::string got;
+  std::vector<T> out;
+  // The checksum covers the bytes as written, so read them in the stored
+  // type before converting.
+  if (stored == "float32") {
+    std::vector<float> x = f.read<float>(name);
+    got = stored_hash(x);
+    out.assign(x.begin(), x.end());
+  } else if (stored == "float64") {
+    std::vector<double> x = f.read<double>(name);
+    got = stored_hash(x);
+    out.assign(x.begin(), x.end());
+  } else {
+    BURST_FAIL(ErrorKind::IO, "dataset '", name, "' in checkpoint '", f.path(), "' holds ", stored, ", not float32/float64");
+  }
+  BURST_CHECK_IO(got == want, "dataset '", name, "' in checkpoint '", f.path(), "' fails its checksum (fnv1a64 ", got,
+                 ", stored ", want, "): the file is damaged");
+  return out;
+}
+
+template void write_checked<float>(io::H5File&, const std::string&, const float*, const io::Dims&);
+template void write_checked<double>(io::H5File&, const std::string&, const double*, const io::Dims&);
+template std::vector<float> read_checked<float>(const io::H5File&, const std::string&);
+template std::vector<double> read_checked<double>(const io::H5File&, const std::string&);
+
+}  // namespace burst

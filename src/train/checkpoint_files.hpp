@@ -1,0 +1,45 @@
+// The files behind io.checkpoint = "dir/ckpt.h5":
+//   dir/ckpt.step00000012.h5   one per checkpoint, the last io.keep_last kept
+//   dir/ckpt.h5                the newest of them (a hard link, or a copy
+//                              where links are not possible), for tools
+// Each is written to "<name>.tmp" and renamed, so a kill at any moment
+// leaves every published file whole. Every dataset carries an FNV-1a 64
+// checksum of its bytes (attribute "fnv1a64"), checked when it is read, so
+// a damaged file is refused naming the dataset and --resume falls back to
+// the previous checkpoint.
+#pragma once
+
+#include "io/h5.hpp"
+
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace burst {
+
+std::string checkpoint_step_path(const std::string& path, long step);
+
+// The step files of `path` that exist, newest (highest step) first.
+std::vector<std::pair<long, std::string>> list_step_checkpoints(const std::string& path);
+
+// What --resume tries, in order: the step files newest first, then `path`
+// itself when it is not one of them (a checkpoint from elsewhere).
+std::vector<std::string> resume_candidates(const std::string& path);
+
+// Points `path` at `step_file` atomically (link or copy to a temporary,
+// then rename).
+void publish_checkpoint(const std::string& step_file, const std::string& path);
+
+// Keeps the keep_last newest step files up to `step`; removes the older ones
+// and any with a higher step (left by an earlier run this one replaces).
+void prune_checkpoints(const std::string& path, long keep_last, long step);
+
+// A dataset and its checksum attribute.
+template <class T> void write_checked(io::H5File& f, const std::string& name, const T* data, const io::Dims& dims);
+
+// Reads a float32/float64 dataset as T after checking the checksum over the
+// bytes as stored. Throws Error(IO) naming the dataset when it is missing,
+// has no checksum, or does not match it.
+template <class T> std::vector<T> read_checked(const io::H5File& f, const std::string& name);
+
+}  // namespace burst

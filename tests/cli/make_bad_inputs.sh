@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# make_bad_inputs.sh DIR BURST CKPT_TOOL: the broken files the bad-input
+# tests feed to `burst train` (ctest fixture "bad_inputs").
+set -eu
+dir=$1 burst=$2 tool=$3
+rm -rf "$dir"; mkdir -p "$dir"; cd "$dir"
+printf '[train]\nsteps = 5\nlearning_rate = 1e-3\n' > unknown_key.toml
+printf '[trian]\nsteps = 5\n' > unknown_section.toml
+printf '[train]\nsteps = "ten"\n' > wrong_type.toml
+printf '[train\nsteps = 5\n' > syntax.toml
+printf '{"vocab_size": 64, "hidden_size": 64, "num_hidden_layers": 1, "num_attention_heads": 4, "num_key_value_heads": 3, "intermediate_size": 128}' > heads_kv.json
+printf '{"vocab_size": 64, "num_hidden_layers": 1, "num_attention_heads": 4, "intermediate_size": 128}' > missing_hidden.json
+printf '{"vocab_size": 64, "hidden_size": "64", "num_hidden_layers": 1, "num_attention_heads": 4, "intermediate_size": 128}' > string_hidden.json
+printf '[64, 64]' > array.json
+printf '{"vocab_size": 64,' > truncated.json
+printf '{"vocab_size": 64, "hidden_size": 32, "num_hidden_layers": 1, "num_attention_heads": 2, "intermediate_size": 48}' > other.json
+# Checkpoints, each alone in its directory (--resume also looks for step files).
+small=(--set train.seq_len=32 --set train.batch=2 --set data.digits=2 --set train.steps=1 --set train.eval_sequences=2)
+mkdir -p good other corrupt old text notckpt
+"$burst" train "${small[@]}" --set io.checkpoint=good/ck.h5 --set io.run_log=notckpt/ck.h5 > /dev/null
+"$burst" train "${small[@]}" --set io.checkpoint=other/ck.h5 --set model.config=other.json > /dev/null
+rm -f good/ck.step* other/ck.step*
+cp good/ck.h5 corrupt/ck.h5 && "$tool" flip corrupt/ck.h5 params/model.layers.1.self_attn.o_proj.weight
+cp good/ck.h5 old/ck.h5 && "$tool" set-int old/ck.h5 format_version 1
+echo "not a checkpoint" > text/ck.h5
+# The newest checkpoint damaged, the previous one whole: --resume falls back
+# (one directory per rank count, as the resumed runs write into them).
+for np in 1 4; do
+  mkdir -p fallback$np
+  cp good/ck.h5 fallback$np/ck.step00000001.h5
+  cp good/ck.h5 fallback$np/ck.step00000002.h5
+  "$tool" set-int fallback$np/ck.step00000002.h5 step 2
+  "$tool" flip fallback$np/ck.step00000002.h5 optim/m/model.embed_tokens.weight
+  ln fallback$np/ck.step00000002.h5 fallback$np/ck.h5
+done

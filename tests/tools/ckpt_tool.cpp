@@ -1,0 +1,32 @@
+// ckpt_tool: make damaged or foreign checkpoints for the CLI tests.
+//   ckpt_tool flip FILE DATASET          flip a byte of DATASET's raw data
+//   ckpt_tool set-int FILE ATTR VALUE    set an integer attribute on "/"
+#include "tools/corrupt.hpp"
+
+#include <hdf5.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
+int main(int argc, char** argv) {
+  const std::string cmd = argc > 1 ? argv[1] : "";
+  if (cmd == "flip" && argc == 4) {
+    const std::string err = burst::test_tools::flip_dataset_byte(argv[2], argv[3]);
+    if (!err.empty()) std::fprintf(stderr, "ckpt_tool: %s\n", err.c_str());
+    return err.empty() ? 0 : 1;
+  }
+  if (cmd == "set-int" && argc == 5) {
+    hid_t f = H5Fopen(argv[2], H5F_ACC_RDWR, H5P_DEFAULT);
+    if (f < 0) return 1;
+    if (H5Aexists(f, argv[3]) > 0) H5Adelete(f, argv[3]);
+    long long v = std::atoll(argv[4]);
+    hid_t s = H5Screate(H5S_SCALAR);
+    hid_t a = H5Acreate2(f, argv[3], H5T_NATIVE_INT64, s, H5P_DEFAULT, H5P_DEFAULT);
+    herr_t ok = H5Awrite(a, H5T_NATIVE_LLONG, &v);
+    H5Aclose(a), H5Sclose(s), H5Fclose(f);
+    return ok < 0 ? 1 : 0;
+  }
+  std::fprintf(stderr, "usage: ckpt_tool flip FILE DATASET | ckpt_tool set-int FILE ATTR VALUE\n");
+  return 2;
+}
