@@ -217,3 +217,50 @@ TEST(Train, NonFiniteAbortNamesTheStepAndTensorAndCheckpoints) {
   }
   MPI_Barrier(rt.world());
 }
+
+TEST(Train, SequenceParallelPoliciesAndFusedLossKeepTheLossTrace) {
+  // The same 12 steps under sequence parallelism (cp = all ranks, and
+  // dp = 2 x cp = 2 at 4 ranks), every activation policy and the fused LM
+  // head: the loss trace equals a 1-rank run with every activation kept and
+  // the plain head (double precision, 1e-9).
+  auto& rt = Runtime::current();
+  const int P = rt.size();
+  const std::string one = tmp("sp_one.h5"), many = tmp("sp_many.h5");
+  if (rt.rank() == 0) train(rt, config({"io.run_log=" + one}), false, MPI_COMM_SELF);
+  MPI_Barrier(rt.world());
+  std::vector<std::vector<std::string>> runs = {
+      {"parallel.cp=" + std::to_string(P), "parallel.method=burst"},
+      {"parallel.cp=" + std::to_string(P), "parallel.method=burst", "train.activation=whole", "train.loss_chunk=8"},
+      {"parallel.cp=" + std::to_string(P), "parallel.method=ring", "train.activation=full", "train.loss_chunk=5"},
+      {"parallel.cp=" + std::to_string(P), "parallel.method=burst", "train.activation=half"},
+      {"parallel.cp=1", "train.activation=half", "train.loss_chunk=3"},
+  };
+  if (P == 4) runs.push_back({"parallel.cp=2", "parallel.method=burst", "train.activation=whole", "train.loss_chunk=7"});
+  for (auto sets : runs) {
+    std::string what;
+    for (auto& s : sets) what += s + " ";
+    sets.push_back("io.run_log=" + many);
+    train(rt, config(sets), false);
+    if (rt.rank() == 0) {
+      std::vector<double> a = losses(one), b = losses(many);
+      ASSERT_EQ(a.size(), b.size()) << what;
+      for (size_t i = 0; i < a.size(); ++i) EXPECT_NEAR(a[i], b[i], 1e-9 * std::fabs(a[i])) << what << "step " << i;
+      io::H5File f = io::H5File::open(many);
+      EXPECT_EQ(f.attr_string("/", "activation"), config(sets).get_string("train.activation"));
+    }
+    MPI_Barrier(rt.world());
+  }
+  if (rt.rank() == 0) std::remove(one.c_str()), std::remove(many.c_str());
+  MPI_Barrier(rt.world());
+}
+
+TEST(Train, SequenceParallelSizeMustDivideTheRanks) {
+  auto& rt = Runtime::current();
+  try {
+    train(rt, config({"parallel.cp=" + std::to_string(rt.size() + 1)}), false);
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.exit_code(), 2);
+    EXPECT_NE(std::string(e.what()).find("parallel.cp"), std::string::npos) << e.what();
+  }
+}

@@ -5,6 +5,7 @@
 #include "kernels/cross_entropy.hpp"
 #include "kernels/embedding.hpp"
 #include "kernels/gemm.hpp"
+#include "kernels/lm_head_loss.hpp"
 #include "kernels/rmsnorm.hpp"
 
 #include <cmath>
@@ -37,13 +38,33 @@ void LocalAttention<T, Mem>::backward(int, const TokenBatch<Mem>& b, CV3 q, CV3 
 
 // ------------------------------------------------------------------- model
 
+ActPolicy parse_act_policy(const std::string& name) {
+  if (name == "keep") return ActPolicy::Keep;
+  if (name == "full") return ActPolicy::Full;
+  if (name == "whole") return ActPolicy::Whole;
+  if (name == "half") return ActPolicy::Half;
+  BURST_FAIL(ErrorKind::Config, "activation policy '", name, "' is not one of keep, full, whole, half");
+}
+
+const char* act_policy_name(ActPolicy p) {
+  switch (p) {
+    case ActPolicy::Keep: return "keep";
+    case ActPolicy::Full: return "full";
+    case ActPolicy::Whole: return "whole";
+    case ActPolicy::Half: return "half";
+  }
+  return "?";
+}
+
 template <class T, class Mem>
-LlamaModel<T, Mem>::LlamaModel(const ModelConfig& cfg, std::shared_ptr<AttentionOp<T, Mem>> attn)
+LlamaModel<T, Mem>::LlamaModel(const ModelConfig& cfg, std::shared_ptr<AttentionOp<T, Mem>> attn, const ModelOptions& opt)
     : cfg_(cfg),
       attn_(std::move(attn)),
+      opt_(opt),
       params_(llama_param_table(cfg), MemCategory::Params, "weights"),
       grads_(llama_param_table(cfg), MemCategory::Grads, "grads") {
   cfg_.validate();
+  BURST_CHECK_CONFIG(opt_.loss_chunk >= 0, "loss chunk = ", opt_.loss_chunk, " must be >= 0 (0: the plain LM head)");
 }
 
 template <class T, class Mem>
@@ -77,7 +98,7 @@ template <class V> auto cv(const V& v) {
 }  // namespace
 
 template <class T, class Mem>
-void LlamaModel<T, Mem>::layer_forward(int l, const TokenBatch<Mem>& b, V2 x, LayerActs& a, V2 x_out) {
+void LlamaModel<T, Mem>::layer_forward(int l, const TokenBatch<Mem>& b, V2 x, LayerActs& a, V2 x_out, AttnSource src) {
   const std::string p = "model.layers." + std::to_string(l) + ".";
   const long s = b.seq_len(), H = cfg_.hidden, n = cfg_.heads, nkv = cfg_.kv_heads, d = cfg_.head_dim, F = cfg_.ffn;
   a.x_in = x;
@@ -94,9 +115,26 @@ void LlamaModel<T, Mem>::layer_forward(int l, const TokenBatch<Mem>& b, V2 x, La
   auto freqs = rope_freqs(s, &af);
   kernels::rope_apply<T, Mem>(as3(a.q, s, n, d), b.positions, freqs, af, false);
   kernels::rope_apply<T, Mem>(as3(a.k, s, nkv, d), b.positions, freqs, af, false);
-  a.o = act2<T, Mem>("attn.o", s, n * d);
-  a.lse = act2<T, Mem>("attn.lse", s, n);
-  attn_->forward(l, b, as3(a.q, s, n, d), as3(a.k, s, nkv, d), as3(a.v, s, nkv, d), as3(a.o, s, n, d), a.lse);
+  if (src == AttnSource::Compute) {
+    a.o = act2<T, Mem>("attn.o", s, n * d);
+    a.lse = act2<T, Mem>("attn.lse", s, n);
+    attn_->forward(l, b, as3(a.q, s, n, d), as3(a.k, s, nkv, d), as3(a.v, s, nkv, d), as3(a.o, s, n, d), a.lse);
+  } else if (src == AttnSource::FirstHalf) {
+    // a.o, a.lse hold the cached second half [s - s/2, .]; the first half is
+    // recomputed against first-half keys only.
+    const long h = s / 2;
+    V2 o = act2<T, Mem>("attn.o", s, n * d), lse = act2<T, Mem>("attn.lse", s, n);
+    Kokkos::deep_copy(Kokkos::subview(o, std::make_pair(h, s), Kokkos::ALL), a.o);
+    Kokkos::deep_copy(Kokkos::subview(lse, std::make_pair(h, s), Kokkos::ALL), a.lse);
+    TokenBatch<Mem> bh;
+    bh.tokens = decltype(bh.tokens)(b.tokens.data(), h);
+    bh.labels = decltype(bh.labels)(b.labels.data(), h);
+    bh.positions = decltype(bh.positions)(b.positions.data(), h);
+    if (b.doc_ids.extent(0) > 0) bh.doc_ids = decltype(bh.doc_ids)(b.doc_ids.data(), h);
+    attn_->forward_first_half(l, bh, V3(a.q.data(), h, n, d), V3(a.k.data(), h, nkv, d), V3(a.v.data(), h, nkv, d),
+                              V3(o.data(), h, n, d), V2(lse.data(), h, n));
+    a.o = o, a.lse = lse;
+  }  // AttnSource::Cached: a.o, a.lse are the forward's own
   // x2 = x + o_proj(o)
   a.x2 = act2<T, Mem>("x2", s, H);
   Kokkos::deep_copy(a.x2, x);
@@ -114,13 +152,40 @@ void LlamaModel<T, Mem>::layer_forward(int l, const TokenBatch<Mem>& b, V2 x, La
   } else {
     kernels::gelu_forward<T, Mem>(a.up, cfg_.mlp == MlpKind::Gelu ? kernels::Gelu::Erf : kernels::Gelu::Tanh, a.m);
   }
+  if (x_out.extent(0) == 0) return;
   Kokkos::deep_copy(x_out, a.x2);
   gemm('N', 'T', 1, a.m, params_.mat(p + "mlp.down_proj.weight"), 1, x_out);
 }
 
+template <class T, class Mem> void LlamaModel<T, Mem>::keep_for_backward(int l, LayerActs& a) {
+  if (opt_.policy == ActPolicy::Keep) return;
+  LayerActs kept;
+  kept.x_in = a.x_in;
+  if (opt_.policy == ActPolicy::Whole) {
+    kept.o = a.o, kept.lse = a.lse;
+  } else if (opt_.policy == ActPolicy::Half) {
+    const long s = long(a.o.extent(0)), h = s / 2;
+    kept.o = act2<T, Mem>("attn.o_second_half", s - h, long(a.o.extent(1)));
+    kept.lse = act2<T, Mem>("attn.lse_second_half", s - h, long(a.lse.extent(1)));
+    Kokkos::deep_copy(kept.o, Kokkos::subview(a.o, std::make_pair(h, s), Kokkos::ALL));
+    Kokkos::deep_copy(kept.lse, Kokkos::subview(a.lse, std::make_pair(h, s), Kokkos::ALL));
+  }
+  a = kept;
+  attn_->release(l);
+}
+
+template <class T, class Mem> void LlamaModel<T, Mem>::recompute(int l, const TokenBatch<Mem>& b, LayerActs& a) {
+  if (opt_.policy == ActPolicy::Keep) return;
+  Phase ph("recompute");
+  const AttnSource src = opt_.policy == ActPolicy::Full    ? AttnSource::Compute
+                         : opt_.policy == ActPolicy::Whole ? AttnSource::Cached
+                                                           : AttnSource::FirstHalf;
+  layer_forward(l, b, a.x_in, a, V2(), src);
+}
+
 template <class T, class Mem>
 typename LlamaModel<T, Mem>::V2 LlamaModel<T, Mem>::embed_and_layers(const TokenBatch<Mem>& b, std::vector<LayerActs>& acts,
-                                                                    V1& rstd_f, V2& hf) {
+                                                                    V1& rstd_f, V2& hf, bool for_backward) {
   const long s = b.seq_len(), H = cfg_.hidden;
   V2 x = act2<T, Mem>("x0", s, H);
   kernels::embedding_forward<T, Mem>(b.tokens, cv(params_.mat("model.embed_tokens.weight")), x);
@@ -129,6 +194,12 @@ typename LlamaModel<T, Mem>::V2 LlamaModel<T, Mem>::embed_and_layers(const Token
     Phase ph("layer_forward");
     V2 xo = act2<T, Mem>("x_out", s, H);
     layer_forward(l, b, x, acts[l], xo);
+    if (for_backward) {
+      keep_for_backward(l, acts[l]);
+    } else {
+      acts[l] = LayerActs();
+      attn_->release(l);
+    }
     x = xo;
   }
   hf = act2<T, Mem>("h_final", s, H);
@@ -141,7 +212,7 @@ template <class T, class Mem> void LlamaModel<T, Mem>::forward_logits(const Toke
   std::vector<LayerActs> acts;
   V1 rstd_f;
   V2 hf;
-  embed_and_layers(b, acts, rstd_f, hf);
+  embed_and_layers(b, acts, rstd_f, hf, false);
   const char* head = cfg_.tie_embeddings ? "model.embed_tokens.weight" : "lm_head.weight";
   gemm('N', 'T', 1, hf, params_.mat(head), 0, logits);
 }
@@ -202,23 +273,33 @@ template <class T, class Mem> StepLoss LlamaModel<T, Mem>::forward_backward(cons
   std::vector<LayerActs> acts;
   V1 rstd_f;
   V2 hf;
-  V2 xL = embed_and_layers(b, acts, rstd_f, hf);
-  // LM head + loss. (The fused, chunked head that never holds [s, V] comes
-  // with distributed training; this is the plain reference.)
-  const char* head = cfg_.tie_embeddings ? "model.embed_tokens.weight" : "lm_head.weight";
-  V2 logits = act2<T, Mem>("logits", s, V);
-  gemm('N', 'T', 1, hf, params_.mat(head), 0, logits);
-  Kokkos::View<T*, Layout, Mem> loss(mem_label(MemCategory::Activations, "loss"), s);
   const bool grad = grad_norm > 0;
-  V2 dlogits = act2<T, Mem>("d.logits", grad ? s : 0, grad ? V : 0);
-  kernels::LossSum ls = kernels::cross_entropy<T, Mem>(logits, b.labels, loss, dlogits, grad ? 1.0 / grad_norm : 0.0);
+  V2 xL = embed_and_layers(b, acts, rstd_f, hf, grad);
+  const char* head = cfg_.tie_embeddings ? "model.embed_tokens.weight" : "lm_head.weight";
+  V2 dhf = act2<T, Mem>("d.h_final", grad ? s : 0, grad ? H : 0);
+  kernels::LossSum ls;
+  {
+    Phase ph("lm_head_loss");
+    if (opt_.loss_chunk > 0) {
+      ls = kernels::lm_head_cross_entropy<T, Mem>(hf, params_.mat(head), b.labels, opt_.loss_chunk,
+                                                  grad ? 1.0 / grad_norm : 0.0, dhf, grads_.mat(head));
+    } else {  // the plain head: logits [s, V], then the loss (the reference)
+      V2 logits = act2<T, Mem>("logits", s, V);
+      gemm('N', 'T', 1, hf, params_.mat(head), 0, logits);
+      Kokkos::View<T*, Layout, Mem> loss(mem_label(MemCategory::Activations, "loss"), s);
+      V2 dlogits = act2<T, Mem>("d.logits", grad ? s : 0, grad ? V : 0);
+      ls = kernels::cross_entropy<T, Mem>(logits, b.labels, loss, dlogits, grad ? 1.0 / grad_norm : 0.0);
+      if (grad) {
+        gemm('N', 'N', 1, dlogits, params_.mat(head), 0, dhf);
+        gemm('T', 'N', 1, dlogits, hf, 1, grads_.mat(head));
+      }
+    }
+  }
   if (!grad) return {ls.sum, ls.valid};
-  V2 dhf = act2<T, Mem>("d.h_final", s, H);
-  gemm('N', 'N', 1, dlogits, params_.mat(head), 0, dhf);
-  gemm('T', 'N', 1, dlogits, hf, 1, grads_.mat(head));
   V2 dx = act2<T, Mem>("d.x", s, H);
   kernels::rmsnorm_backward<T, Mem>(dhf, xL, params_.vec("model.norm.weight"), rstd_f, dx, grads_.vec("model.norm.weight"));
   for (int l = cfg_.layers - 1; l >= 0; --l) {
+    recompute(l, b, acts[l]);
     Phase ph("layer_backward");
     layer_backward(l, b, acts[l], dx);
     acts[l] = LayerActs();  // free this layer's activations as soon as they are used

@@ -15,6 +15,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 namespace burst {
@@ -37,6 +38,14 @@ template <class T, class Mem = DeviceMem> class AttentionOp {
   virtual void forward(int layer, const TokenBatch<Mem>& b, CV3 q, CV3 k, CV3 v, V3 o, V2 lse) = 0;
   virtual void backward(int layer, const TokenBatch<Mem>& b, CV3 q, CV3 k, CV3 v, Kokkos::View<const T***, Layout, Mem> o,
                         Kokkos::View<const T**, Layout, Mem> lse, CV3 dout, V3 dq, V3 dk, V3 dv) = 0;
+  // The `half` activation policy's recompute: `b`, q, k, v hold the first
+  // half of the local tokens (global positions < S/2 under the striped
+  // layout); o and lse of those queries against those keys only (they never
+  // see the second half). Methods that cannot do this say so.
+  virtual void forward_first_half(int layer, const TokenBatch<Mem>& b, CV3 q, CV3 k, CV3 v, V3 o, V2 lse) = 0;
+  // The forward of `layer` will be recomputed (or its O, lse are cached)
+  // before its backward: drop whatever the method keeps between the two.
+  virtual void release(int /*layer*/) {}
 };
 
 // Single-process causal attention (document-causal when the batch carries
@@ -50,11 +59,36 @@ template <class T, class Mem = DeviceMem> class LocalAttention : public Attentio
   void forward(int layer, const TokenBatch<Mem>& b, CV3 q, CV3 k, CV3 v, V3 o, V2 lse) override;
   void backward(int layer, const TokenBatch<Mem>& b, CV3 q, CV3 k, CV3 v, Kokkos::View<const T***, Layout, Mem> o,
                 Kokkos::View<const T**, Layout, Mem> lse, CV3 dout, V3 dq, V3 dk, V3 dv) override;
+  // One process holds every token in natural order: the first half of the
+  // tokens is a sequence of its own.
+  void forward_first_half(int layer, const TokenBatch<Mem>& b, CV3 q, CV3 k, CV3 v, V3 o, V2 lse) override {
+    forward(layer, b, q, k, v, o, lse);
+  }
 
  private:
   kernels::AttnMask<Mem> mask(const TokenBatch<Mem>& b) const;
   double scale_;
   long window_;  // > 0: causal sliding window on positions
+};
+
+// Sequence-level selective checkpointing (ALGORITHMS.md section 7): what a
+// layer keeps between its forward and its backward.
+//   keep   every activation (no recompute)
+//   full   the layer input; the layer, attention and its communication
+//          included, is recomputed in backward
+//   whole  full + attention O and lse: the recompute skips attention
+//   half   full + O and lse of the second half of the local tokens (striped
+//          layout); the recompute runs first-half queries against
+//          first-half keys only
+enum class ActPolicy { Keep, Full, Whole, Half };
+ActPolicy parse_act_policy(const std::string& name);  // Error(Config) naming the known ones
+const char* act_policy_name(ActPolicy p);
+
+struct ModelOptions {
+  ActPolicy policy = ActPolicy::Keep;
+  // > 0: the LM head fused with the loss, this many tokens per chunk (never
+  // an [s, V] logits buffer); 0: the plain head (logits, then cross-entropy).
+  long loss_chunk = 0;
 };
 
 struct StepLoss {
@@ -71,12 +105,13 @@ template <class T, class Mem = DeviceMem> class LlamaModel {
   using V2 = Kokkos::View<T**, Layout, Mem>;
   using V3 = Kokkos::View<T***, Layout, Mem>;
 
-  LlamaModel(const ModelConfig& cfg, std::shared_ptr<AttentionOp<T, Mem>> attn);
+  LlamaModel(const ModelConfig& cfg, std::shared_ptr<AttentionOp<T, Mem>> attn, const ModelOptions& opt = {});
 
   const ModelConfig& config() const { return cfg_; }
   FlatTensors<T, Mem>& params() { return params_; }
   FlatTensors<T, Mem>& grads() { return grads_; }
   AttentionOp<T, Mem>& attention() { return *attn_; }
+  const ModelOptions& options() const { return opt_; }
 
   // Forward and backward of the mean loss over `grad_norm` tokens (the
   // valid-label count of the whole step, which may span several sequences
@@ -92,15 +127,25 @@ template <class T, class Mem = DeviceMem> class LlamaModel {
     V1 rstd1, rstd2;
     V2 lse;
   };
-  V2 embed_and_layers(const TokenBatch<Mem>& b, std::vector<LayerActs>& acts, V1& rstd_f, V2& hf);
-  void layer_forward(int l, const TokenBatch<Mem>& b, V2 x, LayerActs& a, V2 x_out);
+  // How layer_forward gets attention's O and lse: computed (with its
+  // communication), taken from the cache (`whole`), or the first half
+  // computed and the second half taken from the cache (`half`).
+  enum class AttnSource { Compute, Cached, FirstHalf };
+  // for_backward: keep what the policy keeps; else keep nothing.
+  V2 embed_and_layers(const TokenBatch<Mem>& b, std::vector<LayerActs>& acts, V1& rstd_f, V2& hf, bool for_backward);
+  // x_out empty: the layer's output is not needed (a recompute).
+  void layer_forward(int l, const TokenBatch<Mem>& b, V2 x, LayerActs& a, V2 x_out, AttnSource src = AttnSource::Compute);
   void layer_backward(int l, const TokenBatch<Mem>& b, LayerActs& a, V2 dx);
+  // What survives forward under the policy; a recompute rebuilds the rest.
+  void keep_for_backward(int l, LayerActs& a);
+  void recompute(int l, const TokenBatch<Mem>& b, LayerActs& a);
   // The RoPE table for a sequence length, built once and reused by every
   // layer's forward and backward until the length changes.
   Kokkos::View<double*, Layout, Mem> rope_freqs(long seq_len, double* attention_factor);
 
   ModelConfig cfg_;
   std::shared_ptr<AttentionOp<T, Mem>> attn_;
+  ModelOptions opt_;
   FlatTensors<T, Mem> params_, grads_;
   long rope_len_ = -1;
   double rope_factor_ = 1.0;

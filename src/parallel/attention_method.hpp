@@ -77,6 +77,9 @@ template <class T> class AttentionMethod {
   // forward and its backward (Ulysses keeps the head-sharded tensors).
   virtual void forward(int slot, CV3 q, CV3 k, CV3 v, AV3 o, AV2 lse) = 0;
   virtual void backward(int slot, CV3 q, CV3 k, CV3 v, CAV3 o, CAV2 lse, CV3 dout, AV3 dq, AV3 dk, AV3 dv) = 0;
+  // Drop what the method keeps between the forward and the backward of
+  // `slot` (its backward then works from its arguments alone).
+  virtual void release(int /*slot*/) {}
   // Block ids checked during the runs so far (trace option).
   virtual const RingTrace& trace() const { return trace_; }
   // Bytes this rank hands to the transport for one forward + backward,

@@ -87,11 +87,7 @@ template <class T> class UspAttention : public AttentionMethod<T> {
   void forward(int slot, CV3 q, CV3 k, CV3 v, AV3 o, AV2 lse) override {
     const long hp = hp_->size(), s = long(q.extent(0));
     State& st = state_[slot];
-    st.q = Kokkos::View<T***, Layout, DeviceMem>("act/usp_q", size_t(hp * s), size_t(n_ / hp), size_t(d_));
-    st.k = Kokkos::View<T***, Layout, DeviceMem>("act/usp_k", size_t(hp * s), size_t(nkv_ / hp), size_t(d_));
-    st.v = Kokkos::View<T***, Layout, DeviceMem>("act/usp_v", size_t(hp * s), size_t(nkv_ / hp), size_t(d_));
-    st.o = AV3("act/usp_o", size_t(hp * s), size_t(n_ / hp), size_t(d_));
-    st.lse = AV2("act/usp_lse", size_t(hp * s), size_t(n_ / hp));
+    allocate(st, hp * s);
     seq_to_heads<T>(*hp_, q, st.q);
     seq_to_heads<T>(*hp_, k, st.k);
     seq_to_heads<T>(*hp_, v, st.v);
@@ -100,11 +96,25 @@ template <class T> class UspAttention : public AttentionMethod<T> {
     heads_to_seq<Acc>(*hp_, as3<Acc>(st.lse), as3<Acc>(lse));
   }
 
-  void backward(int slot, CV3, CV3, CV3, CAV3, CAV2, CV3 dout, AV3 dq, AV3 dk, AV3 dv) override {
-    auto it = state_.find(slot);
-    BURST_CHECK_INPUT(it != state_.end(), name_, " attention: backward of slot ", slot, " without its forward");
-    State& st = it->second;
+  void release(int slot) override { state_.erase(slot); }
+
+  void backward(int slot, CV3 q, CV3 k, CV3 v, CAV3 o, CAV2 lse, CV3 dout, AV3 dq, AV3 dk, AV3 dv) override {
     const long hp = hp_->size(), s = long(dout.extent(0));
+    auto it = state_.find(slot);
+    if (it == state_.end()) {
+      // Released after its forward (an activation policy that recomputes or
+      // caches): the head-sharded inputs are rebuilt from the arguments, with
+      // all-to-alls but no ring traffic.
+      State& st = state_[slot];
+      allocate(st, hp * s);
+      seq_to_heads<T>(*hp_, q, st.q);
+      seq_to_heads<T>(*hp_, k, st.k);
+      seq_to_heads<T>(*hp_, v, st.v);
+      seq_to_heads<Acc>(*hp_, o, st.o);
+      seq_to_heads<Acc>(*hp_, as3c<Acc>(lse), as3<Acc>(st.lse));
+      it = state_.find(slot);
+    }
+    State& st = it->second;
     Kokkos::View<T***, Layout, DeviceMem> doh("act/usp_do", size_t(hp * s), size_t(n_ / hp), size_t(d_));
     AV3 dqh("work/usp_dq", size_t(hp * s), size_t(n_ / hp), size_t(d_));
     AV3 dkh("work/usp_dk", size_t(hp * s), size_t(nkv_ / hp), size_t(d_));
@@ -123,6 +133,14 @@ template <class T> class UspAttention : public AttentionMethod<T> {
     AV3 o;
     AV2 lse;
   };
+  void allocate(State& st, long rows) const {
+    const size_t r = size_t(rows), nh = size_t(n_ / hp_->size()), kh = size_t(nkv_ / hp_->size()), d = size_t(d_);
+    st.q = Kokkos::View<T***, Layout, DeviceMem>("act/usp_q", r, nh, d);
+    st.k = Kokkos::View<T***, Layout, DeviceMem>("act/usp_k", r, kh, d);
+    st.v = Kokkos::View<T***, Layout, DeviceMem>("act/usp_v", r, kh, d);
+    st.o = AV3("act/usp_o", r, nh, d);
+    st.lse = AV2("act/usp_lse", r, nh);
+  }
   std::string name_;
   std::unique_ptr<Communicator> hp_, cp_;
   std::unique_ptr<RingFamily<T>> ring_;

@@ -14,6 +14,7 @@
 #include "model/llama.hpp"
 #include "train/checkpoint_files.hpp"
 #include "train/flops.hpp"
+#include "train/sequence_parallel.hpp"
 
 #include <unistd.h>
 
@@ -50,6 +51,26 @@ ConfigSchema train_schema() {
       .integer("train.eval_every", 100, 0, 1 << 30, "steps between held-out evaluations (0 = only at the end)")
       .integer("train.eval_sequences", 32, 1, 1 << 20, "held-out sequences per evaluation")
       .integer("train.attention_window", 0, 0, 1 << 30, "restrict attention to a causal window (0 = full causal)")
+      .string("train.activation", "keep", {"keep", "full", "whole", "half"},
+              "what a layer keeps for backward: keep (everything), full (its input; recompute with attention), whole (full + "
+              "attention O and lse), half (full + O, lse of the second half of the tokens; striped layout)")
+      .integer("train.loss_chunk", 0, 0, 1 << 30,
+               "LM head fused with the loss, tokens per chunk (never an [s, V] logits buffer); 0 = the plain head")
+      .integer("parallel.cp", 1, 1, 1 << 20,
+               "sequence-parallel ranks per replica (must divide the rank count); the ranks / cp replicas are data parallel")
+      .string("parallel.method", "burst", {"ring", "burst", "loongtrain", "ulysses", "usp", "allgather"},
+              "distributed attention method over the cp ranks")
+      .string("parallel.layout", "auto", {"auto", "contiguous", "zigzag", "striped", "document"},
+              "sequence layout over the cp ranks (auto: zigzag for causal, contiguous for a window, striped for "
+              "train.activation = half)")
+      .string("parallel.ring", "auto", {"flat", "double", "auto"}, "ring shape (auto: double when the cp group spans nodes)")
+      .string("parallel.backward", "auto", {"burst", "kv", "auto"},
+              "what travels in backward (auto: Q, dO, lse, D for MHA, K, V for GQA)")
+      .string("parallel.partial", "fp32", {"fp32", "bf16"}, "dtype of the partial sums that travel")
+      .integer("parallel.inner", 0, 0, 1 << 20, "loongtrain: ranks per inner ring (0 = ranks per node)")
+      .integer("parallel.hp", 0, 0, 1 << 20, "usp: head-parallel size (0 = ranks per node)")
+      .string("parallel.placement", "head-first", {"head-first", "ring-first"}, "usp: where the head-parallel group sits")
+      .string("parallel.usp_inner", "burst", {"ring", "burst"}, "usp: the ring over the cp blocks")
       .string("train.on_nonfinite", "abort", {"abort", "skip"},
               "a step whose loss or gradient norm is not finite: abort (checkpoint, name the tensor, exit 3) or skip "
               "(no update, counted in the run log's 'skipped' column)")
@@ -107,7 +128,10 @@ template <class T> struct TrainerImpl {
   const Config& cfg;
   MPI_Comm comm;
   int rank = 0, size = 1;
-  long local_batch = 0;
+  std::shared_ptr<Mesh> mesh;                  // dp x cp
+  const parallel::SeqLayout* layout = nullptr;  // this replica's sequence layout (cp > 1)
+  long local_batch = 0;                         // sequences per step of this replica
+  std::string attn_description = "local attention";
   ModelConfig mc;
   data::PasskeyTask task;
   std::unique_ptr<LlamaModel<T, Mem>> model;
@@ -117,9 +141,11 @@ template <class T> struct TrainerImpl {
   TrainerImpl(Runtime& r, const Config& c, MPI_Comm cm) : rt(r), cfg(c), comm(cm) {
     MPI_Comm_rank(comm, &rank);
     MPI_Comm_size(comm, &size);
-    BURST_CHECK_CONFIG(cfg.get_int("train.batch") % size == 0, "train.batch = ", cfg.get_int("train.batch"),
-                       " sequences must divide evenly over the ", size, " data-parallel ranks");
-    local_batch = cfg.get_int("train.batch") / size;
+    mesh = Mesh::make(comm, rt.world(), int(cfg.get_int("parallel.cp")));
+    BURST_CHECK_CONFIG(cfg.get_int("train.batch") % mesh->dp == 0, "train.batch = ", cfg.get_int("train.batch"),
+                       " sequences must divide evenly over the ", mesh->dp, " data-parallel replicas (", size,
+                       " ranks / parallel.cp = ", mesh->cp, ")");
+    local_batch = cfg.get_int("train.batch") / mesh->dp;
     mc = cfg.get_string("model.config").empty() ? model_preset(cfg.get_string("model.preset"))
                                                 : model_from_hf_file(cfg.get_string("model.config"));
     mc.validate();
@@ -129,9 +155,10 @@ template <class T> struct TrainerImpl {
     task.validate();
     BURST_CHECK_CONFIG(task.seq_len <= mc.max_position_embeddings * 64, "train.seq_len = ", task.seq_len,
                        " is beyond what the model's positions were built for");
-    const double scale = 1.0 / std::sqrt(double(mc.head_dim));
-    model = std::make_unique<LlamaModel<T, Mem>>(
-        mc, std::make_shared<LocalAttention<T, Mem>>(scale, cfg.get_int("train.attention_window")));
+    ModelOptions mo;
+    mo.policy = parse_act_policy(cfg.get_string("train.activation"));
+    mo.loss_chunk = cfg.get_int("train.loss_chunk");
+    model = std::make_unique<LlamaModel<T, Mem>>(mc, make_attention_op(mo.policy), mo);
     m = FlatTensors<T, Mem>(model->params().table(), MemCategory::Optimizer, "adam.m");
     v = FlatTensors<T, Mem>(model->params().table(), MemCategory::Optimizer, "adam.v");
     init_params(model->params(), std::uint64_t(cfg.get_int("train.seed")), cfg.get_real("model.init_std"));
@@ -146,21 +173,40 @@ template <class T> struct TrainerImpl {
                        "debug.inject_nan_tensor = '", nan_tensor, "' is not a parameter of ", mc.name);
   }
 
-  TokenBatch<Mem> to_device(const data::Sequence& s) {
-    TokenBatch<Mem> b;
-    Kokkos::View<std::int32_t*, Layout, Mem> tok(mem_label(MemCategory::Activations, "tokens"), s.tokens.size()),
-        lab(mem_label(MemCategory::Activations, "labels"), s.labels.size());
-    Kokkos::View<long*, Layout, Mem> pos(mem_label(MemCategory::Activations, "positions"), s.positions.size());
-    auto ht = Kokkos::create_mirror_view(tok);
-    auto hl = Kokkos::create_mirror_view(lab);
-    auto hp = Kokkos::create_mirror_view(pos);
-    for (size_t i = 0; i < s.tokens.size(); ++i) ht(i) = s.tokens[i], hl(i) = s.labels[i], hp(i) = s.positions[i];
-    Kokkos::deep_copy(tok, ht);
-    Kokkos::deep_copy(lab, hl);
-    Kokkos::deep_copy(pos, hp);
-    b.tokens = tok, b.labels = lab, b.positions = pos;
-    return b;
+  // Attention of one process (cp = 1), or a distributed method over the cp
+  // ranks of this replica.
+  std::shared_ptr<AttentionOp<T, Mem>> make_attention_op(ActPolicy policy) {
+    const double scale = 1.0 / std::sqrt(double(mc.head_dim));
+    const long window = cfg.get_int("train.attention_window");
+    if (mesh->cp == 1) return std::make_shared<LocalAttention<T, Mem>>(scale, window);
+    parallel::AttnOptions ao;
+    ao.method = cfg.get_string("parallel.method");
+    ao.ring = cfg.get_string("parallel.ring");
+    ao.backward = cfg.get_string("parallel.backward");
+    ao.partial_bf16 = cfg.get_string("parallel.partial") == "bf16";
+    ao.inner = int(cfg.get_int("parallel.inner"));
+    ao.hp = int(cfg.get_int("parallel.hp"));
+    ao.placement = cfg.get_string("parallel.placement");
+    ao.usp_inner = cfg.get_string("parallel.usp_inner");
+    parallel::AttnProblem pb;
+    pb.mask = window > 0 ? parallel::MaskSpec{parallel::MaskType::Window, window} : parallel::MaskSpec{parallel::MaskType::Causal, 0};
+    const std::string lay = cfg.get_string("parallel.layout");
+    pb.layout = lay != "auto"                ? parallel::parse_layout(lay)
+                : policy == ActPolicy::Half  ? parallel::LayoutKind::Striped
+                : window > 0                 ? parallel::LayoutKind::Contiguous
+                                             : parallel::LayoutKind::Zigzag;
+    pb.seq = task.seq_len;
+    pb.heads = mc.heads, pb.kv_heads = mc.kv_heads, pb.head_dim = mc.head_dim, pb.scale = scale;
+    auto sp = std::make_shared<SequenceParallelAttention<T>>(ao, pb, mesh, rt.topology(), policy == ActPolicy::Half);
+    layout = &sp->shards();
+    attn_description = sp->method().describe();
+    if (rank == 0 && layout->padding() > 0)
+      std::printf("layout %s pads %ld slots over %d cp ranks\n", parallel::layout_name(pb.layout), layout->padding(), mesh->cp);
+    return sp;
   }
+
+  // This rank's slots of a sequence.
+  LocalSequence local(const data::Sequence& s) const { return local_slots(layout, mesh->cp_rank, s); }
 
   // ------------------------------------------------------------ checkpoints
   // Collective: rank 0 writes (data-parallel replicas hold identical state),
@@ -262,12 +308,14 @@ template <class T> struct TrainerImpl {
   std::pair<double, double> evaluate() {
     const long nseq = cfg.get_int("train.eval_sequences");
     double loss = 0, correct = 0, count = 0;
-    Kokkos::View<T**, Layout, Mem> logits(mem_label(MemCategory::Activations, "eval.logits"), task.seq_len, mc.vocab);
-    for (long i = rank; i < nseq; i += size) {
-      data::Sequence s = task.make(std::uint64_t(cfg.get_int("train.seed")), 1, std::uint64_t(i));
+    // Sequences over the replicas; each cp rank scores its own slots.
+    for (long i = mesh->dp_rank; i < nseq; i += mesh->dp) {
+      const LocalSequence s = local(task.make(std::uint64_t(cfg.get_int("train.seed")), 1, std::uint64_t(i)));
+      const long slots = long(s.tokens.size());
+      Kokkos::View<T**, Layout, Mem> logits(mem_label(MemCategory::Activations, "eval.logits"), slots, mc.vocab);
       model->forward_logits(to_device(s), logits);
       auto h = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), logits);
-      for (long t = 0; t < task.seq_len; ++t) {
+      for (long t = 0; t < slots; ++t) {
         if (s.labels[t] == kernels::kIgnoreIndex) continue;
         double mx = h(t, 0);
         long arg = 0;
@@ -322,14 +370,14 @@ template <class T> struct TrainerImpl {
   StepStats train_step(PhaseTimes& times) {
     const long batch = local_batch;
     const std::uint64_t seed = std::uint64_t(cfg.get_int("train.seed"));
-    std::vector<data::Sequence> seqs;
+    std::vector<LocalSequence> seqs;
     long valid = 0;
     {
       Phase ph("data", &times);
       for (long b = 0; b < batch; ++b) {
-        // The same global sequence set whatever the rank count.
-        const std::uint64_t idx = std::uint64_t((step * size + rank) * batch + b);
-        seqs.push_back(task.make(seed, 0, idx));
+        // The same global sequence set whatever the rank count and mesh.
+        const std::uint64_t idx = std::uint64_t((step * mesh->dp + mesh->dp_rank) * batch + b);
+        seqs.push_back(local(task.make(seed, 0, idx)));
         for (auto l : seqs.back().labels) valid += l != kernels::kIgnoreIndex ? 1 : 0;
       }
     }
@@ -351,7 +399,7 @@ template <class T> struct TrainerImpl {
     const double norm = std::sqrt(kernels::sum_squares<T, Mem>(model->grads().flat()));
     const double lr = kernels::cosine_lr(step, cfg.get_int("train.warmup"), cfg.get_int("train.steps"),
                                          cfg.get_real("train.lr"), cfg.get_real("train.min_lr"));
-    const long tokens = batch * task.seq_len * size;  // of the step, all ranks
+    const long tokens = batch * task.seq_len * mesh->dp;  // of the step, all ranks
     // Both values are global (after the all-reduce), so every rank takes
     // this branch at the same step.
     if (!std::isfinite(norm) || !std::isfinite(loss_sum))
@@ -413,11 +461,20 @@ template <class T> struct TrainerImpl {
       logf->set_attr("/", "peak_gflops", 224.0);
       logf->set_attr("/", "peak_source", std::string("OpenBLAS sgemm 2048^3 on this 2-core CPU (PLATFORM.md)"));
       logf->set_attr("/", "ranks", std::int64_t(size));
+      logf->set_attr("/", "dp", std::int64_t(mesh->dp));
+      logf->set_attr("/", "cp", std::int64_t(mesh->cp));
+      logf->set_attr("/", "attention", mesh->cp > 1 ? cfg.get_string("parallel.method") : std::string("local"));
+      logf->set_attr("/", "activation", cfg.get_string("train.activation"));
+      logf->set_attr("/", "loss_chunk", cfg.get_int("train.loss_chunk"));
     }
     if (rank == 0) {
       std::printf("model %s\n", mc.describe().c_str());
-      std::printf("task passkey: %ld tokens, %ld digits (chance loss ln 10 = %.3f); %d rank(s) x %ld sequences per step\n",
-                  task.seq_len, task.digits, std::log(10.0), size, local_batch);
+      std::printf("task passkey: %ld tokens, %ld digits (chance loss ln 10 = %.3f); %d replica(s) x %ld sequences per step\n",
+                  task.seq_len, task.digits, std::log(10.0), mesh->dp, local_batch);
+      if (mesh->cp > 1)
+        std::printf("sequence parallel: %d ranks per sequence, %s (%s), activation %s, loss chunk %ld\n", mesh->cp,
+                    cfg.get_string("parallel.method").c_str(), attn_description.c_str(),
+                    cfg.get_string("train.activation").c_str(), cfg.get_int("train.loss_chunk"));
       std::fflush(stdout);
     }
     const double flops_per_seq = paper_flops(mc, double(task.seq_len), true);
@@ -443,7 +500,7 @@ template <class T> struct TrainerImpl {
       std::vector<std::pair<std::string, double>> row = {
           {"step", double(step - 1)}, {"loss", st.loss}, {"lr", st.lr}, {"grad_norm", st.grad_norm},
           {"skipped", st.nonfinite.empty() ? 0.0 : 1.0}, {"seconds", secs}, {"tokens_per_s", double(st.tokens) / secs}};
-      const double gflops = flops_per_seq * double(local_batch) / secs / 1e9;  // per rank
+      const double gflops = flops_per_seq * double(local_batch) / double(mesh->cp) / secs / 1e9;  // per rank
       row.push_back({"gflops_per_rank", gflops});
       row.push_back({"mfu", gflops / 224.0});
       const auto mem = MemoryTracker::global().counters(std::is_same<DeviceMem, Kokkos::HostSpace>::value ? MemSpaceKind::Host

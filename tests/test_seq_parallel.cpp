@@ -1,0 +1,168 @@
+// The model on sequence shards: every rank holds the slots of one layout
+// block and attention goes through a distributed method. The loss and every
+// parameter gradient (summed over the ranks) must equal the single-rank
+// model on the whole sequence in double precision, for every method, layout,
+// activation policy and the fused LM head, at every registered rank count.
+#include "comm/runtime.hpp"
+#include "core/error.hpp"
+#include "core/memory.hpp"
+#include "kernels/cross_entropy.hpp"
+#include "model/llama.hpp"
+#include "train/sequence_parallel.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <string>
+
+using namespace burst;
+
+namespace {
+
+ModelConfig small_model(long kv_heads) {
+  ModelConfig c;
+  c.vocab = 40, c.hidden = 32, c.layers = 2, c.heads = 4, c.kv_heads = kv_heads, c.head_dim = 8, c.ffn = 48;
+  c.rope.head_dim = 8;
+  c.rope.theta = 1000;
+  return c;
+}
+
+// Random tokens, next-token labels with a few ignored (and the last).
+data::Sequence random_sequence(long S, long vocab, unsigned seed) {
+  std::mt19937 g(seed);
+  data::Sequence s;
+  for (long t = 0; t < S; ++t) s.tokens.push_back(std::int32_t(g() % vocab)), s.positions.push_back(t);
+  for (long t = 0; t < S; ++t)
+    s.labels.push_back(t + 1 < S && g() % 5 != 0 ? s.tokens[size_t(t + 1)] : kernels::kIgnoreIndex);
+  return s;
+}
+
+struct Case {
+  std::string method, layout;
+  ActPolicy policy = ActPolicy::Keep;
+  long loss_chunk = 0, kv_heads = 4, window = 0;
+  int hp = 0;
+  std::string backward = "auto";
+  std::string name() const {
+    return method + "/" + layout + "/" + act_policy_name(policy) + "/chunk" + std::to_string(loss_chunk) + "/kv" +
+           std::to_string(kv_heads) + (window ? "/window" + std::to_string(window) : "") + "/bwd-" + backward;
+  }
+};
+
+double rel_err(const std::vector<double>& a, const std::vector<double>& b) {
+  double num = 0, den = 0;
+  for (size_t i = 0; i < a.size(); ++i) num = std::max(num, std::fabs(a[i] - b[i])), den = std::max(den, std::fabs(b[i]));
+  return den > 0 ? num / den : num;
+}
+
+std::vector<double> host(const Kokkos::View<double*, Layout, DeviceMem>& v) {
+  auto h = Kokkos::create_mirror_view_and_copy(HostMem(), v);
+  return std::vector<double>(h.data(), h.data() + h.extent(0));
+}
+
+void run_case(const Case& c) {
+  SCOPED_TRACE(c.name());
+  auto& rt = Runtime::current();
+  const int P = rt.size();
+  const long S = 48;
+  const ModelConfig mc = small_model(c.kv_heads);
+  const data::Sequence seq = random_sequence(S, mc.vocab, 7);
+  long valid = 0;
+  for (auto l : seq.labels) valid += l != kernels::kIgnoreIndex;
+  ModelOptions mo;
+  mo.policy = c.policy;
+  mo.loss_chunk = c.loss_chunk;
+  const double scale = 1.0 / std::sqrt(double(mc.head_dim));
+
+  // Reference: one process, the whole sequence, every activation kept.
+  LlamaModel<double> ref(mc, std::make_shared<LocalAttention<double>>(scale, c.window));
+  init_params(ref.params(), 11, 0.2);
+  Kokkos::deep_copy(ref.grads().flat(), 0.0);
+  const StepLoss lr = ref.forward_backward(to_device(local_slots(nullptr, 0, seq)), double(valid));
+
+  // Distributed: P ranks share the sequence.
+  auto mesh = Mesh::make(rt.world(), rt.world(), P);
+  parallel::AttnOptions ao;
+  ao.method = c.method, ao.hp = c.hp, ao.backward = c.backward;
+  parallel::AttnProblem pb;
+  pb.layout = parallel::parse_layout(c.layout);
+  pb.mask = c.window > 0 ? parallel::MaskSpec{parallel::MaskType::Window, c.window} : parallel::MaskSpec{};
+  pb.seq = S, pb.heads = mc.heads, pb.kv_heads = mc.kv_heads, pb.head_dim = mc.head_dim, pb.scale = scale;
+  auto sp = std::make_shared<SequenceParallelAttention<double>>(ao, pb, mesh, rt.topology(), c.policy == ActPolicy::Half);
+  LlamaModel<double> dist(mc, sp, mo);
+  init_params(dist.params(), 11, 0.2);
+  Kokkos::deep_copy(dist.grads().flat(), 0.0);
+  const StepLoss ld = dist.forward_backward(to_device(local_slots(&sp->shards(), mesh->cp_rank, seq)), double(valid));
+  double sum = ld.sum;
+  long cnt = ld.valid;
+  MPI_Allreduce(MPI_IN_PLACE, &sum, 1, MPI_DOUBLE, MPI_SUM, rt.world());
+  MPI_Allreduce(MPI_IN_PLACE, &cnt, 1, MPI_LONG, MPI_SUM, rt.world());
+  std::vector<double> g = host(dist.grads().flat());
+  MPI_Allreduce(MPI_IN_PLACE, g.data(), int(g.size()), MPI_DOUBLE, MPI_SUM, rt.world());
+
+  EXPECT_EQ(cnt, lr.valid);
+  EXPECT_NEAR(sum, lr.sum, 1e-9 * std::fabs(lr.sum));
+  const std::vector<double> gr = host(ref.grads().flat());
+  EXPECT_LT(rel_err(g, gr), 1e-9);
+  // Tensor by tensor, so a failure names the parameter.
+  for (const ParamInfo& p : ref.grads().table()) {
+    std::vector<double> a(g.begin() + p.offset, g.begin() + p.offset + p.size), b(gr.begin() + p.offset, gr.begin() + p.offset + p.size);
+    EXPECT_LT(rel_err(a, b), 1e-9) << p.name;
+  }
+}
+
+}  // namespace
+
+TEST(SeqParallel, RingAndBurstOnZigzagKeepEveryActivation) {
+  run_case({"burst", "zigzag", ActPolicy::Keep, 0, 4});
+  run_case({"ring", "zigzag", ActPolicy::Keep, 0, 2});
+}
+
+TEST(SeqParallel, BurstWithGqaBothBackwards) {
+  run_case({"burst", "zigzag", ActPolicy::Keep, 0, 2, 0, 0, "burst"});
+  run_case({"burst", "zigzag", ActPolicy::Keep, 0, 2, 0, 0, "kv"});
+}
+
+TEST(SeqParallel, ActivationPoliciesRecomputeTheSameGradients) {
+  run_case({"burst", "zigzag", ActPolicy::Full, 0, 4});
+  run_case({"burst", "zigzag", ActPolicy::Whole, 0, 4});
+  run_case({"ring", "striped", ActPolicy::Half, 0, 2});
+  run_case({"burst", "striped", ActPolicy::Half, 0, 4});
+}
+
+TEST(SeqParallel, FusedLossGivesTheSameGradients) {
+  run_case({"burst", "zigzag", ActPolicy::Whole, 7, 4});
+  run_case({"burst", "contiguous", ActPolicy::Keep, 48, 2});
+}
+
+TEST(SeqParallel, OtherMethods) {
+  const int P = Runtime::current().size();
+  run_case({"loongtrain", "zigzag", ActPolicy::Full, 5, 2});
+  run_case({"allgather", "zigzag", ActPolicy::Whole, 0, 2});
+  if (4 % P == 0) {  // Ulysses splits the 4 (kv) heads over the ranks
+    run_case({"ulysses", "zigzag", ActPolicy::Keep, 0, 4});
+    run_case({"ulysses", "zigzag", ActPolicy::Whole, 0, 4});  // backward re-shards from its arguments
+  }
+  if (P % 2 == 0 && P >= 4) run_case({"usp", "zigzag", ActPolicy::Full, 0, 4, 0, 2});
+}
+
+TEST(SeqParallel, SlidingWindowOnTheContiguousLayout) {
+  run_case({"burst", "contiguous", ActPolicy::Keep, 0, 4, 10});
+  run_case({"ring", "contiguous", ActPolicy::Whole, 9, 2, 10});
+}
+
+TEST(SeqParallel, HalfNeedsTheStripedLayout) {
+  auto& rt = Runtime::current();
+  auto mesh = Mesh::make(rt.world(), rt.world(), rt.size());
+  parallel::AttnProblem pb;
+  pb.layout = parallel::LayoutKind::Zigzag;
+  pb.seq = 48, pb.heads = 4, pb.kv_heads = 4, pb.head_dim = 8;
+  try {
+    SequenceParallelAttention<double> sp(parallel::AttnOptions{}, pb, mesh, rt.topology(), true);
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.exit_code(), 2);
+    EXPECT_NE(std::string(e.what()).find("half needs the striped layout"), std::string::npos) << e.what();
+  }
+}
