@@ -8,6 +8,7 @@
 // hung device) would otherwise leave the others blocked inside MPI forever.
 #pragma once
 
+#include "core/error.hpp"
 #include "core/views.hpp"
 
 #include <mpi.h>
@@ -65,6 +66,34 @@ void allreduce_sum(const Kokkos::View<T*, P...>& v, MPI_Comm comm, const char* w
     reduce(h.data(), std::int64_t(h.extent(0)));
     Kokkos::deep_copy(v, h);
   }
+}
+
+// Host pointers, equal chunks of `count` elements; bounded like the others.
+// all-gather: recv holds size x count, in rank order. reduce-scatter (sum):
+// send holds size x count, recv this rank's summed chunk.
+template <class T> void allgather_host(const T* send, T* recv, std::int64_t count, MPI_Comm comm, const char* what) {
+  BURST_CHECK(count < (std::int64_t(1) << 31), ErrorKind::Internal, what, ": ", count, " elements per rank is over MPI's int");
+  mpi_bytes_sent() += count * std::int64_t(sizeof(T));
+  MPI_Request req;
+  MPI_Iallgather(send, int(count), mpi_type<T>(), recv, int(count), mpi_type<T>(), comm, &req);
+  wait_bounded(req, what, count * std::int64_t(sizeof(T)));
+}
+template <class T> void reduce_scatter_sum_host(const T* send, T* recv, std::int64_t count, MPI_Comm comm, const char* what) {
+  BURST_CHECK(count < (std::int64_t(1) << 31), ErrorKind::Internal, what, ": ", count, " elements per rank is over MPI's int");
+  int size = 1;
+  MPI_Comm_size(comm, &size);
+  mpi_bytes_sent() += count * std::int64_t(size) * std::int64_t(sizeof(T));
+  MPI_Request req;
+  MPI_Ireduce_scatter_block(send, recv, int(count), mpi_type<T>(), MPI_SUM, comm, &req);
+  wait_bounded(req, what, count * std::int64_t(size) * std::int64_t(sizeof(T)));
+}
+// Gather of equal chunks to rank 0 (recv: size x count there, unused elsewhere).
+template <class T> void gather_host(const T* send, T* recv, std::int64_t count, MPI_Comm comm, const char* what) {
+  BURST_CHECK(count < (std::int64_t(1) << 31), ErrorKind::Internal, what, ": ", count, " elements per rank is over MPI's int");
+  mpi_bytes_sent() += count * std::int64_t(sizeof(T));
+  MPI_Request req;
+  MPI_Igather(send, int(count), mpi_type<T>(), recv, int(count), mpi_type<T>(), 0, comm, &req);
+  wait_bounded(req, what, count * std::int64_t(sizeof(T)));
 }
 
 template <class T> T allreduce_op(T x, MPI_Op op, MPI_Comm comm, const char* what) {

@@ -236,6 +236,12 @@ TEST(Train, SequenceParallelPoliciesAndFusedLossKeepTheLossTrace) {
       {"parallel.cp=1", "train.activation=half", "train.loss_chunk=3"},
   };
   if (P == 4) runs.push_back({"parallel.cp=2", "parallel.method=burst", "train.activation=whole", "train.loss_chunk=7"});
+  // ZeRO over all ranks, each stage, with and without the host AdamW.
+  runs.push_back({"train.zero=1"});
+  runs.push_back({"train.zero=2", "parallel.cp=" + std::to_string(P), "train.activation=whole"});
+  runs.push_back({"train.zero=3", "parallel.cp=" + std::to_string(P), "train.activation=full", "train.loss_chunk=6"});
+  runs.push_back({"train.zero=3", "train.offload=true"});
+  runs.push_back({"train.zero=2", "train.offload=true", "train.activation=half"});
   for (auto sets : runs) {
     std::string what;
     for (auto& s : sets) what += s + " ";
@@ -263,4 +269,29 @@ TEST(Train, SequenceParallelSizeMustDivideTheRanks) {
     EXPECT_EQ(e.exit_code(), 2);
     EXPECT_NE(std::string(e.what()).find("parallel.cp"), std::string::npos) << e.what();
   }
+}
+
+TEST(Train, ResumesAtAnotherRankCountAndZeroStage) {
+  // Checkpoints hold whole tensors: a run stopped at step 5 under ZeRO-3 and
+  // sequence parallelism over every rank continues on one rank without ZeRO
+  // (and the other way round) with the loss trace of an uninterrupted run.
+  auto& rt = Runtime::current();
+  const int P = rt.size();
+  const std::string full = tmp("rz_full.h5"), part = tmp("rz_part.h5"), ck = tmp("rz_ckpt.h5");
+  if (rt.rank() == 0) train(rt, config({"io.run_log=" + full}), false, MPI_COMM_SELF);
+  const std::string cp = "parallel.cp=" + std::to_string(P);
+  train(rt, config({"io.run_log=" + part, "io.checkpoint=" + ck, "train.stop_after=5", "train.zero=3", cp}), false);
+  if (rt.rank() == 0) train(rt, config({"io.run_log=" + part, "io.checkpoint=" + ck, "train.stop_after=4"}), true, MPI_COMM_SELF);
+  MPI_Barrier(rt.world());
+  train(rt, config({"io.run_log=" + part, "io.checkpoint=" + ck, "train.zero=2", cp, "train.activation=whole"}), true);
+  if (rt.rank() == 0) {
+    std::vector<double> a = losses(full), b = losses(part);
+    ASSERT_EQ(a.size(), 12u);
+    ASSERT_EQ(b.size(), 12u);
+    for (size_t i = 0; i < a.size(); ++i) EXPECT_NEAR(a[i], b[i], 1e-9 * std::fabs(a[i])) << "step " << i;
+    std::remove(full.c_str());
+    std::remove(part.c_str());
+    remove_checkpoints(ck);
+  }
+  MPI_Barrier(rt.world());
 }

@@ -9,6 +9,7 @@
 #include "kernels/rmsnorm.hpp"
 
 #include <cmath>
+#include <memory>
 
 namespace burst {
 
@@ -65,6 +66,13 @@ LlamaModel<T, Mem>::LlamaModel(const ModelConfig& cfg, std::shared_ptr<Attention
       grads_(llama_param_table(cfg), MemCategory::Grads, "grads") {
   cfg_.validate();
   BURST_CHECK_CONFIG(opt_.loss_chunk >= 0, "loss chunk = ", opt_.loss_chunk, " must be >= 0 (0: the plain LM head)");
+}
+
+template <class T, class Mem>
+void LlamaModel<T, Mem>::use_param_hooks(ParamHooks* hooks, bool params_per_unit, bool grads_per_unit) {
+  hooks_ = hooks;
+  if (params_per_unit) params_ = FlatTensors<T, Mem>::per_unit(params_.table());
+  if (grads_per_unit) grads_ = FlatTensors<T, Mem>::per_unit(grads_.table());
 }
 
 template <class T, class Mem>
@@ -188,10 +196,14 @@ typename LlamaModel<T, Mem>::V2 LlamaModel<T, Mem>::embed_and_layers(const Token
                                                                     V1& rstd_f, V2& hf, bool for_backward) {
   const long s = b.seq_len(), H = cfg_.hidden;
   V2 x = act2<T, Mem>("x0", s, H);
-  kernels::embedding_forward<T, Mem>(b.tokens, cv(params_.mat("model.embed_tokens.weight")), x);
+  {
+    Held p0(hooks_, 0);
+    kernels::embedding_forward<T, Mem>(b.tokens, cv(params_.mat("model.embed_tokens.weight")), x);
+  }
   acts.resize(cfg_.layers);
   for (int l = 0; l < cfg_.layers; ++l) {
     Phase ph("layer_forward");
+    Held pl(hooks_, l + 1);
     V2 xo = act2<T, Mem>("x_out", s, H);
     layer_forward(l, b, x, acts[l], xo);
     if (for_backward) {
@@ -204,6 +216,7 @@ typename LlamaModel<T, Mem>::V2 LlamaModel<T, Mem>::embed_and_layers(const Token
   }
   hf = act2<T, Mem>("h_final", s, H);
   rstd_f = V1(mem_label(MemCategory::Activations, "rstd_final"), s);
+  Held pn(hooks_, norm_unit());
   kernels::rmsnorm_forward<T, Mem>(x, params_.vec("model.norm.weight"), cfg_.rms_eps, hf, rstd_f);
   return x;
 }
@@ -213,6 +226,7 @@ template <class T, class Mem> void LlamaModel<T, Mem>::forward_logits(const Toke
   V1 rstd_f;
   V2 hf;
   embed_and_layers(b, acts, rstd_f, hf, false);
+  Held ph(hooks_, head_unit());
   const char* head = cfg_.tie_embeddings ? "model.embed_tokens.weight" : "lm_head.weight";
   gemm('N', 'T', 1, hf, params_.mat(head), 0, logits);
 }
@@ -275,9 +289,14 @@ template <class T, class Mem> StepLoss LlamaModel<T, Mem>::forward_backward(cons
   V2 hf;
   const bool grad = grad_norm > 0;
   V2 xL = embed_and_layers(b, acts, rstd_f, hf, grad);
+  if (forward_probe_) forward_probe_();
   const char* head = cfg_.tie_embeddings ? "model.embed_tokens.weight" : "lm_head.weight";
   V2 dhf = act2<T, Mem>("d.h_final", grad ? s : 0, grad ? H : 0);
   kernels::LossSum ls;
+  // The head and final norm units, held until the final norm's backward.
+  auto p_head = std::make_unique<Held>(hooks_, head_unit());
+  auto p_norm = std::make_unique<Held>(hooks_, norm_unit());
+  if (grad) acquire_grads(head_unit()), acquire_grads(norm_unit());
   {
     Phase ph("lm_head_loss");
     if (opt_.loss_chunk > 0) {
@@ -298,13 +317,26 @@ template <class T, class Mem> StepLoss LlamaModel<T, Mem>::forward_backward(cons
   if (!grad) return {ls.sum, ls.valid};
   V2 dx = act2<T, Mem>("d.x", s, H);
   kernels::rmsnorm_backward<T, Mem>(dhf, xL, params_.vec("model.norm.weight"), rstd_f, dx, grads_.vec("model.norm.weight"));
+  dhf = V2();
+  release_grads(norm_unit());
+  // Tied embeddings: the head's gradients are the embedding's (unit 0),
+  // which stays held until the embedding's own backward has added to it.
+  if (!cfg_.tie_embeddings) release_grads(head_unit());
+  p_head.reset();
+  p_norm.reset();
   for (int l = cfg_.layers - 1; l >= 0; --l) {
+    Held pl(hooks_, l + 1);
+    acquire_grads(l + 1);
     recompute(l, b, acts[l]);
     Phase ph("layer_backward");
     layer_backward(l, b, acts[l], dx);
     acts[l] = LayerActs();  // free this layer's activations as soon as they are used
+    release_grads(l + 1);
   }
+  acquire_grads(0);
   kernels::embedding_backward<T, Mem>(b.tokens, dx, grads_.mat("model.embed_tokens.weight"));
+  release_grads(0);
+  if (cfg_.tie_embeddings) release_grads(0);
   return {ls.sum, ls.valid};
 }
 

@@ -14,6 +14,7 @@
 #include "model/params.hpp"
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -91,6 +92,20 @@ struct ModelOptions {
   long loss_chunk = 0;
 };
 
+// Where a unit's parameters and gradients come from (ZeRO; see
+// param_units): the model asks for a unit before it uses it and gives it back
+// after. Calls pair up and may nest; every rank of the group makes the same
+// calls in the same order (acquiring parameters and releasing gradients may
+// communicate).
+class ParamHooks {
+ public:
+  virtual ~ParamHooks() = default;
+  virtual void acquire_params(int unit) = 0;
+  virtual void release_params(int unit) = 0;
+  virtual void acquire_grads(int unit) = 0;
+  virtual void release_grads(int unit) = 0;
+};
+
 struct StepLoss {
   double sum = 0;  // sum of token losses
   long valid = 0;  // tokens with a label
@@ -111,7 +126,15 @@ template <class T, class Mem = DeviceMem> class LlamaModel {
   FlatTensors<T, Mem>& params() { return params_; }
   FlatTensors<T, Mem>& grads() { return grads_; }
   AttentionOp<T, Mem>& attention() { return *attn_; }
+  // Another attention (e.g. built for another sequence length).
+  void set_attention(std::shared_ptr<AttentionOp<T, Mem>> a) { attn_ = std::move(a); }
   const ModelOptions& options() const { return opt_; }
+  // ZeRO: the parameters and/or gradients held per unit by `hooks` (which
+  // must outlive the model's use of them); the flat buffers are freed.
+  void use_param_hooks(ParamHooks* hooks, bool params_per_unit, bool grads_per_unit);
+  // For tests: called at the end of forward_backward's forward, before the
+  // LM head (to read what the activation policy kept).
+  void set_forward_probe(std::function<void()> f) { forward_probe_ = std::move(f); }
 
   // Forward and backward of the mean loss over `grad_norm` tokens (the
   // valid-label count of the whole step, which may span several sequences
@@ -143,9 +166,33 @@ template <class T, class Mem = DeviceMem> class LlamaModel {
   // layer's forward and backward until the length changes.
   Kokkos::View<double*, Layout, Mem> rope_freqs(long seq_len, double* attention_factor);
 
+  // A unit's parameters held for a scope (acquire / release through the hooks).
+  struct Held {
+    ParamHooks* h;
+    int u;
+    Held(ParamHooks* hooks, int unit) : h(hooks), u(unit) {
+      if (h) h->acquire_params(u);
+    }
+    ~Held() {
+      if (h) h->release_params(u);
+    }
+    Held(const Held&) = delete;
+    Held& operator=(const Held&) = delete;
+  };
+  void acquire_grads(int u) {
+    if (hooks_) hooks_->acquire_grads(u);
+  }
+  void release_grads(int u) {
+    if (hooks_) hooks_->release_grads(u);
+  }
+  int head_unit() const { return cfg_.tie_embeddings ? 0 : int(cfg_.layers) + 1; }
+  int norm_unit() const { return int(cfg_.layers) + 1; }
+
   ModelConfig cfg_;
   std::shared_ptr<AttentionOp<T, Mem>> attn_;
   ModelOptions opt_;
+  ParamHooks* hooks_ = nullptr;
+  std::function<void()> forward_probe_;
   FlatTensors<T, Mem> params_, grads_;
   long rope_len_ = -1;
   double rope_factor_ = 1.0;

@@ -15,10 +15,13 @@
 #include "train/checkpoint_files.hpp"
 #include "train/flops.hpp"
 #include "train/sequence_parallel.hpp"
+#include "train/memory_model.hpp"
+#include "train/zero.hpp"
 
 #include <unistd.h>
 
 #include <algorithm>
+#include <map>
 #include <cmath>
 #include <csignal>
 #include <cstdio>
@@ -51,11 +54,20 @@ ConfigSchema train_schema() {
       .integer("train.eval_every", 100, 0, 1 << 30, "steps between held-out evaluations (0 = only at the end)")
       .integer("train.eval_sequences", 32, 1, 1 << 20, "held-out sequences per evaluation")
       .integer("train.attention_window", 0, 0, 1 << 30, "restrict attention to a causal window (0 = full causal)")
+      .integer("train.short_steps", 0, 0, 100000000,
+               "curriculum: the first this many steps train on train.short_seq_len tokens (0 = off)")
+      .integer("train.short_seq_len", 128, 8, 1 << 24, "curriculum: tokens per sequence of the first train.short_steps steps")
+      .int_list("train.eval_seq_lens", {}, 8, 1 << 24,
+                "sequence lengths of the held-out evaluation (empty: train.seq_len); logged as eval_accuracy_<len>")
       .string("train.activation", "keep", {"keep", "full", "whole", "half"},
               "what a layer keeps for backward: keep (everything), full (its input; recompute with attention), whole (full + "
               "attention O and lse), half (full + O, lse of the second half of the tokens; striped layout)")
       .integer("train.loss_chunk", 0, 0, 1 << 30,
                "LM head fused with the loss, tokens per chunk (never an [s, V] logits buffer); 0 = the plain head")
+      .integer("train.zero", 0, 0, 3,
+               "ZeRO stage over all ranks: 1 shards the AdamW moments, 2 also the gradients, 3 also the parameters "
+               "(gathered a layer at a time)")
+      .boolean("train.offload", false, "AdamW moments and update in host memory (for GPU builds)")
       .integer("parallel.cp", 1, 1, 1 << 20,
                "sequence-parallel ranks per replica (must divide the rank count); the ranks / cp replicas are data parallel")
       .string("parallel.method", "burst", {"ring", "burst", "loongtrain", "ulysses", "usp", "allgather"},
@@ -135,7 +147,7 @@ template <class T> struct TrainerImpl {
   ModelConfig mc;
   data::PasskeyTask task;
   std::unique_ptr<LlamaModel<T, Mem>> model;
-  FlatTensors<T, Mem> m, v;
+  std::unique_ptr<ZeroState<T>> zero;  // the optimizer's state and where gradients go
   long step = 0;
 
   TrainerImpl(Runtime& r, const Config& c, MPI_Comm cm) : rt(r), cfg(c), comm(cm) {
@@ -158,10 +170,17 @@ template <class T> struct TrainerImpl {
     ModelOptions mo;
     mo.policy = parse_act_policy(cfg.get_string("train.activation"));
     mo.loss_chunk = cfg.get_int("train.loss_chunk");
-    model = std::make_unique<LlamaModel<T, Mem>>(mc, make_attention_op(mo.policy), mo);
-    m = FlatTensors<T, Mem>(model->params().table(), MemCategory::Optimizer, "adam.m");
-    v = FlatTensors<T, Mem>(model->params().table(), MemCategory::Optimizer, "adam.v");
+    for (long len : run_lengths()) {
+      data::PasskeyTask t = task;
+      t.seq_len = len;
+      t.validate();
+      setups[len] = make_setup(mo.policy, len);
+    }
+    model = std::make_unique<LlamaModel<T, Mem>>(mc, setups.at(task.seq_len).op, mo);
+    use_length(task.seq_len);
+    attn_description = setups.at(task.seq_len).description;
     init_params(model->params(), std::uint64_t(cfg.get_int("train.seed")), cfg.get_real("model.init_std"));
+    zero = std::make_unique<ZeroState<T>>(*model, int(cfg.get_int("train.zero")), cfg.get_bool("train.offload"), comm);
     check_output_dir(cfg, "io.run_log");
     check_output_dir(cfg, "io.checkpoint");
     if (cfg.get_string("debug.fault") != "none")
@@ -174,8 +193,50 @@ template <class T> struct TrainerImpl {
   }
 
   // Attention of one process (cp = 1), or a distributed method over the cp
-  // ranks of this replica.
-  std::shared_ptr<AttentionOp<T, Mem>> make_attention_op(ActPolicy policy) {
+  // ranks of this replica, for sequences of `seq` tokens.
+  struct LengthSetup {
+    std::shared_ptr<AttentionOp<T, Mem>> op;
+    const parallel::SeqLayout* layout = nullptr;
+    std::string description = "local attention";
+  };
+  std::map<long, LengthSetup> setups;  // by sequence length (training, short curriculum, evaluation)
+
+  // Switch the model, the task and the layout to sequences of `seq` tokens
+  // (built at start-up for every length the run uses).
+  void use_length(long seq) {
+    const LengthSetup& ls = setups.at(seq);
+    model->set_attention(ls.op);
+    layout = ls.layout;
+    task.seq_len = seq;
+  }
+
+  // Every length this run trains or evaluates at.
+  std::vector<long> run_lengths() const {
+    std::vector<long> ls = {cfg.get_int("train.seq_len")};
+    if (cfg.get_int("train.short_steps") > 0) ls.push_back(cfg.get_int("train.short_seq_len"));
+    for (auto l : cfg.get_int_list("train.eval_seq_lens")) ls.push_back(long(l));
+    std::sort(ls.begin(), ls.end());
+    ls.erase(std::unique(ls.begin(), ls.end()), ls.end());
+    return ls;
+  }
+  long train_length(long at_step) const {
+    return at_step < cfg.get_int("train.short_steps") ? cfg.get_int("train.short_seq_len") : cfg.get_int("train.seq_len");
+  }
+  std::vector<long> eval_lengths() const {
+    std::vector<long> ls;
+    for (auto l : cfg.get_int_list("train.eval_seq_lens")) ls.push_back(long(l));
+    if (ls.empty()) ls.push_back(cfg.get_int("train.seq_len"));
+    return ls;
+  }
+
+  LengthSetup make_setup(ActPolicy policy, long seq) {
+    LengthSetup ls;
+    ls.op = make_attention_op(policy, seq, &ls.layout, &ls.description);
+    return ls;
+  }
+
+  std::shared_ptr<AttentionOp<T, Mem>> make_attention_op(ActPolicy policy, long seq, const parallel::SeqLayout** lay_out,
+                                                         std::string* description) {
     const double scale = 1.0 / std::sqrt(double(mc.head_dim));
     const long window = cfg.get_int("train.attention_window");
     if (mesh->cp == 1) return std::make_shared<LocalAttention<T, Mem>>(scale, window);
@@ -195,13 +256,14 @@ template <class T> struct TrainerImpl {
                 : policy == ActPolicy::Half  ? parallel::LayoutKind::Striped
                 : window > 0                 ? parallel::LayoutKind::Contiguous
                                              : parallel::LayoutKind::Zigzag;
-    pb.seq = task.seq_len;
+    pb.seq = seq;
     pb.heads = mc.heads, pb.kv_heads = mc.kv_heads, pb.head_dim = mc.head_dim, pb.scale = scale;
     auto sp = std::make_shared<SequenceParallelAttention<T>>(ao, pb, mesh, rt.topology(), policy == ActPolicy::Half);
-    layout = &sp->shards();
-    attn_description = sp->method().describe();
-    if (rank == 0 && layout->padding() > 0)
-      std::printf("layout %s pads %ld slots over %d cp ranks\n", parallel::layout_name(pb.layout), layout->padding(), mesh->cp);
+    *lay_out = &sp->shards();
+    *description = sp->method().describe();
+    if (rank == 0 && sp->shards().padding() > 0)
+      std::printf("layout %s pads %ld slots of %ld tokens over %d cp ranks\n", parallel::layout_name(pb.layout),
+                  sp->shards().padding(), seq, mesh->cp);
     return sp;
   }
 
@@ -212,26 +274,29 @@ template <class T> struct TrainerImpl {
   // Collective: rank 0 writes (data-parallel replicas hold identical state),
   // and nobody returns before the file is in place.
   void save_checkpoint(const std::string& path) {
-    if (rank == 0) write_checkpoint(path);
+    // Whole tensors, gathered from the ZeRO shards (collective).
+    const std::vector<T> params = zero->gather_full("params"), mom = zero->gather_full("optim/m"),
+                         var = zero->gather_full("optim/v");
+    if (rank == 0) write_checkpoint(path, params, mom, var);
     barrier_bounded(comm, "checkpoint barrier");
   }
 
   // Into its step file through a temporary (a kill mid-write keeps every
   // earlier checkpoint), then published at `path` and the old ones pruned.
-  void write_checkpoint(const std::string& path) {
+  void write_checkpoint(const std::string& path, const std::vector<T>& params, const std::vector<T>& mom,
+                        const std::vector<T>& var) {
     const std::string file = checkpoint_step_path(path, step), tmp = file + ".tmp";
     {
       io::H5File f = io::H5File::create(tmp);
-      auto write_all = [&](const std::string& group, FlatTensors<T, Mem>& t) {
-        auto h = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), t.flat());
-        for (const ParamInfo& p : t.table()) {
+      auto write_all = [&](const std::string& group, const std::vector<T>& flat) {
+        for (const ParamInfo& p : model->params().table()) {
           io::Dims dims(p.shape.begin(), p.shape.end());
-          write_checked(f, group + "/" + p.name, h.data() + p.offset, dims);
+          write_checked(f, group + "/" + p.name, flat.data() + p.offset, dims);
         }
       };
-      write_all("params", model->params());
-      write_all("optim/m", m);
-      write_all("optim/v", v);
+      write_all("params", params);
+      write_all("optim/m", mom);
+      write_all("optim/v", var);
       f.set_attr("/", "format_version", kCheckpointFormat);
       f.set_attr("/", "step", std::int64_t(step));
       f.set_attr("/", "seed", cfg.get_int("train.seed"));
@@ -258,19 +323,21 @@ template <class T> struct TrainerImpl {
     const std::string theirs = f.attr_string("/", "model_config"), ours = model_to_hf_json(mc);
     BURST_CHECK_INPUT(theirs == ours, "checkpoint '", path, "' holds another model: ",
                       model_from_hf_json(theirs, path).describe(), "; this run is ", mc.describe());
-    auto read_all = [&](const std::string& group, FlatTensors<T, Mem>& t) {
-      auto h = Kokkos::create_mirror_view(t.flat());
-      for (const ParamInfo& p : t.table()) {
+    // Whole tensors, each rank keeping its ZeRO shard of them.
+    auto read_all = [&](const std::string& group) {
+      std::vector<T> flat(static_cast<size_t>(model->params().size()));
+      for (const ParamInfo& p : model->params().table()) {
         std::vector<T> x = read_checked<T>(f, group + "/" + p.name);
         BURST_CHECK_INPUT(long(x.size()) == p.size, "checkpoint '", path, "': ", group, "/", p.name, " has ", x.size(),
                           " values, expected ", p.size);
-        std::copy(x.begin(), x.end(), h.data() + p.offset);
+        std::copy(x.begin(), x.end(), flat.begin() + p.offset);
       }
-      Kokkos::deep_copy(t.flat(), h);
+      return flat;
     };
-    read_all("params", model->params());
-    read_all("optim/m", m);
-    read_all("optim/v", v);
+    const std::vector<T> params = read_all("params"), mom = read_all("optim/m"), var = read_all("optim/v");
+    zero->scatter_full("params", params);
+    zero->scatter_full("optim/m", mom);
+    zero->scatter_full("optim/v", var);
     step = long(f.attr_int("/", "step"));
   }
 
@@ -309,13 +376,17 @@ template <class T> struct TrainerImpl {
     const long nseq = cfg.get_int("train.eval_sequences");
     double loss = 0, correct = 0, count = 0;
     // Sequences over the replicas; each cp rank scores its own slots.
-    for (long i = mesh->dp_rank; i < nseq; i += mesh->dp) {
-      const LocalSequence s = local(task.make(std::uint64_t(cfg.get_int("train.seed")), 1, std::uint64_t(i)));
+    // Every replica makes the same number of forward passes (ZeRO-3 gathers
+    // parameters collectively); a replica past the end re-scores nothing.
+    for (long r = 0; r < (nseq + mesh->dp - 1) / mesh->dp; ++r) {
+      const long i = r * mesh->dp + mesh->dp_rank;
+      const bool score = i < nseq;
+      const LocalSequence s = local(task.make(std::uint64_t(cfg.get_int("train.seed")), 1, std::uint64_t(score ? i : 0)));
       const long slots = long(s.tokens.size());
       Kokkos::View<T**, Layout, Mem> logits(mem_label(MemCategory::Activations, "eval.logits"), slots, mc.vocab);
       model->forward_logits(to_device(s), logits);
       auto h = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), logits);
-      for (long t = 0; t < slots; ++t) {
+      for (long t = 0; t < slots && score; ++t) {
         if (s.labels[t] == kernels::kIgnoreIndex) continue;
         double mx = h(t, 0);
         long arg = 0;
@@ -352,23 +423,15 @@ template <class T> struct TrainerImpl {
       if (fault == "stop") std::raise(SIGSTOP);
       while (fault == "hang") sleep(1);
     }
-    if (step == cfg.get_int("debug.inject_nan_step") && rank == 0) {
-      auto g = model->grads().vec(cfg.get_string("debug.inject_nan_tensor"));
-      Kokkos::deep_copy(Kokkos::subview(g, 0), std::numeric_limits<T>::quiet_NaN());
-    }
+    if (step == cfg.get_int("debug.inject_nan_step")) zero->inject_nan(cfg.get_string("debug.inject_nan_tensor"));
   }
 
   // The first tensor whose (all-reduced, so global) gradient is not finite.
-  std::string nonfinite_tensor() {
-    for (const ParamInfo& p : model->grads().table()) {
-      auto g = model->grads().vec(p.name);
-      if (!std::isfinite(kernels::sum_squares<T, Mem>(g))) return "the gradient of " + p.name;
-    }
-    return "the loss";
-  }
+  std::string nonfinite_tensor() { return zero->first_nonfinite(); }
 
   StepStats train_step(PhaseTimes& times) {
     const long batch = local_batch;
+    use_length(train_length(step));
     const std::uint64_t seed = std::uint64_t(cfg.get_int("train.seed"));
     std::vector<LocalSequence> seqs;
     long valid = 0;
@@ -383,7 +446,7 @@ template <class T> struct TrainerImpl {
     }
     // The mean is over the valid tokens of the whole step, on every replica.
     const long global_valid = allreduce_sum(valid, comm, "token-count all-reduce");
-    Kokkos::deep_copy(model->grads().flat(), T(0));
+    zero->zero_grads();
     double loss_sum = 0;
     {
       Phase ph("forward_backward", &times, true);
@@ -392,11 +455,11 @@ template <class T> struct TrainerImpl {
     inject_faults();
     {
       Phase ph("grad_allreduce", &times, true);
-      allreduce_sum(model->grads().flat(), comm, "gradient all-reduce");
+      zero->finish_grads();
     }
     loss_sum = allreduce_sum(loss_sum, comm, "loss all-reduce");
     Phase ph("optimizer", &times, true);
-    const double norm = std::sqrt(kernels::sum_squares<T, Mem>(model->grads().flat()));
+    const double norm = zero->grad_norm();
     const double lr = kernels::cosine_lr(step, cfg.get_int("train.warmup"), cfg.get_int("train.steps"),
                                          cfg.get_real("train.lr"), cfg.get_real("train.min_lr"));
     const long tokens = batch * task.seq_len * mesh->dp;  // of the step, all ranks
@@ -405,13 +468,9 @@ template <class T> struct TrainerImpl {
     if (!std::isfinite(norm) || !std::isfinite(loss_sum))
       return {loss_sum / double(global_valid), norm, lr, tokens, nonfinite_tensor()};
     const double clip = kernels::clip_factor(norm, cfg.get_real("train.grad_clip"));
-    if (clip != 1.0) kernels::scale_inplace<T, Mem>(model->grads().flat(), clip);
     kernels::AdamWParams hp{lr, cfg.get_real("train.beta1"), cfg.get_real("train.beta2"), cfg.get_real("train.eps"),
                             cfg.get_real("train.weight_decay")};
-    for (const ParamInfo& p : model->params().table()) {
-      kernels::adamw_step<T, Mem>(model->params().vec(p.name), model->grads().vec(p.name), m.vec(p.name), v.vec(p.name),
-                                  hp, step + 1, p.is_norm ? 0.0 : 1.0);
-    }
+    zero->step(hp, step + 1, clip);
     return {loss_sum / double(global_valid), norm, lr, tokens, ""};
   }
 
@@ -431,6 +490,31 @@ template <class T> struct TrainerImpl {
     }
     ++res.skipped_steps;
     if (rank == 0) std::printf("%s; skipped, %ld so far (train.on_nonfinite = skip)\n", what.c_str(), res.skipped_steps);
+  }
+
+  // The measured peaks of the first step beside the analytic model's.
+  void report_memory(const MemCounters& mem, io::H5File* logf) {
+    MemoryModelInput in;
+    in.model = mc;
+    in.slots = layout ? layout->local : task.seq_len;
+    in.scalar_bytes = int(sizeof(T));
+    in.policy = model->options().policy;
+    in.loss_chunk = model->options().loss_chunk;
+    in.zero_stage = zero->stage();
+    in.world = size;
+    const MemoryEstimate est = estimate_memory(in);
+    if (rank != 0) return;
+    std::string measured;
+    for (MemCategory c : {MemCategory::Params, MemCategory::Grads, MemCategory::Optimizer, MemCategory::Activations,
+                          MemCategory::Comm, MemCategory::Workspace})
+      measured += (measured.empty() ? "" : ", ") + std::string(mem_category_name(c)) + " " + format_bytes(mem.peak[int(c)]);
+    std::printf("memory per rank, first step: measured peak %s\n                  analytic model %s (comm and work: "
+                "the attention method's buffers, measured only)\n",
+                measured.c_str(), est.report().c_str());
+    if (logf)
+      for (int c = 0; c < kMemCategories; ++c)
+        if (est.bytes[size_t(c)] > 0)
+          logf->set_attr("/", std::string("mem_model_") + mem_category_name(MemCategory(c)), double(est.bytes[size_t(c)]));
   }
 
   TrainResult run(bool resume) {
@@ -466,9 +550,13 @@ template <class T> struct TrainerImpl {
       logf->set_attr("/", "attention", mesh->cp > 1 ? cfg.get_string("parallel.method") : std::string("local"));
       logf->set_attr("/", "activation", cfg.get_string("train.activation"));
       logf->set_attr("/", "loss_chunk", cfg.get_int("train.loss_chunk"));
+      logf->set_attr("/", "zero", cfg.get_int("train.zero"));
     }
     if (rank == 0) {
       std::printf("model %s\n", mc.describe().c_str());
+      if (cfg.get_int("train.short_steps") > 0)
+        std::printf("curriculum: the first %ld steps on %ld tokens\n", cfg.get_int("train.short_steps"),
+                    cfg.get_int("train.short_seq_len"));
       std::printf("task passkey: %ld tokens, %ld digits (chance loss ln 10 = %.3f); %d replica(s) x %ld sequences per step\n",
                   task.seq_len, task.digits, std::log(10.0), mesh->dp, local_batch);
       if (mesh->cp > 1)
@@ -477,7 +565,6 @@ template <class T> struct TrainerImpl {
                     cfg.get_string("train.activation").c_str(), cfg.get_int("train.loss_chunk"));
       std::fflush(stdout);
     }
-    const double flops_per_seq = paper_flops(mc, double(task.seq_len), true);
     const long log_every = cfg.get_int("train.log_every"), eval_every = cfg.get_int("train.eval_every");
     const long ckpt_every = cfg.get_int("io.checkpoint_every");
     TrainResult res;
@@ -500,6 +587,7 @@ template <class T> struct TrainerImpl {
       std::vector<std::pair<std::string, double>> row = {
           {"step", double(step - 1)}, {"loss", st.loss}, {"lr", st.lr}, {"grad_norm", st.grad_norm},
           {"skipped", st.nonfinite.empty() ? 0.0 : 1.0}, {"seconds", secs}, {"tokens_per_s", double(st.tokens) / secs}};
+      const double flops_per_seq = paper_flops(mc, double(task.seq_len), true);
       const double gflops = flops_per_seq * double(local_batch) / double(mesh->cp) / secs / 1e9;  // per rank
       row.push_back({"gflops_per_rank", gflops});
       row.push_back({"mfu", gflops / 224.0});
@@ -507,20 +595,34 @@ template <class T> struct TrainerImpl {
                                                                                                        : MemSpaceKind::Device);
       for (int c = 0; c < kMemCategories; ++c)
         row.push_back({std::string("mem_peak_") + mem_category_name(MemCategory(c)), double(mem.peak[c])});
+      if (step - 1 == start) report_memory(mem, logf.get());
       for (auto& [name, ps] : times.table()) row.push_back({"time_" + name, ps.seconds});
       const bool do_eval = (eval_every > 0 && step % eval_every == 0) || step == steps;
+      std::string eval_line;
       if (do_eval) {
-        auto [el, ea] = evaluate();
-        res.eval_loss = el, res.eval_accuracy = ea;
-        row.push_back({"eval_loss", el});
-        row.push_back({"eval_accuracy", ea});
+        // At every evaluation length; eval_loss / eval_accuracy are the worst of them.
+        res.eval_loss = -1, res.eval_accuracy = 2;
+        for (long len : eval_lengths()) {
+          use_length(len);
+          auto [el, ea] = evaluate();
+          res.eval_loss = std::max(res.eval_loss, el), res.eval_accuracy = std::min(res.eval_accuracy, ea);
+          row.push_back({"eval_loss_" + std::to_string(len), el});
+          row.push_back({"eval_accuracy_" + std::to_string(len), ea});
+          char buf[96];
+          std::snprintf(buf, sizeof buf, " | held-out@%ld loss %.4f acc %.3f", len, el, ea);
+          eval_line += buf;
+        }
+        row.push_back({"eval_loss", res.eval_loss});
+        row.push_back({"eval_accuracy", res.eval_accuracy});
       }
       if (log) log->append(row);
       if (rank == 0 && (step % log_every == 0 || step == steps || do_eval)) {
         const double done = double(step - start), eta = wall.seconds() / done * double(stop_at - step);
-        std::printf("step %6ld/%ld | loss %.4f | lr %.2e | |g| %.3f | %.0f tok/s | ETA %.0fs", step, steps, st.loss, st.lr,
+        const int bar = int(20.0 * double(step) / double(steps));  // the line still starts with "step" (scripts read it)
+        std::printf("step %6ld/%ld [%s%s] | loss %.4f | lr %.2e | |g| %.3f | %.0f tok/s | ETA %.0fs", step, steps,
+                    std::string(size_t(bar), '#').c_str(), std::string(size_t(20 - bar), '.').c_str(), st.loss, st.lr,
                     st.grad_norm, double(st.tokens) / secs, eta);
-        if (do_eval) std::printf(" | held-out loss %.4f acc %.3f", res.eval_loss, res.eval_accuracy);
+        std::printf("%s", eval_line.c_str());
         std::printf("\n");
         std::fflush(stdout);
       }

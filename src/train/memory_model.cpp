@@ -1,0 +1,72 @@
+#include "train/memory_model.hpp"
+
+#include "model/params.hpp"
+
+#include <algorithm>
+
+namespace burst {
+
+MemoryEstimate estimate_memory(const MemoryModelInput& in) {
+  const ModelConfig& c = in.model;
+  const std::int64_t e = in.scalar_bytes, s = in.slots, H = c.hidden, n = c.heads, kv = c.kv_heads, d = c.head_dim,
+                     F = c.ffn, V = c.vocab, L = c.layers, g = c.mlp == MlpKind::SwiGLU ? 1 : 0;
+  MemoryEstimate m;
+  // ---- activations (layer_forward / layer_backward / forward_backward in model/llama.cpp)
+  const std::int64_t X = e * s * H;                    // one residual-stream tensor
+  const std::int64_t OL = e * s * (n * d + n);         // attention O and lse
+  const std::int64_t A = e * s * (3 * H + 2 + n * d + 2 * kv * d + (2 + g) * F) + OL;  // a layer's acts, not its input/output
+  const std::int64_t batch = s * (4 + 4 + 8);          // tokens, labels (int32), positions (int64)
+  std::int64_t kept = 0;                               // per layer, beside its output
+  std::int64_t recompute = 0;                          // what the top layer's recompute allocates
+  switch (in.policy) {
+    case ActPolicy::Keep: kept = A; break;
+    case ActPolicy::Full: recompute = A; break;
+    case ActPolicy::Whole: kept = OL, recompute = A - OL; break;
+    case ActPolicy::Half: kept = e * (s - s / 2) * (n * d + n), recompute = A; break;
+  }
+  m.kept_per_layer = kept + X;
+  const std::int64_t held = batch + X + L * (kept + X);  // x0, and each layer's output + what it keeps
+  const std::int64_t forward = held - kept + A;          // the last layer before it drops what it need not keep
+  const std::int64_t head_out = X + e * s;               // final norm output and rstd
+  const std::int64_t chunk = in.loss_chunk > 0 ? std::min<std::int64_t>(in.loss_chunk, s) : 0;
+  const std::int64_t head = held + head_out + X /* dh_final */ + (chunk > 0 ? e * chunk * (V + 1) : e * s * (2 * V + 1));
+  // (local attention's D [s, n] lives only inside attention's backward, before
+  // d.h1 [s, H] >= it exists: it never raises the peak)
+  const std::int64_t temps = e * s * ((2 + g) * F + 3 * H + 2 * n * d + 2 * kv * d);
+  const std::int64_t backward = held + head_out + X /* dx */ + recompute + temps;
+  m.bytes[int(MemCategory::Activations)] = std::max({forward, head, backward});
+
+  // ---- parameters, gradients, optimizer (train/zero.cpp)
+  const std::vector<ParamInfo> table = llama_param_table(c);
+  const std::vector<UnitInfo> units = param_units(table);
+  const std::int64_t N = table.back().offset + table.back().size, W = in.world;
+  std::int64_t shard = 0, unit_max = 0, layer_max = 0;
+  std::vector<std::int64_t> buf;  // a gathered unit: W equal chunks
+  for (const UnitInfo& u : units) {
+    const std::int64_t ch = (u.size + W - 1) / W;
+    shard += ch;
+    buf.push_back(e * ch * W);
+    unit_max = std::max(unit_max, buf.back());
+  }
+  for (std::int64_t l = 1; l <= L; ++l) layer_max = std::max(layer_max, buf[size_t(l)]);
+  const std::int64_t first = buf.front(), last = buf.back();
+  // Units held together: the head's with the final norm's (one unit unless
+  // tied), and with tied embeddings unit 0 held through the whole backward.
+  const std::int64_t params_held = c.tie_embeddings ? std::max(unit_max, first + last) : unit_max;
+  const std::int64_t grads_held = c.tie_embeddings ? first + std::max(last, layer_max) : unit_max;
+  m.bytes[int(MemCategory::Params)] = in.zero_stage >= 3 ? e * shard + params_held : e * N;
+  m.bytes[int(MemCategory::Grads)] = in.zero_stage >= 2 ? e * shard + grads_held : e * N;
+  m.bytes[int(MemCategory::Optimizer)] = 2 * e * (in.zero_stage >= 1 ? shard : N);
+  return m;
+}
+
+std::string MemoryEstimate::report() const {
+  std::string r;
+  for (int c = 0; c < kMemCategories; ++c) {
+    if (bytes[size_t(c)] == 0) continue;
+    r += (r.empty() ? "" : ", ") + std::string(mem_category_name(MemCategory(c))) + " " + format_bytes(bytes[size_t(c)]);
+  }
+  return r;
+}
+
+}  // namespace burst

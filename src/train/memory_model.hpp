@@ -1,0 +1,42 @@
+// The analytic memory model of one training step on one rank: what the
+// engine allocates, by category, derived from the shapes (not measured).
+// The trainer prints it beside the measured peaks of the memory tracker,
+// and tests hold the two within 10% for every activation policy.
+//
+// Activations: the bytes each policy keeps per layer between forward and
+// backward, plus the largest of three moments: the end of the forward, the
+// LM head (a [s, V] logits + gradient pair, or one chunk of the fused head),
+// and the top layer's backward (its recompute and backward temporaries).
+// Parameters, gradients, optimizer: whole, or the ZeRO shard plus the units
+// gathered at once. Attention's ring buffers (comm) and work buffers are
+// the method's and are reported as measured.
+#pragma once
+
+#include "core/memory.hpp"
+#include "model/llama.hpp"
+
+#include <array>
+#include <cstdint>
+#include <string>
+
+namespace burst {
+
+struct MemoryModelInput {
+  ModelConfig model;
+  long slots = 0;            // tokens (slots) of this rank's sequence shard
+  int scalar_bytes = 4;      // sizeof(T)
+  ActPolicy policy = ActPolicy::Keep;
+  long loss_chunk = 0;       // 0: the plain head
+  int zero_stage = 0;
+  int world = 1;             // ZeRO group size
+};
+
+struct MemoryEstimate {
+  std::array<std::int64_t, kMemCategories> bytes{};  // peak per category
+  std::int64_t kept_per_layer = 0;                   // activations a layer keeps for backward
+  std::string report() const;                        // "params 1.2 MiB, grads ..., activations ..."
+};
+
+MemoryEstimate estimate_memory(const MemoryModelInput& in);
+
+}  // namespace burst

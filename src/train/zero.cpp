@@ -1,0 +1,303 @@
+#include "train/zero.hpp"
+
+#include "comm/collectives.hpp"
+#include "comm/communicator.hpp"
+#include "core/error.hpp"
+#include "core/memory.hpp"
+
+#include <cmath>
+#include <limits>
+
+namespace burst {
+
+namespace {
+
+template <class T> using U1 = Kokkos::View<T*, Layout, DeviceMem, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
+template <class T> U1<T> sub(const Kokkos::View<T*, Layout, DeviceMem>& v, long off, long n) {
+  return U1<T>(v.data() + off, size_t(n));
+}
+
+// f(send, recv) on host pointers: device views are staged through host copies.
+template <class T, class F> void on_host(const U1<T>& send, const U1<T>& recv, F f) {
+  Kokkos::fence();
+  if constexpr (Kokkos::SpaceAccessibility<HostMem, DeviceMem>::accessible) {
+    f(send.data(), recv.data());
+  } else {
+    auto hs = Kokkos::create_mirror_view_and_copy(HostMem(), send);
+    auto hr = Kokkos::create_mirror_view(recv);
+    f(hs.data(), hr.data());
+    Kokkos::deep_copy(recv, hr);
+  }
+}
+
+template <class T> using HU1 = Kokkos::View<T*, Layout, HostMem, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
+template <class T> HU1<T> hsub(const Kokkos::View<T*, Layout, HostMem>& v, long off, long n) { return HU1<T>(v.data() + off, size_t(n)); }
+
+template <class T> void count_bytes(const char* op, std::int64_t bytes) { CommStats::get().add_bytes("zero", op, bytes); }
+
+}  // namespace
+
+template <class T>
+ZeroState<T>::ZeroState(LlamaModel<T, Mem>& model, int stage, bool offload, MPI_Comm comm)
+    : model_(model), stage_(stage), offload_(offload), comm_(comm) {
+  BURST_CHECK_CONFIG(stage >= 0 && stage <= 3, "train.zero = ", stage, " is not a ZeRO stage (0, 1, 2, 3)");
+  MPI_Comm_rank(comm, &rank_);
+  MPI_Comm_size(comm, &size_);
+  for (const UnitInfo& u : model.params().units()) {
+    Chunk c;
+    c.begin = u.begin, c.len = u.size;
+    c.chunk = (u.size + size_ - 1) / size_;
+    c.shard_off = shard_;
+    shard_ += c.chunk;
+    units_.push_back(c);
+  }
+  p_held_.assign(units_.size(), 0);
+  g_held_.assign(units_.size(), 0);
+  const long n = stage_ == 0 ? model.params().size() : shard_;
+  if (offload_) {
+    hm_ = H1(mem_label(MemCategory::Optimizer, "adam.m_host"), size_t(n));
+    hv_ = H1(mem_label(MemCategory::Optimizer, "adam.v_host"), size_t(n));
+  } else {
+    m_ = V1(mem_label(MemCategory::Optimizer, "adam.m"), size_t(n));
+    v_ = V1(mem_label(MemCategory::Optimizer, "adam.v"), size_t(n));
+  }
+  if (stage_ >= 3) {  // the master copy of the parameters: this rank's chunks
+    p_shard_ = V1(mem_label(MemCategory::Params, "zero_shard"), size_t(shard_));
+    const auto flat = model.params().flat();
+    for (size_t u = 0; u < units_.size(); ++u) {
+      const long lo = own_lo(int(u)), hi = own_hi(int(u));
+      if (hi > lo) Kokkos::deep_copy(sub(p_shard_, units_[u].shard_off, hi - lo), sub(flat, units_[u].begin + lo, hi - lo));
+    }
+  }
+  if (stage_ >= 2) g_shard_ = V1(mem_label(MemCategory::Grads, "zero_shard"), size_t(shard_));
+  if (stage_ >= 2) model.use_param_hooks(this, stage_ >= 3, true);
+}
+
+template <class T> ZeroState<T>::~ZeroState() {
+  if (stage_ >= 2) model_.use_param_hooks(nullptr, false, false);
+}
+
+template <class T> typename ZeroState<T>::V1 ZeroState<T>::shard_view(const V1& shard, int u) const {
+  return sub(shard, units_[size_t(u)].shard_off, units_[size_t(u)].chunk);
+}
+
+// f(tensor, global offset, count, shard position) for every piece of a
+// tensor that lies in this rank's chunks.
+template <class T> template <class F> void ZeroState<T>::for_each_owned_tensor(F f) const {
+  for (const ParamInfo& p : model_.params().table()) {
+    const Chunk& c = units_[size_t(p.unit)];
+    const long lo = c.begin + own_lo(p.unit), hi = c.begin + own_hi(p.unit);
+    const long a = std::max(lo, p.offset), b = std::min(hi, p.offset + p.size);
+    if (b > a) f(p, a, b - a, c.shard_off + (a - lo));
+  }
+}
+
+template <class T> void ZeroState<T>::all_gather_unit(int u, const V1& chunk, const V1& out) {
+  const Chunk& c = units_[size_t(u)];
+  count_bytes<T>("all_gather", c.chunk * std::int64_t(sizeof(T)));
+  on_host<T>(U1<T>(chunk.data(), size_t(c.chunk)), U1<T>(out.data(), size_t(c.chunk * size_)),
+             [&](const T* s, T* r) { allgather_host(s, r, c.chunk, comm_, "ZeRO parameter all-gather"); });
+}
+
+template <class T> void ZeroState<T>::acquire_params(int u) {
+  if (stage_ < 3 || p_held_[size_t(u)]++ > 0) return;
+  // Every rank's chunk in rank order is the unit itself (padding at its end).
+  V1 buf(Kokkos::view_alloc(Kokkos::WithoutInitializing, mem_label(MemCategory::Params, "unit")),
+         size_t(units_[size_t(u)].chunk * size_));
+  all_gather_unit(u, shard_view(p_shard_, u), buf);
+  model_.params().set_unit(u, buf);
+}
+
+template <class T> void ZeroState<T>::release_params(int u) {
+  if (stage_ < 3) return;
+  BURST_CHECK(p_held_[size_t(u)] > 0, ErrorKind::Internal, "ZeRO: parameters of unit ", u, " released twice");
+  if (--p_held_[size_t(u)] == 0) model_.params().drop_unit(u);
+}
+
+template <class T> void ZeroState<T>::acquire_grads(int u) {
+  if (stage_ < 2 || g_held_[size_t(u)]++ > 0) return;
+  model_.grads().set_unit(u, V1(mem_label(MemCategory::Grads, "unit"), size_t(units_[size_t(u)].chunk * size_)));
+}
+
+template <class T> void ZeroState<T>::release_grads(int u) {
+  if (stage_ < 2) return;
+  BURST_CHECK(g_held_[size_t(u)] > 0, ErrorKind::Internal, "ZeRO: gradients of unit ", u, " released twice");
+  if (--g_held_[size_t(u)] > 0) return;
+  const Chunk& c = units_[size_t(u)];
+  V1 mine(Kokkos::view_alloc(Kokkos::WithoutInitializing, mem_label(MemCategory::Comm, "zero_reduce")), size_t(c.chunk));
+  count_bytes<T>("reduce_scatter", c.chunk * size_ * std::int64_t(sizeof(T)));
+  const V1 buf = model_.grads().unit(u);
+  on_host<T>(U1<T>(buf.data(), buf.extent(0)), U1<T>(mine.data(), mine.extent(0)),
+             [&](const T* s, T* r) { reduce_scatter_sum_host(s, r, c.chunk, comm_, "ZeRO gradient reduce-scatter"); });
+  model_.grads().drop_unit(u);
+  const auto acc = sub(g_shard_, c.shard_off, c.chunk);
+  Kokkos::parallel_for(
+      "burst::zero_accumulate", Kokkos::RangePolicy<ExecSpace>(0, c.chunk), KOKKOS_LAMBDA(const long i) { acc(i) += mine(i); });
+}
+
+template <class T> void ZeroState<T>::zero_grads() {
+  if (stage_ >= 2)
+    Kokkos::deep_copy(g_shard_, T(0));
+  else
+    Kokkos::deep_copy(model_.grads().flat(), T(0));
+}
+
+template <class T> void ZeroState<T>::finish_grads() {
+  if (stage_ >= 2) return;
+  count_bytes<T>("all_reduce", model_.grads().size() * std::int64_t(sizeof(T)));
+  allreduce_sum(model_.grads().flat(), comm_, "gradient all-reduce");
+}
+
+template <class T> double ZeroState<T>::grad_norm() {
+  if (stage_ < 2) return std::sqrt(kernels::sum_squares<T, Mem>(model_.grads().flat()));
+  return std::sqrt(allreduce_sum(kernels::sum_squares<T, Mem>(g_shard_), comm_, "ZeRO gradient-norm all-reduce"));
+}
+
+template <class T> std::string ZeroState<T>::first_nonfinite() {
+  const auto& table = model_.params().table();
+  long first = long(table.size());
+  if (stage_ < 2) {
+    for (size_t k = 0; k < table.size() && first == long(table.size()); ++k)
+      if (!std::isfinite(kernels::sum_squares<T, Mem>(model_.grads().vec(table[k].name)))) first = long(k);
+  } else {
+    long k = 0;
+    for_each_owned_tensor([&](const ParamInfo& p, long, long n, long pos) {
+      while (table[size_t(k)].name != p.name) ++k;
+      if (k < first && !std::isfinite(kernels::sum_squares<T, Mem>(sub(g_shard_, pos, n)))) first = k;
+    });
+    first = allreduce_min(first, comm_, "ZeRO non-finite search");
+  }
+  return first < long(table.size()) ? "the gradient of " + table[size_t(first)].name : "the loss";
+}
+
+template <class T> void ZeroState<T>::inject_nan(const std::string& name) {
+  const ParamInfo& p = model_.params().info(name);
+  const T nan = std::numeric_limits<T>::quiet_NaN();
+  if (stage_ < 2) {
+    if (rank_ == 0) Kokkos::deep_copy(sub(model_.grads().flat(), p.offset, 1), nan);
+    return;
+  }
+  const Chunk& c = units_[size_t(p.unit)];
+  const long idx = p.offset - c.begin;
+  if (idx / c.chunk == rank_) Kokkos::deep_copy(sub(g_shard_, c.shard_off + idx % c.chunk, 1), nan);
+}
+
+template <class T> void ZeroState<T>::step(const kernels::AdamWParams& hp, long t, double clip) {
+  auto& params = model_.params();
+  auto& grads = model_.grads();
+  if (stage_ == 0) {
+    if (clip != 1.0) kernels::scale_inplace<T, Mem>(grads.flat(), clip);
+    for (const ParamInfo& p : params.table()) {
+      if (offload_) {
+        auto hp_ = Kokkos::create_mirror_view_and_copy(HostMem(), params.vec(p.name));
+        auto hg = Kokkos::create_mirror_view_and_copy(HostMem(), grads.vec(p.name));
+        kernels::adamw_step<T, HostMem>(hp_, hg, hsub(hm_, p.offset, p.size), hsub(hv_, p.offset, p.size), hp, t,
+                                        p.is_norm ? 0.0 : 1.0);
+        Kokkos::deep_copy(params.vec(p.name), hp_);
+      } else {
+        kernels::adamw_step<T, Mem>(params.vec(p.name), grads.vec(p.name), sub(m_, p.offset, p.size), sub(v_, p.offset, p.size),
+                                    hp, t, p.is_norm ? 0.0 : 1.0);
+      }
+    }
+    return;
+  }
+  if (clip != 1.0) kernels::scale_inplace<T, Mem>(stage_ == 1 ? grads.flat() : g_shard_, clip);
+  for_each_owned_tensor([&](const ParamInfo& p, long off, long n, long pos) {
+    const U1<T> P = stage_ >= 3 ? sub(p_shard_, pos, n) : sub(params.flat(), off, n);
+    const U1<T> G = stage_ == 1 ? sub(grads.flat(), off, n) : sub(g_shard_, pos, n);
+    const double decay = p.is_norm ? 0.0 : 1.0;
+    if (offload_) {  // the update on the host, over the shard
+      auto hp_ = Kokkos::create_mirror_view_and_copy(HostMem(), P);
+      auto hg = Kokkos::create_mirror_view_and_copy(HostMem(), G);
+      kernels::adamw_step<T, HostMem>(hp_, hg, hsub(hm_, pos, n), hsub(hv_, pos, n), hp, t, decay);
+      Kokkos::deep_copy(P, hp_);
+    } else {
+      kernels::adamw_step<T, Mem>(P, G, sub(m_, pos, n), sub(v_, pos, n), hp, t, decay);
+    }
+  });
+  if (stage_ >= 3) return;
+  // Stages 1 and 2: every rank's whole copy gets the updated chunks.
+  for (size_t u = 0; u < units_.size(); ++u) {
+    const Chunk& c = units_[u];
+    V1 mine(mem_label(MemCategory::Comm, "zero_gather_send"), size_t(c.chunk));
+    V1 all(Kokkos::view_alloc(Kokkos::WithoutInitializing, mem_label(MemCategory::Comm, "zero_gather")), size_t(c.chunk * size_));
+    const long lo = own_lo(int(u)), hi = own_hi(int(u));
+    if (hi > lo) Kokkos::deep_copy(sub(mine, 0, hi - lo), sub(params.flat(), c.begin + lo, hi - lo));
+    all_gather_unit(int(u), mine, all);
+    Kokkos::deep_copy(sub(params.flat(), c.begin, c.len), sub(all, 0, c.len));
+  }
+}
+
+template <class T> std::vector<T> ZeroState<T>::gather_full(const std::string& what) {
+  const long N = model_.params().size();
+  const bool params = what == "params";
+  BURST_CHECK(params || what == "optim/m" || what == "optim/v", ErrorKind::Internal, "ZeRO: gather of '", what, "'");
+  std::vector<T> full;
+  auto whole = [&](const auto& v) {  // a whole copy on this rank
+    auto h = Kokkos::create_mirror_view_and_copy(HostMem(), v);
+    if (rank_ == 0) full.assign(h.data(), h.data() + N);
+  };
+  if (params && stage_ < 3) {
+    whole(model_.params().flat());
+    return full;
+  }
+  if (!params && stage_ == 0) {
+    if (offload_) whole(what == "optim/m" ? hm_ : hv_);
+    else whole(what == "optim/m" ? m_ : v_);
+    return full;
+  }
+  // Sharded: this rank's chunks to the host, gathered unit by unit to rank 0.
+  std::vector<T> shard(static_cast<size_t>(shard_));
+  if (params) {
+    auto h = Kokkos::create_mirror_view_and_copy(HostMem(), p_shard_);
+    std::copy(h.data(), h.data() + shard_, shard.begin());
+  } else if (offload_) {
+    const H1& h = what == "optim/m" ? hm_ : hv_;
+    std::copy(h.data(), h.data() + shard_, shard.begin());
+  } else {
+    auto h = Kokkos::create_mirror_view_and_copy(HostMem(), what == "optim/m" ? m_ : v_);
+    std::copy(h.data(), h.data() + shard_, shard.begin());
+  }
+  if (rank_ == 0) full.assign(size_t(N), T(0));
+  for (const Chunk& c : units_) {
+    std::vector<T> all(rank_ == 0 ? size_t(c.chunk * size_) : 0);
+    gather_host(shard.data() + c.shard_off, all.data(), c.chunk, comm_, "ZeRO checkpoint gather");
+    if (rank_ == 0) std::copy(all.begin(), all.begin() + c.len, full.begin() + c.begin);
+  }
+  return full;
+}
+
+template <class T> void ZeroState<T>::scatter_full(const std::string& what, const std::vector<T>& full) {
+  const bool params = what == "params";
+  BURST_CHECK(long(full.size()) == model_.params().size(), ErrorKind::Internal, "ZeRO: scatter of ", full.size(), " values");
+  auto put = [&](const auto& dst, long dst_off, long src_off, long n) {
+    using E = typename std::decay_t<decltype(dst)>::memory_space;
+    Kokkos::View<T*, Layout, E, Kokkos::MemoryTraits<Kokkos::Unmanaged>> d(dst.data() + dst_off, size_t(n));
+    Kokkos::deep_copy(d, HUnmanaged1<const T>(full.data() + src_off, size_t(n)));
+  };
+  auto own = [&](const auto& dst) {  // this rank's chunks
+    for (size_t u = 0; u < units_.size(); ++u) {
+      const long lo = own_lo(int(u)), hi = own_hi(int(u));
+      if (hi > lo) put(dst, units_[u].shard_off, units_[u].begin + lo, hi - lo);
+    }
+  };
+  if (params) {
+    if (stage_ < 3) put(model_.params().flat(), 0, 0, long(full.size()));
+    else own(p_shard_);
+    return;
+  }
+  const bool m = what == "optim/m";
+  if (stage_ == 0) {
+    if (offload_) put(m ? hm_ : hv_, 0, 0, long(full.size()));
+    else put(m ? m_ : v_, 0, 0, long(full.size()));
+  } else if (offload_) {
+    own(m ? hm_ : hv_);
+  } else {
+    own(m ? m_ : v_);
+  }
+}
+
+template class ZeroState<float>;
+template class ZeroState<double>;
+
+}  // namespace burst

@@ -1,0 +1,103 @@
+// ZeRO over the whole world (the data x sequence group): the optimizer's
+// view of the parameters, and where the gradients go.
+//
+//   stage 0  every rank: whole parameters, gradients (all-reduced) and AdamW moments
+//   stage 1  + the AdamW moments sharded: each rank updates its shard of the
+//            parameters and the shards are all-gathered, a unit at a time
+//   stage 2  + the gradients sharded: a unit's gradients live only between
+//            its backward and a reduce-scatter into the shard (per micro-step)
+//   stage 3  + the parameters sharded: a unit is all-gathered just before it
+//            is used (forward, recompute, backward) and freed after
+//
+// A unit is the embedding, one layer, or the final norm with the head
+// (param_units); each unit is cut into W equal chunks (the last ranks' chunks
+// padded with zeros), so every collective is on equal chunks. With `offload`
+// the moments and the AdamW update live in host memory (a host AdamW over
+// the shard, for GPU builds).
+//
+// Checkpoints hold whole tensors whatever the stage: gather_full /
+// scatter_full move a flat vector in table order between the shards and
+// rank 0 (gather) or every rank (scatter), so a run resumes at another rank
+// count or stage.
+#pragma once
+
+#include "kernels/optim.hpp"
+#include "model/llama.hpp"
+
+#include <mpi.h>
+
+#include <string>
+#include <vector>
+
+namespace burst {
+
+template <class T> class ZeroState : public ParamHooks {
+ public:
+  using Mem = DeviceMem;
+  using V1 = Kokkos::View<T*, Layout, Mem>;
+  using H1 = Kokkos::View<T*, Layout, HostMem>;
+
+  // Collective over comm. Switches `model` to per-unit storage as the stage
+  // asks (the model must outlive this object's use).
+  ZeroState(LlamaModel<T, Mem>& model, int stage, bool offload, MPI_Comm comm);
+  ~ZeroState() override;
+
+  int stage() const { return stage_; }
+  // Before a step's first micro-step: gradients to zero.
+  void zero_grads();
+  // After the last micro-step: gradients summed over the world (stages 0
+  // and 1 all-reduce them here; 2 and 3 reduced them unit by unit already).
+  void finish_grads();
+  // The global gradient norm (the same on every rank), and the first tensor
+  // whose gradient is not finite ("" if none; collective).
+  double grad_norm();
+  std::string first_nonfinite();
+  // Scale, AdamW on this rank's shard, and (stages 1, 2) all-gather the new
+  // parameters into every rank's whole copy.
+  void step(const kernels::AdamWParams& hp, long t, double clip);
+  // For tests: a NaN in the first gradient element of `name` (global).
+  void inject_nan(const std::string& name);
+
+  // Whole tensors in table order: "params", "optim/m", "optim/v".
+  // gather_full: on rank 0 (others get an empty vector); collective.
+  std::vector<T> gather_full(const std::string& what);
+  // scatter_full: every rank passes the whole vector and keeps its part.
+  void scatter_full(const std::string& what, const std::vector<T>& full);
+
+  void acquire_params(int unit) override;
+  void release_params(int unit) override;
+  void acquire_grads(int unit) override;
+  void release_grads(int unit) override;
+
+  // Elements this rank holds of each kind (for the memory report).
+  long shard_elements() const { return shard_; }
+
+ private:
+  struct Chunk {
+    long shard_off = 0;  // where this unit's chunk starts in the shard buffers
+    long chunk = 0;      // elements per rank of this unit
+    long begin = 0, len = 0;  // the unit in table order
+  };
+  // The part [lo, hi) of the unit's flat range that this rank owns.
+  long own_lo(int u) const { return std::min(units_[size_t(u)].len, long(rank_) * units_[size_t(u)].chunk); }
+  long own_hi(int u) const { return std::min(units_[size_t(u)].len, long(rank_ + 1) * units_[size_t(u)].chunk); }
+  // Unit u gathered from the shards into `out` [len].
+  void all_gather_unit(int u, const V1& shard, const V1& out);
+  V1 shard_view(const V1& shard, int u) const;
+  template <class F> void for_each_owned_tensor(F f) const;
+
+  LlamaModel<T, Mem>& model_;
+  int stage_;
+  bool offload_;
+  MPI_Comm comm_;
+  int rank_ = 0, size_ = 1;
+  std::vector<Chunk> units_;
+  long shard_ = 0;       // sum of chunks
+  V1 p_shard_;           // stage 3: the parameters (master copy)
+  V1 g_shard_;           // stages 2, 3: the reduced gradients
+  V1 m_, v_;             // stage 0: whole; else the shard (device memory)
+  H1 hm_, hv_;           // offload: the moments in host memory
+  std::vector<int> p_held_, g_held_;  // reference counts per unit
+};
+
+}  // namespace burst
