@@ -231,3 +231,37 @@ TEST(PerfModel, PublishedRows) {
     }
   }
 }
+
+// Sliding window on the contiguous layout: a rank far enough from the start
+// sees w keys per query over the blocks behind it; a flat ring stops after
+// 1 + ceil((w-1)/s) rounds, and its bytes shrink with them.
+TEST(PerfModel, SlidingWindow) {
+  const double s = 4096;
+  for (double w : {100.0, 4096.0, 5000.0, 3 * 4096.0 + 7}) {
+    double sum = 0;
+    for (int k = 0; k < 8; ++k) sum += window_block_area(k, s, w);
+    EXPECT_NEAR(sum, s * w, 1e-9 * s * w) << w;
+  }
+  EXPECT_NEAR(window_block_area(0, s, 1e9), s * s / 2, 1e-6);  // a window past the block is causal
+  AttnConfig a;
+  a.ring = "flat";
+  const AttnProblem p{8, 8 * s, 8, 8, 64};
+  const AttnCost causal = attention_cost(a800(), a, p);
+  double prev_time = 0, prev_bytes = 0;
+  for (long w : {1000L, 4096L, 9000L, 20000L}) {
+    a.window = w;
+    const AttnCost c = attention_cost(a800(), a, p);
+    const int rounds = std::min(8, 1 + int(std::ceil((w - 1) / s)));
+    EXPECT_DOUBLE_EQ(c.fwd.bytes_intra, (rounds - 1) * 2 * s * 8 * 64 * 2) << w;
+    EXPECT_GT(c.fwd.time + c.bwd.time, prev_time);
+    EXPECT_GE(c.fwd.bytes_intra, prev_bytes);
+    // The busiest rank of the contiguous layout computes about s w pairs, the
+    // balanced causal ring S^2 / 2P = 4 s^2: windows under ~4 blocks are cheaper.
+    if (w < 4 * s) EXPECT_LT(c.fwd.time + c.bwd.time, causal.fwd.time + causal.bwd.time) << w;
+    else EXPECT_GT(c.fwd.time + c.bwd.time, causal.fwd.time + causal.bwd.time) << w;
+    prev_time = c.fwd.time + c.bwd.time, prev_bytes = c.fwd.bytes_intra;
+  }
+  StepConfig st = paper_frameworks(32)[0].config;
+  st.model = shape("14B"), st.S = 1048576, st.P = 32, st.policy = "half", st.attn.window = 4096;
+  EXPECT_THROW(simulate_step(a800(), calib(), st), Error);  // half is defined for causal only
+}

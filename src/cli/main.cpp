@@ -82,7 +82,8 @@ int main(int argc, char** argv) {
   sim->add_option("--ring", so.ring, "flat | double | auto")->capture_default_str();
   sim->add_option("--backward", so.backward, "burst | kv | auto")->capture_default_str();
   sim->add_option("--partial", so.partial, "travelling partial sums: fp32 | bf16")->capture_default_str();
-  sim->add_option("--mask", so.mask, "causal | full")->capture_default_str();
+  sim->add_option("--mask", so.mask, "causal (zigzag) | full | window (contiguous layout)")->capture_default_str();
+  sim->add_option("--window", so.window, "sliding window in tokens, with --mask window");
   sim->add_option("--policy", so.policy, "activation policy: keep | full | whole | half")->capture_default_str();
   sim->add_option("--fused-loss", so.fused_loss, "on | off")->capture_default_str();
   sim->add_option("--zero", so.zero, "ZeRO stage 0-3 over all GPUs")->capture_default_str();

@@ -362,8 +362,11 @@ int cmd_simulate(const SimulateOptions& o) {
   s.attn.placement = o.placement, s.attn.hp = o.hp, s.attn.inner = o.inner;
   BURST_CHECK_CONFIG(o.partial == "fp32" || o.partial == "bf16", "--partial '", o.partial, "': expected fp32 or bf16");
   s.attn.partial_bf16 = o.partial == "bf16";
-  BURST_CHECK_CONFIG(o.mask == "causal" || o.mask == "full", "--mask '", o.mask, "': expected causal or full");
-  s.attn.causal = o.mask == "causal";
+  BURST_CHECK_CONFIG(o.mask == "causal" || o.mask == "full" || o.mask == "window", "--mask '", o.mask,
+                     "': expected causal, full or window");
+  BURST_CHECK_CONFIG((o.mask == "window") == (o.window > 0), "--mask window needs --window W > 0 (and --window needs --mask window)");
+  s.attn.causal = o.mask != "full";
+  s.attn.window = o.window;
   s.policy = o.policy;
   s.fused_loss = on_off(o.fused_loss, "--fused-loss");
   s.zero = o.zero;

@@ -10,6 +10,7 @@ struct SimulateOptions {
   std::string fused_loss = "on", offload = "off", ring = "auto", backward = "auto", usp_inner = "burst";
   std::string placement = "head-first", partial = "fp32", mask = "causal";
   int gpus = 32, hp = 0, inner = 0, zero = 3;
+  long window = 0;
   std::string table, output, data_dir, calibration;
 };
 int cmd_simulate(const SimulateOptions& o);

@@ -1,8 +1,10 @@
 #include "perf/attention.hpp"
 
 #include "core/error.hpp"
+#include "perf/shape.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <set>
 #include <sstream>
@@ -49,7 +51,7 @@ PassCost ring_pass(const RingPassSpec& s) {
         break;
       }
       case RingOp::Compute: {
-        const double t = op.home ? s.t_home : s.t_round;
+        const double t = !s.t_by_round.empty() ? s.t_by_round[size_t(op.round)] : op.home ? s.t_home : s.t_round;
         now += t, out.compute += t;
         break;
       }
@@ -63,6 +65,17 @@ PassCost ring_pass(const RingPassSpec& s) {
   }
   out.time = now;
   return out;
+}
+
+double window_block_area(double dist, double s, double w) {
+  if (dist < 0) return 0;
+  // u = x - y over [0, s)^2 has density s - |u| on (-s, s); the pair is
+  // visible when 0 <= dist s + u < w.
+  auto F = [s](double a) {
+    a = std::min(std::max(a, -s), s);
+    return a <= 0 ? (a + s) * (a + s) / 2 : s * s - (s - a) * (s - a) / 2;
+  };
+  return std::max(0.0, F(w - dist * s) - F(-dist * s));
 }
 
 namespace {
@@ -97,6 +110,7 @@ struct RingSetup {
   bool kv_backward = false;
   bool partial_bf16 = false;
   bool causal = true;
+  double window = 0;
   double t = 0;
   long nh = 0, nkvh = 0, d = 0;
 };
@@ -129,13 +143,29 @@ RingResult ring_cost(const Cluster& c, const RingSetup& r) {
 
   RingPassSpec f;
   f.g = g, f.rounds = P, f.partial = false, f.hbm_bw = c.hbm_bw, f.intra = intra, f.inter = inter;
+  // Sliding window on the contiguous layout: a flat ring stops after the last
+  // round anyone sees anything; a double ring runs every round, computing
+  // only visible blocks. A round costs what its busiest rank computes.
+  std::vector<double> round_area;
+  if (r.window > 0) {
+    if (g.nodes == 1) f.rounds = std::min(P, 1 + int(std::ceil((r.window - 1) / t)));
+    for (int k = 0; k < f.rounds; ++k) {
+      double a = 0;
+      for (int i = 0; i < P; ++i) a = std::max(a, window_block_area(double(i - parallel::ring_block_at(g, i, k)), t, r.window));
+      round_area.push_back(a);
+    }
+  }
   f.read_bytes = 2 * t * kvd * 2;
   f.t_home = f_fwd / c.attn_rate_fwd(t);
   f.t_round = f.t_home + merge;
+  for (size_t k = 0; k < round_area.size(); ++k)
+    f.t_by_round.push_back(4 * round_area[k] * nd / c.attn_rate_fwd(t) + (k > 0 && round_area[k] > 0 ? merge : 0.0));
   RingPassSpec b = f;
   b.partial = true;
   b.t_home = f_bwd / c.attn_rate_bwd(t);
   b.t_round = b.t_home;
+  b.t_by_round.clear();
+  for (double a : round_area) b.t_by_round.push_back(2.5 * 4 * a * nd / c.attn_rate_bwd(t));
   if (r.kv_backward) {
     b.read_bytes = 2 * t * kvd * 2;
     b.partial_bytes = 2 * t * kvd * pb;
@@ -154,10 +184,10 @@ RingResult ring_cost(const Cluster& c, const RingSetup& r) {
   out.bwd = ring_pass(b);
   const double D = (t * nd * 4 + t * double(r.nh) * 4) / c.hbm_bw;  // D = rowsum(dO * O)
   out.bwd.time += D, out.bwd.compute += D;
-  out.half_fwd = ring_pass(h);
+  if (r.window <= 0) out.half_fwd = ring_pass(h);  // `half` is defined for the causal mask only
   // Buffers the engine allocates: the read buffers its program names, the
   // partial buffers, fp32 outputs and gradient accumulators.
-  const parallel::RingProgram pf = parallel::ring_program(g, 0, P, false), pbw = parallel::ring_program(g, 0, P, true);
+  const parallel::RingProgram pf = parallel::ring_program(g, 0, f.rounds, false), pbw = parallel::ring_program(g, 0, f.rounds, true);
   std::set<int> reads, parts;
   for (const auto& op : pbw.ops) {
     if (op.kind == RingOp::Compute) {
@@ -176,6 +206,7 @@ RingResult ring_cost(const Cluster& c, const RingSetup& r) {
   os << (g.nodes > 1 ? "double ring " : "flat ring ") << g.nodes << "x" << g.local << (intra_local ? "" : " (crosses nodes)")
      << ", backward " << (r.kv_backward ? "K,V,dK,dV travel" : "Q,dO,lse,D + dQ travel") << ", partials "
      << (r.partial_bf16 ? "bf16" : "fp32");
+  if (f.rounds < P) os << ", " << f.rounds << " of " << P << " rounds (window)";
   out.describe = os.str();
   return out;
 }
@@ -208,6 +239,8 @@ void validate_attention(const AttnConfig& a, const AttnProblem& p, int G) {
                      "': expected head-first or ring-first");
   BURST_CHECK_CONFIG(a.usp_inner == "ring" || a.usp_inner == "burst", "--usp-inner '", a.usp_inner, "': expected ring or burst");
   BURST_CHECK_CONFIG(p.P >= 1, "--gpus ", p.P, " must be >= 1");
+  BURST_CHECK_CONFIG(a.window >= 0, "--window ", a.window, " must be >= 0");
+  BURST_CHECK_CONFIG(a.window == 0 || a.causal, "a sliding window is causal");
   BURST_CHECK_CONFIG(p.n >= 1 && p.nkv >= 1 && p.n % p.nkv == 0, p.n, " query heads are not a multiple of ", p.nkv, " kv heads");
   BURST_CHECK_CONFIG(p.S >= 2.0 * p.P, "sequence of ", p.S, " tokens on ", p.P, " GPUs: need at least 2 tokens per GPU (zigzag)");
   BURST_CHECK_CONFIG(p.P <= G || p.P % G == 0, p.P, " GPUs is not a multiple of the node size ", G);
@@ -241,7 +274,7 @@ AttnCost attention_cost(const Cluster& c, const AttnConfig& a, const AttnProblem
       r.fixed = {P / inner, inner};
     }
     r.kv_backward = a.method != "burst" || a.backward == "kv" || (a.backward == "auto" && p.n != p.nkv);
-    r.partial_bf16 = a.partial_bf16, r.causal = a.causal, r.t = s, r.nh = p.n, r.nkvh = p.nkv, r.d = p.d;
+    r.partial_bf16 = a.partial_bf16, r.causal = a.causal, r.window = double(a.window), r.t = s, r.nh = p.n, r.nkvh = p.nkv, r.d = p.d;
     RingResult rr = ring_cost(c, r);
     out.fwd = rr.fwd, out.bwd = rr.bwd, out.half_fwd = rr.half_fwd, out.buffer_bytes = rr.buffers;
     out.describe = a.method + ": " + rr.describe;
@@ -256,7 +289,7 @@ AttnCost attention_cost(const Cluster& c, const AttnConfig& a, const AttnProblem
       if (off > 0) t = std::max(t, Link{c.ib_latency, c.ib_node_bw()}.time(off * ch));
       return t;
     };
-    const double area = a.causal ? p.S * p.S / 2 / P : s * p.S, f = 4 * area * nd;
+    const double area = visible_area(p.S, a.causal, double(a.window)) / P, f = 4 * area * nd;
     const double fwd_k = f / c.attn_rate_fwd(s), bwd_k = 2.5 * f / c.attn_rate_bwd(s);
     const double gk = coll(chunk), rs = coll(2 * s * kvd * 4);
     out.fwd.time = gk + fwd_k, out.fwd.compute = fwd_k, out.fwd.a2a_bytes = Pm1 * chunk;
@@ -281,12 +314,13 @@ AttnCost attention_cost(const Cluster& c, const AttnConfig& a, const AttnProblem
   r.members = cp_group;
   r.shape = a.ring;
   r.kv_backward = a.usp_inner == "ring" || a.backward == "kv" || (a.backward == "auto" && p.n != p.nkv);
-  r.partial_bf16 = a.partial_bf16, r.causal = a.causal, r.t = s * hp, r.nh = p.n / hp, r.nkvh = p.nkv / hp, r.d = p.d;
+  r.partial_bf16 = a.partial_bf16, r.causal = a.causal, r.window = double(a.window), r.t = s * hp, r.nh = p.n / hp,
+  r.nkvh = p.nkv / hp, r.d = p.d;
   RingResult rr;
   if (cp > 1) {
     rr = ring_cost(c, r);
   } else {  // one local attention over the whole sequence with n/P heads
-    const double f = 4 * (a.causal ? p.S * p.S / 2 : p.S * p.S) * double(r.nh) * double(p.d);
+    const double f = 4 * visible_area(p.S, a.causal, double(a.window)) * double(r.nh) * double(p.d);
     rr.fwd.time = rr.fwd.compute = f / c.attn_rate_fwd(p.S);
     rr.bwd.time = rr.bwd.compute = 2.5 * f / c.attn_rate_bwd(p.S);
     rr.half_fwd.time = rr.half_fwd.compute = (f / 4) / c.attn_rate_fwd(p.S / 2);

@@ -9,6 +9,7 @@
 #include "perf/hardware.hpp"
 
 #include <string>
+#include <vector>
 
 namespace burst::perf {
 
@@ -22,6 +23,7 @@ struct AttnConfig {
   int hp = 0;                        // usp: head-parallel size (0: GPUs per node)
   int inner = 0;                     // loongtrain: ranks per inner ring (0: GPUs per node)
   bool causal = true;
+  long window = 0;                   // > 0: sliding window of this many tokens (causal), contiguous layout
 };
 
 struct AttnProblem {
@@ -58,9 +60,14 @@ struct RingPassSpec {
   bool partial = false;
   double read_bytes = 0, partial_bytes = 0;
   double t_home = 0, t_round = 0;  // compute of the own block / a visiting block
+  std::vector<double> t_by_round;  // if not empty: compute of round r (masks that vary by round)
   double hbm_bw = 0;               // copies and partial adds
   Link intra, inter;
 };
 PassCost ring_pass(const RingPassSpec& s);
+
+// Pairs a query block sees in a key block `dist` blocks before it (blocks of
+// s tokens, contiguous layout, sliding window w): the window mask's area.
+double window_block_area(double dist, double s, double w);
 
 }  // namespace burst::perf

@@ -34,6 +34,22 @@ inline double paper_flops(const ModelShape& m, double S, bool causal = true) {
           double(m.vocab) / (2.0 * L * h));
 }
 
+// Query-key pairs a mask lets through over a sequence of S tokens: causal
+// S^2/2 (the paper's convention, diagonal not counted separately), full
+// S^2, sliding window w (a query sees keys in (pos - w, pos]) S w - w^2/2.
+inline double visible_area(double S, bool causal, double window) {
+  if (window > 0) return window >= S ? S * S / 2 : S * window - window * window / 2;
+  return causal ? S * S / 2 : S * S;
+}
+
+// The same F(S) with the attention term counting the mask's visible area A
+// (12 L h A; A = S^2/2 gives the causal formula above).
+inline double paper_flops_area(const ModelShape& m, double S, double A) {
+  const double h = double(m.hidden), L = double(m.layers);
+  return 12.0 * S * L * h * h *
+         (1.0 + double(m.kv_heads) / double(m.heads) + A / (S * h) + 1.5 * double(m.ffn) / h + double(m.vocab) / (2.0 * L * h));
+}
+
 // Attention-only convention: forward 4 S^2 n d / 2 causal (x2 full), backward 2.5 x forward.
 inline double attention_flops_fwd(double S, long n, long d, bool causal) {
   return 4.0 * S * S * double(n) * double(d) * (causal ? 0.5 : 1.0);

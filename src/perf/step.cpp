@@ -33,6 +33,8 @@ StepResult simulate_step(const Cluster& c, const Calibration& k, const StepConfi
   const ModelShape& m = s.model;
   BURST_CHECK_CONFIG(s.policy == "keep" || s.policy == "full" || s.policy == "whole" || s.policy == "half", "--policy '", s.policy,
                      "': expected keep, full, whole or half");
+  BURST_CHECK_CONFIG(s.policy != "half" || (s.attn.causal && s.attn.window == 0),
+                     "--policy half is defined for the causal mask (striped layout) only");
   BURST_CHECK_CONFIG(s.zero >= 0 && s.zero <= 3, "--zero ", s.zero, ": expected 0, 1, 2 or 3");
   BURST_CHECK_CONFIG(m.heads % m.kv_heads == 0, m.name, ": ", m.heads, " heads not a multiple of ", m.kv_heads, " kv heads");
   const int P = s.P;
@@ -86,7 +88,9 @@ StepResult simulate_step(const Cluster& c, const Calibration& k, const StepConfi
   }
   r.t_total = r.t_layers_fwd + r.t_recompute + r.t_layers_bwd + r.t_lm_head + r.t_zero_exposed + r.t_optimizer;
   r.tokens_per_s_per_gpu = s.S / r.t_total / P;
-  r.tflops_per_gpu = paper_flops(m, s.S, s.attn.causal) / s.S * r.tokens_per_s_per_gpu / 1e12;
+  // Paper convention, the attention term counting the mask's visible area.
+  r.tflops_per_gpu = paper_flops_area(m, s.S, visible_area(s.S, s.attn.causal, double(s.attn.window))) / s.S *
+                     r.tokens_per_s_per_gpu / 1e12;
   r.mfu = r.tflops_per_gpu * 1e12 / c.peak_flops;
   r.mfu_paper_script = r.mfu * 1.024;  // the 1000/1024 slip of the authors' script (ALGORITHMS.md section 9)
 
