@@ -1,6 +1,7 @@
 // The `burst` executable: parses the command line (identically on every
 // rank), starts the runtime, runs one subcommand.
 #include "cli/commands.hpp"
+#include "cli/simulate.hpp"
 #include "core/config.hpp"
 #include "core/error.hpp"
 #include "train/trainer.hpp"
@@ -67,6 +68,31 @@ int main(int argc, char** argv) {
   chk->add_option("--input", ac.input, "HDF5 with q k v do [S, heads, d] in natural order")->check(CLI::ExistingFile);
   chk->add_option("--output", ac.output, "HDF5 to write o lse dq dk dv (natural order)");
 
+  cli::SimulateOptions so;
+  auto* sim = app.add_subcommand("simulate", "performance and memory model of a training step at cluster scale (no GPUs needed)");
+  sim->add_option("--cluster", so.cluster, "a800 | h200 | path to a cluster .toml")->capture_default_str();
+  sim->add_option("--model", so.model, "7B | 14B | other preset | path to a config.json")->capture_default_str();
+  sim->add_option("--seq", so.seq, "tokens per sequence: 32768, 128K, 1M (K = 1024)")->capture_default_str();
+  sim->add_option("--gpus", so.gpus, "GPUs in the sequence-parallel group")->capture_default_str();
+  sim->add_option("--method", so.method, "burst | ring | ulysses | usp | loongtrain | allgather")->capture_default_str();
+  sim->add_option("--hp", so.hp, "usp: head-parallel size (default: GPUs per node)");
+  sim->add_option("--inner", so.inner, "loongtrain: ranks per inner ring (default: GPUs per node)");
+  sim->add_option("--placement", so.placement, "usp: head-first | ring-first")->capture_default_str();
+  sim->add_option("--usp-inner", so.usp_inner, "usp: ring | burst")->capture_default_str();
+  sim->add_option("--ring", so.ring, "flat | double | auto")->capture_default_str();
+  sim->add_option("--backward", so.backward, "burst | kv | auto")->capture_default_str();
+  sim->add_option("--partial", so.partial, "travelling partial sums: fp32 | bf16")->capture_default_str();
+  sim->add_option("--mask", so.mask, "causal (zigzag) | full | window (contiguous layout)")->capture_default_str();
+  sim->add_option("--window", so.window, "sliding window in tokens, with --mask window");
+  sim->add_option("--policy", so.policy, "activation policy: keep | full | whole | half")->capture_default_str();
+  sim->add_option("--fused-loss", so.fused_loss, "on | off")->capture_default_str();
+  sim->add_option("--zero", so.zero, "ZeRO stage 0-3 over all GPUs")->capture_default_str();
+  sim->add_option("--offload", so.offload, "optimizer on the host (CPU Adam): on | off")->capture_default_str();
+  sim->add_option("--table", so.table, "paper (every table of the paper) | calibration (the calibration points)");
+  sim->add_option("--output", so.output, "HDF5 output");
+  sim->add_option("--data-dir", so.data_dir, "directory holding clusters/ and perf_calibration.toml (default: the source tree's experiments/)");
+  sim->add_option("--calibration", so.calibration, "calibration TOML (default: <data-dir>/perf_calibration.toml)");
+
   if (argc > 1 && argv[1][0] != '-') {
     bool known = false;
     std::string names;
@@ -85,6 +111,15 @@ int main(int argc, char** argv) {
     // Every rank parses the same line; rank 0 speaks for all.
     if (launcher_rank() == 0) app.exit(e);
     return e.get_exit_code() == 0 ? 0 : 2;
+  }
+
+  // The model needs no runtime (no MPI, no Kokkos).
+  if (*sim) {
+    try {
+      return cli::cmd_simulate(so);
+    } catch (const std::exception& e) {
+      exit_on_error(e);
+    }
   }
 
   // The runtime lives outside the try block so that an error is handled

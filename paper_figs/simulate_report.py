@@ -1,0 +1,241 @@
+#!/usr/bin/env python3
+"""`burst simulate --table paper` HDF5 -> Markdown tables and PNG figures.
+
+    python3 paper_figs/simulate_report.py experiments/results/simulate_paper.h5 --out experiments/results/simulate
+
+Writes <out>/simulate_tables.md (predicted vs published, error of every cell) and
+<out>/*.png: throughput and memory per method, attention TFLOP/s, ablation,
+scaling, memory vs sequence length.
+"""
+import argparse
+import os
+
+import h5py
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+
+from burst_h5 import attrs  # noqa: E402
+
+
+def err(pred, pub):
+    return f"{100 * (pred / pub - 1):+.1f}%"
+
+
+def prediction_cell(a):
+    if "infeasible" in a:
+        return "infeasible", None, None
+    tgs, mem = a["tokens_per_s_per_gpu"], a["memory_gib"]
+    if not a["fits"]:
+        return f"OOM ({mem:.1f} GiB; {tgs:.1f} tok/s/GPU if it fitted)", None, mem
+    return f"{tgs:.1f}, {mem:.1f}", tgs, mem
+
+
+def end_to_end(f, sect, lines, figdir):
+    if sect not in f:
+        return
+    rows = list(f[sect].keys())
+    fig, axes = plt.subplots(2, len(rows), figsize=(6.5 * len(rows), 8), squeeze=False)
+    for j, row in enumerate(rows):
+        g = f[sect][row]
+        names = list(g.keys())
+        names.sort(key=lambda n: ["BurstEngine", "LoongTrain-USP", "LoongTrain-DoubleRing", "DeepSpeed-Ulysses", "Megatron-CP"].index(n))
+        lines.append(f"\n### {sect}: {row.replace('_', ', ')} GPUs\n")
+        published = "published_tokens_per_s_per_gpu" in g[names[0]].attrs
+        if published:
+            lines.append("| framework | predicted tok/s/GPU, GiB | published tok/s/GPU, GB | tok/s error | memory error |")
+            lines.append("|---|---|---|---|---|")
+        else:
+            lines.append("| framework | predicted tok/s/GPU, GiB | MFU (paper convention) |")
+            lines.append("|---|---|---|")
+        pt, pm, bt, bm, oom = [], [], [], [], []
+        for n in names:
+            a = attrs(f, f"{sect}/{row}/{n}")
+            cell, tgs, mem = prediction_cell(a)
+            pt.append(tgs if tgs else a.get("tokens_per_s_per_gpu", 0)), pm.append(mem if mem else 0)
+            oom.append(tgs is None)
+            if published:
+                ptgs, pmem = a["published_tokens_per_s_per_gpu"], a["published_memory_gib"]
+                bt.append(ptgs), bm.append(pmem)
+                pubcell = "OOM" if ptgs == 0 else f"{ptgs:.1f}, {pmem:.1f}"
+                if ptgs == 0:
+                    e_t = "agrees (no run)" if tgs is None else "predicted a run"
+                else:
+                    e_t = err(tgs, ptgs) if tgs else f"predicted OOM (time alone: {err(a['tokens_per_s_per_gpu'], ptgs)})" if "fits" in a and "infeasible" not in a else "predicted no run"
+                e_m = (err(mem, pmem) if (mem and ptgs and n == "BurstEngine") else
+                       "not compared (other allocator)" if ptgs else "")
+                lines.append(f"| {n} | {cell} | {pubcell} | {e_t} | {e_m} |")
+            else:
+                mfu = f"{100 * a['mfu']:.1f}%" if "mfu" in a and a.get("fits") else ""
+                lines.append(f"| {n} | {cell} | {mfu} |")
+        x = np.arange(len(names))
+        w = 0.38
+        ax = axes[0][j]
+        bars = ax.bar(x - w / 2, pt, w, label="predicted")
+        for b, o in zip(bars, oom):
+            if o:  # predicted OOM: the time alone, hatched
+                b.set_alpha(0.35), b.set_hatch("//")
+        if published:
+            ax.bar(x + w / 2, bt, w, label="published")
+        ax.set_xticks(x, [n.replace("-", "-\n") for n in names], fontsize=9)
+        ax.set_ylabel("tokens/s per GPU")
+        ax.set_title(f"{row.replace('_', ', ')} GPUs: throughput\n(hatched: predicted OOM, time alone; missing: OOM / infeasible)", fontsize=10)
+        ax.legend()
+        ax = axes[1][j]
+        ax.bar(x - w / 2, pm, w, label="predicted (GiB)")
+        if published:
+            ax.bar(x + w / 2, bm, w, label="published (GB)")
+        ax.axhline(f.attrs["memory_capacity_gib"], color="k", ls="--", lw=1, label="capacity")
+        ax.set_xticks(x, [n.replace("-", "-\n") for n in names], fontsize=9)
+        ax.set_ylabel("peak reserved memory per GPU")
+        ax.set_title("memory (bars above the line: OOM)")
+        ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(os.path.join(figdir, f"{sect}_throughput_memory.png"), dpi=110)
+    plt.close(fig)
+
+
+def attention_only(f, lines, figdir):
+    g = f["attention_only"]
+    lines.append("\n### Attention only: 40 heads x 128, causal, 32 GPUs, fwd+bwd TFLOP/s per GPU (predicted / published, error)\n")
+    seq = None
+    fig, ax = plt.subplots(figsize=(8, 5))
+    for i, name in enumerate(g.keys()):
+        seq = g[name]["seq"][()]
+        pred, pub = g[name]["predicted_tflops"][()], g[name]["published_tflops"][()]
+        if i == 0:
+            lines.append("| method | " + " | ".join(f"{int(s) // 1024}K" for s in seq) + " |")
+            lines.append("|---|" + "---|" * len(seq))
+        cells = [f"{p:.1f} / {b:.1f} ({err(p, b)})" if b > 0 else f"{p:.1f} / OOM" for p, b in zip(pred, pub)]
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
+        c = f"C{i}"
+        ax.plot(seq / 1024, pred, "-o", color=c, label=f"{name} predicted")
+        ok = pub > 0
+        ax.plot(seq[ok] / 1024, pub[ok], "--s", color=c, mfc="none", label=f"{name} published")
+    ax.set_xscale("log", base=2)
+    ax.set_xticks(seq / 1024, [f"{int(s) // 1024}K" for s in seq])
+    ax.set_xlabel("sequence length")
+    ax.set_ylabel("TFLOP/s per GPU (fwd+bwd)")
+    ax.set_title("Attention only, 32 A800s (published missing = OOM)")
+    ax.legend(fontsize=7, ncol=2)
+    fig.tight_layout()
+    fig.savefig(os.path.join(figdir, "attention_tflops.png"), dpi=110)
+    plt.close(fig)
+
+
+def ablation(f, lines, figdir):
+    g = f["ablation"]
+    steps = g.attrs["steps"]
+    steps = (steps.decode() if isinstance(steps, bytes) else steps).split(",")
+    tgs, mem = g["tokens_per_s_per_gpu"][()], g["memory_gib"][()]
+    cap = f.attrs["memory_capacity_gib"]
+    lines.append("\n### Ablation: 14B, 1M tokens, 32 GPUs (predicted; no published numbers in our sources)\n")
+    lines.append("| step | tok/s/GPU | GiB/GPU |")
+    lines.append("|---|---|---|")
+    for s, t, m in zip(steps, tgs, mem):
+        lines.append(f"| {s} | {t:.1f} | {m:.1f}{' (OOM)' if m > cap else ''} |")
+    fig, (a1, a2) = plt.subplots(1, 2, figsize=(12, 4.5))
+    x = np.arange(len(steps))
+    a1.bar(x, tgs, color=["C3" if m > cap else "C0" for m in mem])
+    a1.set_xticks(x, steps, rotation=20, fontsize=9)
+    a1.set_ylabel("tokens/s per GPU")
+    a1.set_title("Ablation throughput (red: predicted OOM)")
+    a2.bar(x, mem, color="C1")
+    a2.axhline(cap, color="k", ls="--", lw=1, label="capacity")
+    a2.set_xticks(x, steps, rotation=20, fontsize=9)
+    a2.set_ylabel("GiB per GPU")
+    a2.set_title("Ablation memory")
+    a2.legend()
+    fig.tight_layout()
+    fig.savefig(os.path.join(figdir, "ablation.png"), dpi=110)
+    plt.close(fig)
+
+
+def scaling(f, lines, figdir):
+    g = f["scaling"]
+    P, tgs, mfu, mem = g["gpus"][()], g["tokens_per_s_per_gpu"][()], g["mfu_paper_script"][()], g["memory_gib"][()]
+    lines.append("\n### Scaling: 14B, 32K tokens per GPU, BurstEngine (published: 1 GPU only, 1201 tok/s, 47.3%)\n")
+    lines.append("| GPUs | tokens | tok/s/GPU | MFU (their script) | GiB/GPU |")
+    lines.append("|---|---|---|---|---|")
+    for p, t, m, me in zip(P, tgs, mfu, mem):
+        lines.append(f"| {int(p)} | {int(p) * 32}K | {t:.1f} | {100 * m:.1f}% | {me:.1f} |")
+    fig, (a1, a2) = plt.subplots(1, 2, figsize=(12, 4.5))
+    a1.plot(P, tgs, "-o", label="predicted")
+    a1.plot([1], [g.attrs["published_one_gpu_tokens_per_s"]], "ks", mfc="none", ms=10, label="published (1 GPU)")
+    a1.set_xscale("log", base=2), a1.set_yscale("log")
+    a1.set_yticks([50, 100, 200, 400, 800, 1600], ["50", "100", "200", "400", "800", "1600"])
+    a1.set_xlabel("GPUs (32K tokens each)"), a1.set_ylabel("tokens/s per GPU")
+    a1.set_title("Scaling: tokens/s per GPU (attention grows with S)")
+    a1.legend()
+    a2.plot(P, 100 * mfu, "-o")
+    a2.set_xscale("log", base=2)
+    a2.set_xlabel("GPUs"), a2.set_ylabel("MFU % (paper convention x 1.024)")
+    a2.set_title("Scaling: MFU")
+    fig.tight_layout()
+    fig.savefig(os.path.join(figdir, "scaling.png"), dpi=110)
+    plt.close(fig)
+
+
+def memory_vs_seq(f, lines, figdir):
+    g = f["memory_vs_seq"]
+    seq = g["seq"][()]
+    cap = g.attrs["capacity_gib"]
+    names = [k[: -len("_memory_gib")] for k in g.keys() if k.endswith("_memory_gib")]
+    lines.append("\n### Memory vs sequence length: 14B, 32 GPUs, GiB/GPU (predicted; > capacity = OOM)\n")
+    lines.append("| framework | " + " | ".join(f"{int(s) // 1024}K" for s in seq) + " |")
+    lines.append("|---|" + "---|" * len(seq))
+    fig, ax = plt.subplots(figsize=(8, 5))
+    for i, n in enumerate(names):
+        m = g[n + "_memory_gib"][()]
+        lines.append(f"| {n} | " + " | ".join("-" if np.isnan(v) else f"{v:.1f}" for v in m) + " |")
+        if not np.all(np.isnan(m)):
+            ax.plot(seq / 1024, m, "-o", label=n)
+    ax.axhline(cap, color="k", ls="--", lw=1, label=f"capacity {cap:.1f} GiB")
+    ax.set_xscale("log", base=2), ax.set_yscale("log")
+    ax.set_xticks(seq / 1024, [f"{int(s) // 1024}K" for s in seq])
+    ax.set_yticks([16, 32, 64, 128, 256, 512], ["16", "32", "64", "128", "256", "512"])
+    ax.set_xlabel("sequence length"), ax.set_ylabel("GiB per GPU")
+    ax.set_title("Predicted peak memory, 14B on 32 A800s")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(os.path.join(figdir, "memory_vs_seq.png"), dpi=110)
+    plt.close(fig)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("h5")
+    ap.add_argument("--out", default="experiments/results/simulate")
+    a = ap.parse_args()
+    os.makedirs(a.out, exist_ok=True)
+    lines = []
+    with h5py.File(a.h5, "r") as f:
+        r = attrs(f)
+        lines.append(f"# burst simulate: predicted vs published ({os.path.basename(a.h5)})\n")
+        lines.append(f"Cluster `{r['cluster_file']}`, calibration `{r['calibration_file']}`: GEMM fraction {r['gemm_fraction']:.3f}, "
+                     f"attention r_inf {r['attn_rate_inf_tflops']:.1f} TFLOP/s, t0 {r['attn_t0_tokens']:.0f} tokens, "
+                     f"link efficiency {r['link_efficiency']:.3f}, elementwise passes {r['elementwise_passes']:.0f}, "
+                     f"allocator slack {r['allocator_slack']:.2f}. Published memory is PyTorch's peak reserved (GB as printed); "
+                     "predicted is GiB. Only BurstEngine's memory is compared (the baselines' allocators differ).")
+        c = attrs(f, "calibration/one_gpu")
+        lines.append(f"\nCalibration point, one GPU, 14B, 32K: predicted {c['tokens_per_s_per_gpu']:.1f} tok/s, MFU "
+                     f"{100 * c['mfu_paper_script']:.1f}% (their script); published {c['published_tokens_per_s_per_gpu']:.0f}, "
+                     f"{100 * c['published_mfu']:.1f}%.")
+        if "end_to_end" in f:
+            end_to_end(f, "end_to_end", lines, a.out)
+            end_to_end(f, "gpus64", lines, a.out)
+        attention_only(f, lines, a.out)
+        if "ablation" in f:
+            ablation(f, lines, a.out)
+            scaling(f, lines, a.out)
+            memory_vs_seq(f, lines, a.out)
+    path = os.path.join(a.out, "simulate_tables.md")
+    with open(path, "w") as fo:
+        fo.write("\n".join(lines) + "\n")
+    print(f"wrote {path} and the figures in {a.out}")
+
+
+if __name__ == "__main__":
+    main()

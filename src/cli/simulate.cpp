@@ -1,0 +1,387 @@
+// `burst simulate`: the performance and memory model (src/perf/) for one
+// configuration, or for every table of the paper (--table paper), or for
+// the points the model is calibrated on (--table calibration).
+#include "cli/simulate.hpp"
+
+#include "core/error.hpp"
+#include "io/h5.hpp"
+#include "model/config.hpp"
+#include "perf/paper.hpp"
+#include "perf/step.hpp"
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <functional>
+#include <sys/stat.h>
+
+namespace burst::cli {
+
+using namespace burst::perf;
+
+namespace {
+
+const double kGiB = 1073741824.0;
+
+double parse_seq(const std::string& text) {
+  BURST_CHECK_CONFIG(!text.empty(), "--seq is empty");
+  char* end = nullptr;
+  const double v = std::strtod(text.c_str(), &end);
+  std::string suffix(end);
+  double mult = 1;
+  if (suffix == "K" || suffix == "k") mult = 1024;
+  else if (suffix == "M" || suffix == "m") mult = 1048576;
+  else BURST_CHECK_CONFIG(suffix.empty(), "--seq '", text, "': expected a token count like 32768, 128K or 1M (K = 1024)");
+  BURST_CHECK_CONFIG(end != text.c_str() && v > 0 && std::isfinite(v), "--seq '", text, "' must be a positive number of tokens");
+  return std::round(v * mult);
+}
+
+ModelShape shape_of(const std::string& name) {
+  struct stat st;
+  const bool file = name.find('/') != std::string::npos && ::stat(name.c_str(), &st) == 0;  // else a preset name
+  const ModelConfig c = file ? model_from_hf_file(name) : model_preset(name);
+  ModelShape m;
+  m.name = c.name;
+  m.layers = c.layers, m.hidden = c.hidden, m.ffn = c.ffn, m.heads = c.heads, m.kv_heads = c.kv_heads, m.head_dim = c.head_dim;
+  m.vocab = c.vocab;
+  m.gated = c.mlp == MlpKind::SwiGLU;
+  return m;
+}
+
+bool on_off(const std::string& v, const char* flag) {
+  BURST_CHECK_CONFIG(v == "on" || v == "off", flag, " '", v, "': expected on or off");
+  return v == "on";
+}
+
+std::string seq_label(double S) {
+  char b[32];
+  if (S >= 1048576 && std::fmod(S, 1048576) == 0) std::snprintf(b, sizeof b, "%gM", S / 1048576);
+  else if (S >= 1024 && std::fmod(S, 1024) == 0) std::snprintf(b, sizeof b, "%gK", S / 1024);
+  else std::snprintf(b, sizeof b, "%g", S);
+  return b;
+}
+
+// One prediction as an HDF5 group: inputs and outputs as attributes, the
+// memory categories as a dataset.
+void write_prediction(io::H5File& f, const std::string& g, const StepConfig& s, const StepResult& r) {
+  f.create_group(g);
+  f.set_attr(g, "model", s.model.name);
+  f.set_attr(g, "seq", s.S);
+  f.set_attr(g, "gpus", s.P);
+  f.set_attr(g, "method", s.attn.method);
+  f.set_attr(g, "hp", s.attn.hp);
+  f.set_attr(g, "inner", s.attn.inner);
+  f.set_attr(g, "policy", s.policy);
+  f.set_attr(g, "fused_loss", int(s.fused_loss));
+  f.set_attr(g, "zero", s.zero);
+  f.set_attr(g, "offload", int(s.offload));
+  f.set_attr(g, "attention", r.attention);
+  const std::pair<const char*, double> vals[] = {
+      {"t_layers_fwd", r.t_layers_fwd}, {"t_recompute", r.t_recompute}, {"t_layers_bwd", r.t_layers_bwd},
+      {"t_lm_head", r.t_lm_head}, {"t_zero_exposed", r.t_zero_exposed}, {"t_optimizer", r.t_optimizer},
+      {"t_total", r.t_total}, {"attn_fwd_per_layer", r.attn_fwd}, {"attn_bwd_per_layer", r.attn_bwd},
+      {"attn_exposed_comm_per_layer", r.attn_exposed_comm}, {"tokens_per_s_per_gpu", r.tokens_per_s_per_gpu},
+      {"tflops_per_gpu", r.tflops_per_gpu}, {"mfu", r.mfu}, {"mfu_paper_script", r.mfu_paper_script},
+      {"memory_gib", r.memory_total / kGiB}};
+  for (const auto& v : vals) f.set_attr(g, v.first, v.second);
+  f.set_attr(g, "fits", int(r.fits));
+  std::vector<double> mem;
+  std::string names;
+  for (const auto& kv : r.memory) {
+    mem.push_back(kv.second / kGiB);
+    names += (names.empty() ? "" : ",") + kv.first;
+  }
+  f.write(g + "/memory_gib", mem);
+  f.set_attr(g + "/memory_gib", "categories", names);
+}
+
+void print_result(const StepConfig& s, const StepResult& r, const Cluster& c) {
+  std::printf("%s, %s tokens on %d x %s, %s\n", s.model.name.c_str(), seq_label(s.S).c_str(), s.P, c.name.c_str(), r.attention.c_str());
+  std::printf("  policy %s, LM head %s, ZeRO-%d, optimizer %s\n", s.policy.c_str(), s.fused_loss ? "fused" : "unfused", s.zero,
+              s.offload ? "offloaded (CPU Adam)" : "on the GPU");
+  std::printf("  per layer: attention fwd %.4f s, bwd %.4f s (exposed communication %.4f s), recompute attention %.4f s, "
+              "GEMMs fwd %.4f s, elementwise fwd %.4f s, ZeRO comm %.4f s\n",
+              r.attn_fwd, r.attn_bwd, r.attn_exposed_comm, r.attn_recompute, r.gemm_fwd, r.elem_fwd, r.zero_comm_layer);
+  std::printf("  step %.3f s = forward %.3f + recompute %.3f + backward %.3f + LM head %.3f + ZeRO exposed %.3f + optimizer %.3f\n",
+              r.t_total, r.t_layers_fwd, r.t_recompute, r.t_layers_bwd, r.t_lm_head, r.t_zero_exposed, r.t_optimizer);
+  std::printf("  %.1f tokens/s/GPU, %.1f TFLOP/s/GPU, MFU %.1f%% of %.0f TFLOP/s (paper convention; %.1f%% with the authors' 1.024)\n",
+              r.tokens_per_s_per_gpu, r.tflops_per_gpu, 100 * r.mfu, c.peak_flops / 1e12, 100 * r.mfu_paper_script);
+  std::printf("  memory per GPU (GiB):");
+  for (const auto& kv : r.memory) std::printf(" %s %.2f,", kv.first.c_str(), kv.second / kGiB);
+  std::printf(" total %.2f of %.1f: %s\n", r.memory_total / kGiB, c.mem_capacity / kGiB, r.fits ? "fits" : "OOM");
+}
+
+struct Ctx {
+  Cluster cl;
+  Calibration k;
+  ModelShape m14, m7;
+};
+
+StepConfig with(const StepConfig& base, const ModelShape& m, double S, int P) {
+  StepConfig s = base;
+  s.model = m, s.S = S, s.P = P;
+  return s;
+}
+
+// A prediction that the configuration forbids (heads not divisible, ...)
+// is recorded as infeasible with the reason.
+bool try_step(const Ctx& x, const StepConfig& s, StepResult* r, std::string* why) {
+  try {
+    *r = simulate_step(x.cl, x.k, s);
+    return true;
+  } catch (const Error& e) {
+    if (e.exit_code() != 2) throw;
+    *why = e.message();
+    return false;
+  }
+}
+
+void table_end_to_end(io::H5File& f, const Ctx& x, const std::string& sect, const std::vector<PublishedRow>& rows) {
+  std::printf("\n== %s: tokens/s/GPU and GiB/GPU, predicted vs published ==\n", sect.c_str());
+  for (const auto& row : rows) {
+    const ModelShape& m = row.model == "14B" ? x.m14 : x.m7;
+    const auto fw = paper_frameworks(row.P);
+    const std::string rg = sect + "/" + row.model + "_" + seq_label(row.S) + "_" + std::to_string(row.P);
+    std::printf("%s, %s tokens, %d GPUs\n", row.model.c_str(), seq_label(row.S).c_str(), row.P);
+    for (size_t i = 0; i < fw.size(); ++i) {
+      const StepConfig s = with(fw[i].config, m, row.S, row.P);
+      StepResult r;
+      std::string why;
+      const std::string g = rg + "/" + fw[i].name;
+      const bool ok = try_step(x, s, &r, &why);
+      if (ok) write_prediction(f, g, s, r);
+      else {
+        f.create_group(g);
+        f.set_attr(g, "infeasible", why);
+        f.set_attr(g, "fits", 0);
+      }
+      f.set_attr(g, "framework", fw[i].name);
+      const bool pub = !row.tgs.empty();
+      if (pub) {
+        f.set_attr(g, "published_tokens_per_s_per_gpu", row.tgs[i]);  // 0 = OOM
+        f.set_attr(g, "published_memory_gib", row.mem[i]);
+      }
+      char pred[96], pubs[64] = "";
+      if (!ok) std::snprintf(pred, sizeof pred, "infeasible (%s)", why.c_str());
+      else if (!r.fits) std::snprintf(pred, sizeof pred, "OOM (%.1f GiB; %.1f tok/s/GPU if it fitted)", r.memory_total / kGiB, r.tokens_per_s_per_gpu);
+      else std::snprintf(pred, sizeof pred, "%.1f tok/s/GPU, %.1f GiB, MFU %.1f%%", r.tokens_per_s_per_gpu, r.memory_total / kGiB, 100 * r.mfu);
+      if (pub) {
+        if (row.tgs[i] == 0) std::snprintf(pubs, sizeof pubs, "published OOM");
+        else std::snprintf(pubs, sizeof pubs, "published %.1f, %.1f GB (%+.1f%% tok/s)", row.tgs[i], row.mem[i],
+                           ok && r.fits ? 100 * (r.tokens_per_s_per_gpu / row.tgs[i] - 1) : NAN);
+      }
+      std::printf("  %-22s %s  %s\n", fw[i].name.c_str(), pred, pubs);
+    }
+  }
+}
+
+void table_attention(io::H5File& f, const Ctx& x) {
+  std::printf("\n== attention only: 40 heads x 128, causal, 32 GPUs, fwd+bwd TFLOP/s per GPU, predicted / published ==\n");
+  const PublishedAttention pa = published_attention();
+  for (size_t mi = 0; mi < pa.methods.size(); ++mi) {
+    std::printf("  %-22s", pa.methods[mi].c_str());
+    std::vector<double> pred, fwd, bwd;
+    for (size_t si = 0; si < pa.seq.size(); ++si) {
+      const AttnProblem p{32, pa.seq[si], 40, 40, 128};
+      const AttnCost a = attention_cost(x.cl, attention_only_method(pa.methods[mi]), p);
+      const double tf = 3.5 * attention_flops_fwd(p.S, p.n, p.d, true) / p.P / (a.fwd.time + a.bwd.time) / 1e12;
+      pred.push_back(tf), fwd.push_back(a.fwd.time), bwd.push_back(a.bwd.time);
+      std::printf("  %s %.1f / %.1f", seq_label(pa.seq[si]).c_str(), tf, pa.tflops[mi][si]);
+    }
+    std::printf("\n");
+    const std::string g = "attention_only/" + pa.methods[mi];
+    f.create_group(g);
+    f.write(g + "/seq", pa.seq);
+    f.write(g + "/predicted_tflops", pred);
+    f.write(g + "/published_tflops", pa.tflops[mi]);
+    f.write(g + "/fwd_s", fwd);
+    f.write(g + "/bwd_s", bwd);
+    f.set_attr(g, "note", "published 0 = OOM");
+  }
+}
+
+void table_one_gpu(io::H5File& f, const Ctx& x) {
+  StepConfig s = with(paper_frameworks(1)[0].config, x.m14, 32768, 1);
+  const StepResult r = simulate_step(x.cl, x.k, s);
+  std::printf("\n== one GPU, 14B, 32K tokens (calibration point) ==\n  predicted %.1f tokens/s, MFU %.1f%% (script %.1f%%); published %.0f, %.1f%%\n",
+              r.tokens_per_s_per_gpu, 100 * r.mfu, 100 * r.mfu_paper_script, kOneGpuTgs, 100 * kOneGpuMfu);
+  write_prediction(f, "calibration/one_gpu", s, r);
+  f.set_attr("calibration/one_gpu", "published_tokens_per_s_per_gpu", kOneGpuTgs);
+  f.set_attr("calibration/one_gpu", "published_mfu", kOneGpuMfu);
+}
+
+void table_ablation(io::H5File& f, const Ctx& x) {
+  std::printf("\n== ablation: 14B, 1M tokens, 32 GPUs ==\n");
+  const double S = 1048576;
+  StepConfig s = with(paper_frameworks(32)[0].config, x.m14, S, 32);
+  struct Step {
+    const char* name;
+    std::function<void(StepConfig&)> apply;
+  };
+  const std::vector<Step> steps = {
+      {"baseline", [](StepConfig& c) { c.attn.method = "ring", c.attn.ring = "flat", c.fused_loss = false, c.policy = "full"; }},
+      {"+burst_backward", [](StepConfig& c) { c.attn.method = "burst", c.attn.ring = "flat"; }},
+      {"+double_ring", [](StepConfig& c) { c.attn.ring = "auto"; }},
+      {"+fused_loss", [](StepConfig& c) { c.fused_loss = true; }},
+      {"+half", [](StepConfig& c) { c.policy = "half"; }},
+      {"+whole", [](StepConfig& c) { c.policy = "whole"; }}};
+  std::vector<double> tgs, mem;
+  std::string names;
+  for (const auto& st : steps) {
+    st.apply(s);
+    const StepResult r = simulate_step(x.cl, x.k, s);
+    tgs.push_back(r.tokens_per_s_per_gpu), mem.push_back(r.memory_total / kGiB);
+    names += (names.empty() ? "" : ",") + std::string(st.name);
+    write_prediction(f, std::string("ablation/") + st.name, s, r);
+    std::printf("  %-16s %7.1f tok/s/GPU  %6.1f GiB %s\n", st.name, r.tokens_per_s_per_gpu, r.memory_total / kGiB, r.fits ? "" : "(OOM)");
+  }
+  f.write("ablation/tokens_per_s_per_gpu", tgs);
+  f.write("ablation/memory_gib", mem);
+  f.set_attr("ablation", "steps", names);
+}
+
+void table_scaling(io::H5File& f, const Ctx& x) {
+  std::printf("\n== scaling: 14B, 32K tokens per GPU, BurstEngine ==\n");
+  std::vector<double> gpus, tgs, mfu, mem;
+  for (int P : {1, 2, 4, 8, 16, 32, 64}) {
+    const StepConfig s = with(paper_frameworks(P)[0].config, x.m14, 32768.0 * P, P);
+    const StepResult r = simulate_step(x.cl, x.k, s);
+    gpus.push_back(P), tgs.push_back(r.tokens_per_s_per_gpu), mfu.push_back(r.mfu_paper_script), mem.push_back(r.memory_total / kGiB);
+    write_prediction(f, "scaling/P" + std::to_string(P), s, r);
+    std::printf("  %2d GPUs, %5s tokens: %7.1f tok/s/GPU, MFU %.1f%% (script), %.1f GiB%s\n", P, seq_label(s.S).c_str(),
+                r.tokens_per_s_per_gpu, 100 * r.mfu_paper_script, r.memory_total / kGiB, r.fits ? "" : " OOM");
+  }
+  f.write("scaling/gpus", gpus);
+  f.write("scaling/tokens_per_s_per_gpu", tgs);
+  f.write("scaling/mfu_paper_script", mfu);
+  f.write("scaling/memory_gib", mem);
+  f.set_attr("scaling", "published_one_gpu_tokens_per_s", kOneGpuTgs);
+}
+
+void table_memory_vs_seq(io::H5File& f, const Ctx& x) {
+  std::printf("\n== memory vs sequence length: 14B, 32 GPUs (GiB/GPU) ==\n");
+  const auto fw = paper_frameworks(32);
+  std::vector<double> seqs;
+  for (double S = 131072; S <= 4194304; S *= 2) seqs.push_back(S);
+  f.create_group("memory_vs_seq");
+  f.write("memory_vs_seq/seq", seqs);
+  for (const auto& w : fw) {
+    std::vector<double> mem, tgs;
+    std::printf("  %-22s", w.name.c_str());
+    for (double S : seqs) {
+      StepResult r;
+      std::string why;
+      if (try_step(x, with(w.config, x.m14, S, 32), &r, &why)) {
+        mem.push_back(r.memory_total / kGiB), tgs.push_back(r.tokens_per_s_per_gpu);
+        std::printf(" %s %.1f%s", seq_label(S).c_str(), r.memory_total / kGiB, r.fits ? "" : "!");
+      } else {
+        mem.push_back(NAN), tgs.push_back(NAN);
+        std::printf(" %s -", seq_label(S).c_str());
+      }
+    }
+    std::printf("\n");
+    f.write("memory_vs_seq/" + w.name + "_memory_gib", mem);
+    f.write("memory_vs_seq/" + w.name + "_tokens_per_s_per_gpu", tgs);
+  }
+  f.set_attr("memory_vs_seq", "capacity_gib", x.cl.mem_capacity / kGiB);
+}
+
+// The H200 layer microbenchmark the elementwise constant comes from, and its check.
+void table_h200_layer(io::H5File& f, const Ctx& x, const std::string& data_dir) {
+  const Cluster h = load_cluster("h200", data_dir);
+  std::printf("\n== H200 LlamaDecoderLayer, 32K tokens, fwd+bwd (calibration of elementwise passes) ==\n");
+  struct Pt {
+    const char* name;
+    long hidden, heads, ffn;
+    double measured;
+  } pts[] = {{"7B", 4096, 32, 11008, 0.134}, {"1B", 2048, 16, 5632, 0.053}};
+  for (const auto& p : pts) {
+    ModelShape m;
+    m.name = p.name, m.layers = 1, m.hidden = p.hidden, m.heads = m.kv_heads = p.heads, m.head_dim = 128, m.ffn = p.ffn, m.gated = true;
+    const double S = 32768, gemm = 3 * m.gemm_flops_per_token() * S / h.gemm_rate();
+    const double af = attention_flops_fwd(S, m.heads, 128, true);
+    const double attn = af / h.attn_rate_fwd(S) + 2.5 * af / h.attn_rate_bwd(S);
+    const double elem = x.k.elem_passes * 2 * double(m.hidden + m.ffn) * S / h.hbm_bw;
+    const double passes_needed = (p.measured - gemm - attn) * h.hbm_bw / (2 * double(m.hidden + m.ffn) * S);
+    std::printf("  %s shape: GEMMs %.4f + attention %.4f + elementwise %.4f = %.4f s; measured %.3f s (passes that would match: %.1f)\n",
+                p.name, gemm, attn, elem, gemm + attn + elem, p.measured, passes_needed);
+    const std::string g = std::string("calibration/h200_layer_") + p.name;
+    f.create_group(g);
+    f.set_attr(g, "predicted_s", gemm + attn + elem);
+    f.set_attr(g, "measured_s", p.measured);
+    f.set_attr(g, "passes_matching", passes_needed);
+  }
+}
+
+}  // namespace
+
+int cmd_simulate(const SimulateOptions& o) {
+  const std::string dir = o.data_dir.empty() ? default_data_dir() : o.data_dir;
+  Ctx x;
+  x.cl = load_cluster(o.cluster, dir);
+  x.k = load_calibration(o.calibration.empty() ? dir + "/perf_calibration.toml" : o.calibration);
+  BURST_CHECK_CONFIG(o.table.empty() || o.table == "paper" || o.table == "calibration", "--table '", o.table,
+                     "': expected paper or calibration");
+  if (!o.table.empty()) {
+    x.m14 = shape_of("14B"), x.m7 = shape_of("7B");
+    const std::string out = o.output.empty() ? "experiments/results/simulate_" + o.table + ".h5" : o.output;
+    io::H5File f = io::H5File::create(out);
+    f.set_attr("/", "cluster", x.cl.name);
+    f.set_attr("/", "cluster_file", x.cl.file);
+    f.set_attr("/", "calibration_file", x.k.file);
+    f.set_attr("/", "table", o.table);
+    f.set_attr("/", "peak_tflops", x.cl.peak_flops / 1e12);
+    f.set_attr("/", "memory_capacity_gib", x.cl.mem_capacity / kGiB);
+    f.set_attr("/", "gemm_fraction", x.cl.gemm_fraction);
+    f.set_attr("/", "attn_rate_inf_tflops", x.cl.attn_rate_inf / 1e12);
+    f.set_attr("/", "attn_t0_tokens", x.cl.attn_t0);
+    f.set_attr("/", "link_efficiency", x.cl.link_efficiency);
+    f.set_attr("/", "elementwise_passes", x.k.elem_passes);
+    f.set_attr("/", "allocator_slack", x.k.allocator_slack);
+    table_one_gpu(f, x);
+    table_attention(f, x);
+    table_h200_layer(f, x, dir);
+    if (o.table == "paper") {
+      table_end_to_end(f, x, "end_to_end", published_rows());
+      std::vector<PublishedRow> r64;
+      for (auto r : published_rows()) r64.push_back({r.model, r.S * 2, 64, {}, {}});
+      table_end_to_end(f, x, "gpus64", r64);
+      table_ablation(f, x);
+      table_scaling(f, x);
+      table_memory_vs_seq(f, x);
+    }
+    std::printf("\nwrote %s\n", out.c_str());
+    return 0;
+  }
+  StepConfig s;
+  s.model = shape_of(o.model);
+  s.S = parse_seq(o.seq);
+  s.P = o.gpus;
+  BURST_CHECK_CONFIG(s.P >= 1, "--gpus ", s.P, " must be >= 1");
+  s.attn.method = o.method, s.attn.ring = o.ring, s.attn.backward = o.backward, s.attn.usp_inner = o.usp_inner;
+  s.attn.placement = o.placement, s.attn.hp = o.hp, s.attn.inner = o.inner;
+  BURST_CHECK_CONFIG(o.partial == "fp32" || o.partial == "bf16", "--partial '", o.partial, "': expected fp32 or bf16");
+  s.attn.partial_bf16 = o.partial == "bf16";
+  BURST_CHECK_CONFIG(o.mask == "causal" || o.mask == "full" || o.mask == "window", "--mask '", o.mask,
+                     "': expected causal, full or window");
+  BURST_CHECK_CONFIG((o.mask == "window") == (o.window > 0), "--mask window needs --window W > 0 (and --window needs --mask window)");
+  s.attn.causal = o.mask != "full";
+  s.attn.window = o.window;
+  s.policy = o.policy;
+  s.fused_loss = on_off(o.fused_loss, "--fused-loss");
+  s.zero = o.zero;
+  s.offload = on_off(o.offload, "--offload");
+  const StepResult r = simulate_step(x.cl, x.k, s);
+  print_result(s, r, x.cl);
+  if (!o.output.empty()) {
+    io::H5File f = io::H5File::create(o.output);
+    f.set_attr("/", "cluster", x.cl.name);
+    f.set_attr("/", "cluster_file", x.cl.file);
+    f.set_attr("/", "calibration_file", x.k.file);
+    write_prediction(f, "run", s, r);
+    std::printf("wrote %s\n", o.output.c_str());
+  }
+  return 0;
+}
+
+}  // namespace burst::cli

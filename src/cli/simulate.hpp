@@ -1,0 +1,18 @@
+// `burst simulate`: options and the command (needs no runtime: no MPI, no Kokkos).
+#pragma once
+
+#include <string>
+
+namespace burst::cli {
+
+struct SimulateOptions {
+  std::string cluster = "a800", model = "14B", seq = "1M", method = "burst", policy = "whole";
+  std::string fused_loss = "on", offload = "off", ring = "auto", backward = "auto", usp_inner = "burst";
+  std::string placement = "head-first", partial = "fp32", mask = "causal";
+  int gpus = 32, hp = 0, inner = 0, zero = 3;
+  long window = 0;
+  std::string table, output, data_dir, calibration;
+};
+int cmd_simulate(const SimulateOptions& o);
+
+}  // namespace burst::cli

@@ -1,0 +1,344 @@
+#include "perf/attention.hpp"
+
+#include "core/error.hpp"
+#include "perf/shape.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <set>
+#include <sstream>
+#include <tuple>
+#include <vector>
+
+namespace burst::perf {
+
+using parallel::BufKind;
+using parallel::RingGeometry;
+using parallel::RingOp;
+
+PassCost ring_pass(const RingPassSpec& s) {
+  const parallel::RingProgram prog = parallel::ring_program(s.g, 0, s.rounds, s.partial);
+  PassCost out;
+  out.counts = parallel::count_transfers(prog);
+  double now = 0, link_free[2] = {0, 0};
+  std::vector<double> req_end(size_t(prog.requests), 0.0);
+  // Rank 0's neighbours run the same program in step, so a receive completes
+  // when rank 0's own matching send (same kind, link, tag) last completed.
+  std::map<std::tuple<int, int, int>, double> last_send;
+  auto bytes_of = [&](BufKind k) { return k == BufKind::Read ? s.read_bytes : s.partial_bytes; };
+  for (const RingOp& op : prog.ops) {
+    const int li = op.link == parallel::Link::Inter && s.g.nodes > 1 ? 1 : 0;
+    const Link& link = li ? s.inter : s.intra;
+    switch (op.kind) {
+      case RingOp::Send: {
+        const double b = bytes_of(op.buf_kind), start = std::max(now, link_free[li]), end = start + link.time(b);
+        link_free[li] = end;
+        req_end[size_t(op.req)] = end;
+        last_send[{int(op.buf_kind), li, op.tag}] = end;
+        (li ? out.bytes_inter : out.bytes_intra) += b;
+        break;
+      }
+      case RingOp::Recv: {
+        auto it = last_send.find({int(op.buf_kind), li, op.tag});
+        req_end[size_t(op.req)] = it == last_send.end() ? now : it->second;
+        break;
+      }
+      case RingOp::Wait: now = std::max(now, req_end[size_t(op.req)]); break;
+      case RingOp::Copy: {
+        const double t = 2 * bytes_of(op.buf_kind) / s.hbm_bw;
+        now += t, out.compute += t;
+        break;
+      }
+      case RingOp::Compute: {
+        const double t = !s.t_by_round.empty() ? s.t_by_round[size_t(op.round)] : op.home ? s.t_home : s.t_round;
+        now += t, out.compute += t;
+        break;
+      }
+      case RingOp::Add:
+      case RingOp::Deliver: {
+        const double t = 3 * s.partial_bytes / s.hbm_bw;
+        now += t, out.compute += t;
+        break;
+      }
+    }
+  }
+  out.time = now;
+  return out;
+}
+
+double window_block_area(double dist, double s, double w) {
+  if (dist < 0) return 0;
+  // u = x - y over [0, s)^2 has density s - |u| on (-s, s); the pair is
+  // visible when 0 <= dist s + u < w.
+  auto F = [s](double a) {
+    a = std::min(std::max(a, -s), s);
+    return a <= 0 ? (a + s) * (a + s) / 2 : s * s - (s - a) * (s - a) / 2;
+  };
+  return std::max(0.0, F(w - dist * s) - F(-dist * s));
+}
+
+namespace {
+
+// Nodes x ranks-per-node of a group of world ranks when uniform, else {1, P}.
+RingGeometry geometry_of(const std::vector<int>& world, int G, bool* uniform) {
+  std::vector<int> counts;
+  std::set<int> distinct;
+  for (size_t i = 0; i < world.size(); ++i) {
+    const int node = world[i] / G;
+    if (i == 0 || node != world[i - 1] / G) counts.push_back(0);
+    counts.back()++;
+    distinct.insert(node);
+  }
+  *uniform = distinct.size() == counts.size() && std::set<int>(counts.begin(), counts.end()).size() == 1;
+  if (!*uniform) return {1, int(world.size())};
+  return {int(counts.size()), counts[0]};
+}
+
+int nodes_spanned(const std::vector<int>& world, int G) {
+  std::set<int> s;
+  for (int w : world) s.insert(w / G);
+  return int(s.size());
+}
+
+// One ring over `members` (world ranks, ring order) with t tokens per rank
+// and nh/nkvh heads: forward and backward passes, and the buffers alive.
+struct RingSetup {
+  std::vector<int> members;
+  std::string shape = "auto";      // flat | double | auto
+  RingGeometry fixed{0, 0};        // loongtrain: N x inner given
+  bool kv_backward = false;
+  bool partial_bf16 = false;
+  bool causal = true;
+  double window = 0;
+  double t = 0;
+  long nh = 0, nkvh = 0, d = 0;
+};
+
+struct RingResult {
+  PassCost fwd, bwd, half_fwd;
+  double buffers = 0;
+  std::string describe;
+};
+
+RingResult ring_cost(const Cluster& c, const RingSetup& r) {
+  const int P = int(r.members.size()), G = c.gpus_per_node;
+  bool uniform = false;
+  RingGeometry nodes = geometry_of(r.members, G, &uniform);
+  RingGeometry g{1, P};
+  if (r.fixed.nodes > 0) g = r.fixed;
+  else if (r.shape == "double" || (r.shape == "auto" && uniform)) g = nodes;
+  // Links: the intra ring is on NVLink when each intra group sits in one node;
+  // a ring that crosses nodes is paced by its node-crossing hop (one HCA).
+  bool intra_local = true;
+  for (int i = 0; i < P; i += g.local)
+    intra_local = intra_local && nodes_spanned(std::vector<int>(r.members.begin() + i, r.members.begin() + i + g.local), G) == 1;
+  const Link intra = intra_local ? c.nvlink() : c.ib_one_flow();
+  const Link inter = nodes_spanned(r.members, G) > 1 ? c.ib_all_gpus() : c.nvlink();
+
+  const double t = r.t, nd = double(r.nh) * double(r.d), kvd = double(r.nkvh) * double(r.d), pb = r.partial_bf16 ? 2 : 4;
+  const double area = r.causal ? t * t / 2 : t * t;  // zigzag: every round costs half a block under causal
+  const double f_fwd = 4 * area * nd, f_bwd = 2.5 * f_fwd;
+  const double merge = (3 * 4 * t * nd + 3 * 4 * t * double(r.nh)) / c.hbm_bw;  // o, lse merge in fp32
+
+  RingPassSpec f;
+  f.g = g, f.rounds = P, f.partial = false, f.hbm_bw = c.hbm_bw, f.intra = intra, f.inter = inter;
+  // Sliding window on the contiguous layout: a flat ring stops after the last
+  // round anyone sees anything; a double ring runs every round, computing
+  // only visible blocks. A round costs what its busiest rank computes.
+  std::vector<double> round_area;
+  if (r.window > 0) {
+    if (g.nodes == 1) f.rounds = std::min(P, 1 + int(std::ceil((r.window - 1) / t)));
+    for (int k = 0; k < f.rounds; ++k) {
+      double a = 0;
+      for (int i = 0; i < P; ++i) a = std::max(a, window_block_area(double(i - parallel::ring_block_at(g, i, k)), t, r.window));
+      round_area.push_back(a);
+    }
+  }
+  f.read_bytes = 2 * t * kvd * 2;
+  f.t_home = f_fwd / c.attn_rate_fwd(t);
+  f.t_round = f.t_home + merge;
+  for (size_t k = 0; k < round_area.size(); ++k)
+    f.t_by_round.push_back(4 * round_area[k] * nd / c.attn_rate_fwd(t) + (k > 0 && round_area[k] > 0 ? merge : 0.0));
+  RingPassSpec b = f;
+  b.partial = true;
+  b.t_home = f_bwd / c.attn_rate_bwd(t);
+  b.t_round = b.t_home;
+  b.t_by_round.clear();
+  for (double a : round_area) b.t_by_round.push_back(2.5 * 4 * a * nd / c.attn_rate_bwd(t));
+  if (r.kv_backward) {
+    b.read_bytes = 2 * t * kvd * 2;
+    b.partial_bytes = 2 * t * kvd * pb;
+  } else {
+    b.read_bytes = 2 * t * nd * 2 + 2 * t * double(r.nh) * 4;
+    b.partial_bytes = t * nd * pb;
+  }
+  // `half`: first-half queries against first-half keys, K,V of half size.
+  RingPassSpec h = f;
+  h.read_bytes = f.read_bytes / 2;
+  h.t_home = (f_fwd / 4) / c.attn_rate_fwd(t / 2);
+  h.t_round = h.t_home + merge / 2;
+
+  RingResult out;
+  out.fwd = ring_pass(f);
+  out.bwd = ring_pass(b);
+  const double D = (t * nd * 4 + t * double(r.nh) * 4) / c.hbm_bw;  // D = rowsum(dO * O)
+  out.bwd.time += D, out.bwd.compute += D;
+  if (r.window <= 0) out.half_fwd = ring_pass(h);  // `half` is defined for the causal mask only
+  // Buffers the engine allocates: the read buffers its program names, the
+  // partial buffers, fp32 outputs and gradient accumulators.
+  const parallel::RingProgram pf = parallel::ring_program(g, 0, f.rounds, false), pbw = parallel::ring_program(g, 0, f.rounds, true);
+  std::set<int> reads, parts;
+  for (const auto& op : pbw.ops) {
+    if (op.kind == RingOp::Compute) {
+      reads.insert(op.buf);
+      if (op.buf2 >= 0) parts.insert(op.buf2);
+    } else if (op.buf >= 0) {
+      (op.buf_kind == BufKind::Read ? reads : parts).insert(op.buf);
+      if (op.buf2 >= 0) (op.buf_kind == BufKind::Read ? reads : parts).insert(op.buf2);
+    }
+  }
+  const double bwd_buffers = double(reads.size()) * b.read_bytes + double(parts.size()) * b.partial_bytes +
+                             t * double(r.nh) * 4 + t * (nd + 2 * kvd) * 4;
+  const double fwd_buffers = double(pf.read_buffers) * f.read_bytes + 2 * (t * nd * 4 + t * double(r.nh) * 4);
+  out.buffers = std::max(bwd_buffers, fwd_buffers);
+  std::ostringstream os;
+  os << (g.nodes > 1 ? "double ring " : "flat ring ") << g.nodes << "x" << g.local << (intra_local ? "" : " (crosses nodes)")
+     << ", backward " << (r.kv_backward ? "K,V,dK,dV travel" : "Q,dO,lse,D + dQ travel") << ", partials "
+     << (r.partial_bf16 ? "bf16" : "fp32");
+  if (f.rounds < P) os << ", " << f.rounds << " of " << P << " rounds (window)";
+  out.describe = os.str();
+  return out;
+}
+
+// All-to-all of `bytes` (this rank's whole tensor) over `members`: each peer
+// gets bytes / |members|; on-node and off-node peers in parallel.
+double a2a_time(const Cluster& c, const std::vector<int>& members, int me_world, double bytes) {
+  const int G = c.gpus_per_node;
+  int on = 0, off = 0;
+  for (int w : members) {
+    if (w == me_world) continue;
+    (w / G == me_world / G ? on : off)++;
+  }
+  const double per = bytes / double(members.size());
+  double t = 0;
+  if (on) t = std::max(t, c.nvlink().time(on * per));
+  if (off) t = std::max(t, c.ib_all_gpus().time(off * per));
+  return t;
+}
+
+}  // namespace
+
+void validate_attention(const AttnConfig& a, const AttnProblem& p, int G) {
+  static const std::set<std::string> methods = {"ring", "burst", "loongtrain", "ulysses", "usp", "allgather"};
+  BURST_CHECK_CONFIG(methods.count(a.method), "unknown method '", a.method, "' (known: allgather, burst, loongtrain, ring, ulysses, usp)");
+  BURST_CHECK_CONFIG(a.ring == "flat" || a.ring == "double" || a.ring == "auto", "--ring '", a.ring, "': expected flat, double or auto");
+  BURST_CHECK_CONFIG(a.backward == "burst" || a.backward == "kv" || a.backward == "auto", "--backward '", a.backward,
+                     "': expected burst, kv or auto");
+  BURST_CHECK_CONFIG(a.placement == "head-first" || a.placement == "ring-first", "--placement '", a.placement,
+                     "': expected head-first or ring-first");
+  BURST_CHECK_CONFIG(a.usp_inner == "ring" || a.usp_inner == "burst", "--usp-inner '", a.usp_inner, "': expected ring or burst");
+  BURST_CHECK_CONFIG(p.P >= 1, "--gpus ", p.P, " must be >= 1");
+  BURST_CHECK_CONFIG(a.window >= 0, "--window ", a.window, " must be >= 0");
+  BURST_CHECK_CONFIG(a.window == 0 || a.causal, "a sliding window is causal");
+  BURST_CHECK_CONFIG(p.n >= 1 && p.nkv >= 1 && p.n % p.nkv == 0, p.n, " query heads are not a multiple of ", p.nkv, " kv heads");
+  BURST_CHECK_CONFIG(p.S >= 2.0 * p.P, "sequence of ", p.S, " tokens on ", p.P, " GPUs: need at least 2 tokens per GPU (zigzag)");
+  BURST_CHECK_CONFIG(p.P <= G || p.P % G == 0, p.P, " GPUs is not a multiple of the node size ", G);
+  if (a.ring == "double")
+    BURST_CHECK_CONFIG(p.P % G == 0 && p.P > G, "--ring double needs more than one whole node (", p.P, " GPUs, ", G, " per node)");
+  if (a.method == "ulysses" || a.method == "usp") {
+    const int hp = a.method == "ulysses" ? p.P : (a.hp > 0 ? a.hp : std::min(G, p.P));
+    BURST_CHECK_CONFIG(p.P % hp == 0, a.method, ": head-parallel size ", hp, " does not divide the ", p.P, " GPUs");
+    BURST_CHECK_CONFIG(p.n % hp == 0 && p.nkv % hp == 0, a.method, ": head-parallel size ", hp, " must divide the query heads (",
+                       p.n, ") and the kv heads (", p.nkv, ")");
+  }
+  if (a.method == "loongtrain") {
+    const int inner = a.inner > 0 ? a.inner : std::min(G, p.P);
+    BURST_CHECK_CONFIG(p.P % inner == 0, "loongtrain: inner ring of ", inner, " ranks does not divide the ", p.P, " GPUs");
+  }
+}
+
+AttnCost attention_cost(const Cluster& c, const AttnConfig& a, const AttnProblem& p) {
+  validate_attention(a, p, c.gpus_per_node);
+  const int P = p.P, G = c.gpus_per_node;
+  const double s = p.S / P, nd = double(p.n) * double(p.d), kvd = double(p.nkv) * double(p.d);
+  std::vector<int> world(static_cast<size_t>(P), 0);
+  for (int i = 0; i < P; ++i) world[size_t(i)] = i;
+  AttnCost out;
+  if (a.method == "ring" || a.method == "burst" || a.method == "loongtrain") {
+    RingSetup r;
+    r.members = world;
+    r.shape = a.method == "ring" ? "flat" : a.ring;
+    if (a.method == "loongtrain") {
+      const int inner = a.inner > 0 ? a.inner : std::min(G, P);
+      r.fixed = {P / inner, inner};
+    }
+    r.kv_backward = a.method != "burst" || a.backward == "kv" || (a.backward == "auto" && p.n != p.nkv);
+    r.partial_bf16 = a.partial_bf16, r.causal = a.causal, r.window = double(a.window), r.t = s, r.nh = p.n, r.nkvh = p.nkv, r.d = p.d;
+    RingResult rr = ring_cost(c, r);
+    out.fwd = rr.fwd, out.bwd = rr.bwd, out.half_fwd = rr.half_fwd, out.buffer_bytes = rr.buffers;
+    out.describe = a.method + ": " + rr.describe;
+    return out;
+  }
+  if (a.method == "allgather") {
+    // Gather K,V (bf16) from every rank; local queries against all keys; the
+    // backward gathers again and reduce-scatters dK,dV (fp32).
+    const double chunk = 2 * s * kvd * 2, Pm1 = P - 1, off = P > G ? double(P - G) : 0.0;
+    auto coll = [&](double ch) {
+      double t = c.nvlink().time(Pm1 * ch);
+      if (off > 0) t = std::max(t, Link{c.ib_latency, c.ib_node_bw()}.time(off * ch));
+      return t;
+    };
+    const double area = visible_area(p.S, a.causal, double(a.window)) / P, f = 4 * area * nd;
+    const double fwd_k = f / c.attn_rate_fwd(s), bwd_k = 2.5 * f / c.attn_rate_bwd(s);
+    const double gk = coll(chunk), rs = coll(2 * s * kvd * 4);
+    out.fwd.time = gk + fwd_k, out.fwd.compute = fwd_k, out.fwd.a2a_bytes = Pm1 * chunk;
+    out.bwd.time = gk + bwd_k + rs, out.bwd.compute = bwd_k, out.bwd.a2a_bytes = Pm1 * (chunk + 2 * s * kvd * 4);
+    const double hf = (f / 4) / c.attn_rate_fwd(s / 2);
+    out.half_fwd.time = coll(chunk / 2) + hf, out.half_fwd.compute = hf;
+    out.buffer_bytes = 2 * p.S * kvd * 2 + 2 * p.S * kvd * 4;
+    out.describe = "allgather: K,V gathered from " + std::to_string(P) + " ranks, dK,dV reduce-scattered";
+    return out;
+  }
+  // ulysses / usp: all-to-all over hp ranks, then a ring over the cp groups.
+  const int hp = a.method == "ulysses" ? P : (a.hp > 0 ? a.hp : std::min(G, P)), cp = P / hp;
+  const bool head_first = a.placement == "head-first";
+  std::vector<int> hp_group, cp_group;  // of world rank 0 (h = 0, c = 0)
+  for (int h = 0; h < hp; ++h) hp_group.push_back(head_first ? h : h * cp);
+  for (int cc = 0; cc < cp; ++cc) cp_group.push_back(head_first ? cc * hp : cc);
+  const double qkv = s * (nd + 2 * kvd) * 2, o = s * nd * 2 + s * double(p.n) * 4;  // bf16 O, fp32 lse
+  const double a2a_fwd = a2a_time(c, hp_group, 0, qkv) + a2a_time(c, hp_group, 0, o);
+  const double a2a_bwd = a2a_time(c, hp_group, 0, s * nd * 2) + a2a_time(c, hp_group, 0, qkv);
+  const double frac = double(hp - 1) / hp;
+  RingSetup r;
+  r.members = cp_group;
+  r.shape = a.ring;
+  r.kv_backward = a.usp_inner == "ring" || a.backward == "kv" || (a.backward == "auto" && p.n != p.nkv);
+  r.partial_bf16 = a.partial_bf16, r.causal = a.causal, r.window = double(a.window), r.t = s * hp, r.nh = p.n / hp,
+  r.nkvh = p.nkv / hp, r.d = p.d;
+  RingResult rr;
+  if (cp > 1) {
+    rr = ring_cost(c, r);
+  } else {  // one local attention over the whole sequence with n/P heads
+    const double f = 4 * visible_area(p.S, a.causal, double(a.window)) * double(r.nh) * double(p.d);
+    rr.fwd.time = rr.fwd.compute = f / c.attn_rate_fwd(p.S);
+    rr.bwd.time = rr.bwd.compute = 2.5 * f / c.attn_rate_bwd(p.S);
+    rr.half_fwd.time = rr.half_fwd.compute = (f / 4) / c.attn_rate_fwd(p.S / 2);
+    rr.buffers = p.S * double(r.nh) * double(p.d) * 4 * 4;  // fp32 o, dq, dk, dv of the head shard
+    rr.describe = "local attention over all " + std::to_string(long(p.S)) + " tokens";
+  }
+  out.fwd = rr.fwd, out.bwd = rr.bwd, out.half_fwd = rr.half_fwd;
+  out.fwd.time += a2a_fwd, out.fwd.a2a_bytes = frac * (qkv + o);
+  out.bwd.time += a2a_bwd, out.bwd.a2a_bytes = frac * (s * nd * 2 + qkv);
+  out.half_fwd.time += a2a_fwd / 2;
+  // Head-layout copies of q, k, v (bf16), o and lse (fp32), and one pair of
+  // all-to-all send/receive buffers of the largest tensor.
+  out.buffer_bytes = rr.buffers + qkv + s * nd * 4 + s * double(p.n) * 4 + 2 * s * nd * 4;
+  std::ostringstream os;
+  os << a.method << ": all-to-all over " << hp << " (" << a.placement << "), " << (cp > 1 ? "cp " + std::to_string(cp) + ": " : "")
+     << rr.describe;
+  out.describe = os.str();
+  return out;
+}
+
+}  // namespace burst::perf

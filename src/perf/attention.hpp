@@ -1,0 +1,73 @@
+// Time and bytes of one layer's distributed attention, per method, from the
+// schedules the engine executes: ring methods walk the program of
+// parallel::ring_program() op by op against an alpha-beta link model
+// (transfers overlap compute; a double ring's inter-node block spans L
+// rounds); Ulysses/USP all-to-alls and all-gathers are not overlapped.
+#pragma once
+
+#include "parallel/schedule.hpp"
+#include "perf/hardware.hpp"
+
+#include <string>
+#include <vector>
+
+namespace burst::perf {
+
+struct AttnConfig {
+  std::string method = "burst";      // ring | burst | loongtrain | ulysses | usp | allgather
+  std::string ring = "auto";         // flat | double | auto (double when the ring spans nodes)
+  std::string backward = "auto";     // burst | kv | auto (burst when n = n_kv)
+  std::string usp_inner = "burst";   // usp: ring | burst
+  std::string placement = "head-first";
+  bool partial_bf16 = false;         // travelling partial sums in bf16 (else fp32)
+  int hp = 0;                        // usp: head-parallel size (0: GPUs per node)
+  int inner = 0;                     // loongtrain: ranks per inner ring (0: GPUs per node)
+  bool causal = true;
+  long window = 0;                   // > 0: sliding window of this many tokens (causal), contiguous layout
+};
+
+struct AttnProblem {
+  int P = 1;       // ranks
+  double S = 0;    // tokens
+  long n = 0, nkv = 0, d = 0;
+};
+
+struct PassCost {
+  double time = 0;                 // wall time of the pass on one rank
+  double compute = 0;              // kernels, merges, adds, copies on that rank
+  double bytes_intra = 0, bytes_inter = 0;  // handed to the transport by one rank
+  parallel::RingCounts counts;     // ring transfers of the pass (zero for others)
+  double a2a_bytes = 0;            // all-to-all / all-gather bytes sent by one rank
+};
+
+struct AttnCost {
+  PassCost fwd, bwd;
+  PassCost half_fwd;     // the `half` policy's recompute: first-half queries x first-half keys
+  double buffer_bytes = 0;  // method buffers alive at the backward's peak
+  std::string describe;
+};
+
+// Throws Error(Config) for a configuration the engine refuses (heads not
+// divisible by the head-parallel size, ...), naming the rule.
+void validate_attention(const AttnConfig& a, const AttnProblem& p, int gpus_per_node);
+AttnCost attention_cost(const Cluster& c, const AttnConfig& a, const AttnProblem& p);
+
+// One ring pass timed from the program of rank 0 (every rank runs the same
+// program shifted, so rank 0's timeline is every rank's). Exposed for tests.
+struct RingPassSpec {
+  parallel::RingGeometry g;
+  int rounds = 0;
+  bool partial = false;
+  double read_bytes = 0, partial_bytes = 0;
+  double t_home = 0, t_round = 0;  // compute of the own block / a visiting block
+  std::vector<double> t_by_round;  // if not empty: compute of round r (masks that vary by round)
+  double hbm_bw = 0;               // copies and partial adds
+  Link intra, inter;
+};
+PassCost ring_pass(const RingPassSpec& s);
+
+// Pairs a query block sees in a key block `dist` blocks before it (blocks of
+// s tokens, contiguous layout, sliding window w): the window mask's area.
+double window_block_area(double dist, double s, double w);
+
+}  // namespace burst::perf

@@ -1,0 +1,123 @@
+#include "perf/hardware.hpp"
+
+#include "core/error.hpp"
+
+#include <toml++/toml.h>
+
+#include <algorithm>
+#include <fstream>
+#include <sstream>
+#include <sys/stat.h>
+
+namespace burst::perf {
+
+double Cluster::attn_rate_fwd(double t) const {
+  // Combined rate R over 1 + 2.5 units of work: 3.5 / R = 1 / R_f + 2.5 / R_b with R_f = k R_b.
+  const double k = attn_fwd_over_bwd, rb = (1.0 / k + 2.5) / 3.5;
+  return attn_rate(t) * rb * k;
+}
+double Cluster::attn_rate_bwd(double t) const {
+  const double k = attn_fwd_over_bwd, rb = (1.0 / k + 2.5) / 3.5;
+  return attn_rate(t) * rb;
+}
+Link Cluster::ib_all_gpus() const {
+  return {ib_latency, std::min(ib_hca_bw, hcas_per_node * ib_hca_bw / gpus_per_node) * link_efficiency};
+}
+
+namespace {
+
+bool file_exists(const std::string& p) {
+  struct stat st;
+  return ::stat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+}
+
+toml::table parse_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  BURST_CHECK_CONFIG(in.good(), "cannot read ", path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  const std::string text = ss.str();
+  // toml++ 3.x misbehaves on some non-ASCII input outside strings (see core/config.cpp); our files are ASCII.
+  for (size_t i = 0; i < text.size(); ++i)
+    BURST_CHECK_CONFIG(static_cast<unsigned char>(text[i]) < 0x80, path, ": non-ASCII byte at offset ", i);
+  try {
+    return toml::parse(text, path);
+  } catch (const toml::parse_error& e) {
+    BURST_FAIL(ErrorKind::Config, path, ": ", e.description());
+  }
+}
+
+// A required number at "table.key"; the file must name it.
+double num(const toml::table& t, const std::string& key, const std::string& file, double lo, double hi) {
+  auto node = t.at_path(key);
+  BURST_CHECK_CONFIG(node && (node.is_floating_point() || node.is_integer()), file, ": required number '", key, "' is missing");
+  const double v = node.is_integer() ? double(node.as_integer()->get()) : node.as_floating_point()->get();
+  BURST_CHECK_CONFIG(v >= lo && v <= hi, file, ": ", key, " = ", v, " is out of range [", lo, ", ", hi, "]");
+  return v;
+}
+
+}  // namespace
+
+std::string default_data_dir() {
+#ifdef BURST_SOURCE_DIR
+  return std::string(BURST_SOURCE_DIR) + "/experiments";
+#else
+  return "experiments";
+#endif
+}
+
+Cluster load_cluster(const std::string& name_or_path, const std::string& dir) {
+  const bool is_path = name_or_path.find('/') != std::string::npos || name_or_path.size() > 5 &&
+                                                                          name_or_path.substr(name_or_path.size() - 5) == ".toml";
+  const std::string file = is_path ? name_or_path : dir + "/clusters/" + name_or_path + ".toml";
+  if (!file_exists(file)) {
+    std::string known;
+    for (const char* k : {"a800", "h200"})
+      if (file_exists(dir + "/clusters/" + k + ".toml")) known += (known.empty() ? "" : ", ") + std::string(k);
+    BURST_FAIL(ErrorKind::Config, "unknown cluster '", name_or_path, "': no file ", file, " (known: ", known, ")");
+  }
+  const toml::table t = parse_file(file);
+  Cluster c;
+  c.file = file;
+  c.name = t["name"].value_or(name_or_path);
+  c.gpus_per_node = int(num(t, "node.gpus", file, 1, 64));
+  c.hcas_per_node = int(num(t, "node.ib_hcas", file, 0, 64));
+  c.peak_flops = num(t, "gpu.peak_bf16_tflops", file, 1, 1e5) * 1e12;
+  c.gemm_fraction = num(t, "gpu.gemm_fraction", file, 0.01, 1);
+  c.hbm_bw = num(t, "gpu.hbm_tb_per_s", file, 0.01, 1e3) * 1e12;
+  c.mem_capacity = num(t, "gpu.memory_gib", file, 1, 1e5) * 1073741824.0;
+  c.attn_rate_inf = num(t, "attention.rate_inf_tflops", file, 1, 1e5) * 1e12;
+  c.attn_t0 = num(t, "attention.t0_tokens", file, 0, 1e9);
+  c.attn_fwd_over_bwd = num(t, "attention.fwd_over_bwd", file, 0.1, 10);
+  c.link_efficiency = num(t, "links.efficiency", file, 0.01, 1);
+  c.nvlink_bw = num(t, "links.nvlink_gb_per_s", file, 0.1, 1e5) * 1e9;
+  c.nvlink_latency = num(t, "links.nvlink_latency_us", file, 0, 1e6) * 1e-6;
+  c.ib_hca_bw = num(t, "links.ib_hca_gbit_per_s", file, 0.1, 1e5) * 1e9 / 8;
+  c.ib_latency = num(t, "links.ib_latency_us", file, 0, 1e6) * 1e-6;
+  c.pcie_bw = num(t, "links.pcie_gb_per_s", file, 0.1, 1e5) * 1e9;
+  c.pcie_latency = num(t, "links.pcie_latency_us", file, 0, 1e6) * 1e-6;
+  c.host_mem_bw = num(t, "host.memory_gb_per_s", file, 0.1, 1e5) * 1e9;
+  return c;
+}
+
+Calibration load_calibration(const std::string& file) {
+  BURST_CHECK_CONFIG(file_exists(file), "calibration file ", file, " does not exist");
+  const toml::table t = parse_file(file);
+  Calibration k;
+  k.file = file;
+  k.elem_passes = num(t, "elementwise.passes", file, 0, 1e4);
+  k.elem_fwd_share = num(t, "elementwise.forward_share", file, 0, 1);
+  k.lm_fused_gemms = num(t, "lm_head.fused_gemms", file, 3, 4);
+  k.lm_fused_bytes_per_logit = num(t, "lm_head.fused_bytes_per_logit", file, 0, 1e3);
+  k.lm_unfused_bytes_per_logit = num(t, "lm_head.unfused_bytes_per_logit", file, 0, 1e3);
+  k.lm_unfused_mem_per_logit = num(t, "lm_head.unfused_memory_bytes_per_logit", file, 0, 1e3);
+  k.lm_chunk_tokens = num(t, "lm_head.chunk_tokens", file, 1, 1e9);
+  k.opt_gpu_bytes_per_param = num(t, "optimizer.gpu_bytes_per_param", file, 0, 1e3);
+  k.opt_cpu_bytes_per_param = num(t, "optimizer.cpu_bytes_per_param", file, 0, 1e3);
+  k.opt_offload_pcie_bytes_per_param = num(t, "optimizer.offload_pcie_bytes_per_param", file, 0, 1e3);
+  k.zero_prefetch_layers = num(t, "zero.prefetch_layers", file, 1, 100);
+  k.allocator_slack = num(t, "memory.allocator_slack", file, 1, 3);
+  return k;
+}
+
+}  // namespace burst::perf

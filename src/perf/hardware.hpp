@@ -1,0 +1,74 @@
+// What the performance model knows about a machine and about the software
+// running on it, read from committed TOML (experiments/clusters/<name>.toml,
+// experiments/perf_calibration.toml). Every constant has its source written
+// next to it in the file; nothing here is a default.
+#pragma once
+
+#include <string>
+
+namespace burst::perf {
+
+// One direction of a link as seen by one GPU: time = alpha + bytes / beta.
+struct Link {
+  double alpha = 0;  // s
+  double beta = 0;   // bytes/s, achieved (spec x link efficiency)
+  double time(double bytes) const { return bytes > 0 ? alpha + bytes / beta : 0.0; }
+};
+
+struct Cluster {
+  std::string name, file;
+  int gpus_per_node = 0;
+  double peak_flops = 0;       // dense bf16, FLOP/s (the MFU denominator)
+  double gemm_fraction = 0;    // achieved share of peak on the block's GEMMs
+  double hbm_bw = 0;           // bytes/s
+  double mem_capacity = 0;     // bytes
+  // Attention kernel: combined fwd+bwd rate (paper convention, bwd = 2.5 fwd)
+  // r_inf * t / (t + t0) for blocks of t key tokens; fwd runs `fwd_over_bwd`
+  // times faster than bwd.
+  double attn_rate_inf = 0, attn_t0 = 0, attn_fwd_over_bwd = 1;
+  double link_efficiency = 0;  // achieved / spec bandwidth, every link
+  double nvlink_bw = 0, nvlink_latency = 0;  // per GPU per direction (spec)
+  double ib_hca_bw = 0, ib_latency = 0;      // one HCA, one direction (spec)
+  int hcas_per_node = 0;
+  double pcie_bw = 0, pcie_latency = 0;      // GPU <-> host, one direction
+  double host_mem_bw = 0;                    // the node's CPU memory bandwidth (CPU Adam)
+
+  double gemm_rate() const { return peak_flops * gemm_fraction; }
+  double attn_rate(double t) const { return attn_rate_inf * t / (t + attn_t0); }
+  double attn_rate_fwd(double t) const;
+  double attn_rate_bwd(double t) const;
+  Link nvlink() const { return {nvlink_latency, nvlink_bw * link_efficiency}; }
+  // One transfer between two nodes while no other GPU of the node sends
+  // (a flat ring's node-crossing hop): one HCA.
+  Link ib_one_flow() const { return {ib_latency, ib_hca_bw * link_efficiency}; }
+  // Every GPU of the node sending to another node at once (double ring,
+  // all-to-all): the node's HCAs shared by its GPUs.
+  Link ib_all_gpus() const;
+  double ib_node_bw() const { return hcas_per_node * ib_hca_bw * link_efficiency; }
+  Link pcie() const { return {pcie_latency, pcie_bw * link_efficiency}; }
+};
+
+// Software constants shared by every cluster (perf_calibration.toml).
+struct Calibration {
+  std::string file;
+  double elem_passes = 0;          // bf16 passes over (hidden + ffn) per token per layer, fwd + bwd
+  double elem_fwd_share = 0;       // share of those passes in the forward
+  double lm_fused_gemms = 0;       // GEMMs of the fused LM head (3 ours, 4 the released BurstEngine)
+  double lm_fused_bytes_per_logit = 0;    // HBM traffic per logit element, fused chunked loss
+  double lm_unfused_bytes_per_logit = 0;  // HBM traffic per logit element, plain logits + cross-entropy
+  double lm_unfused_mem_per_logit = 0;    // peak extra bytes per logit element, plain
+  double lm_chunk_tokens = 0;      // fused loss chunk
+  double opt_gpu_bytes_per_param = 0;     // AdamW on the GPU: HBM bytes per parameter
+  double opt_cpu_bytes_per_param = 0;     // CPU Adam: host memory bytes per parameter
+  double opt_offload_pcie_bytes_per_param = 0;  // gradients down + parameters up
+  double zero_prefetch_layers = 0; // gathered layers alive at once under ZeRO-3
+  double allocator_slack = 0;      // reserved / allocated, one global factor
+};
+
+// `name_or_path`: "a800" -> <dir>/clusters/a800.toml, or a path to a .toml.
+Cluster load_cluster(const std::string& name_or_path, const std::string& dir);
+Calibration load_calibration(const std::string& path);
+// The experiments/ directory of the source tree this binary was built from.
+std::string default_data_dir();
+
+}  // namespace burst::perf

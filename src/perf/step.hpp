@@ -1,0 +1,48 @@
+// One training step of a LLaMA model on P GPUs holding one sequence of S
+// tokens (sequence parallel over all of them): time per phase, throughput,
+// MFU in the paper's convention, and peak memory by category.
+#pragma once
+
+#include "perf/attention.hpp"
+#include "perf/hardware.hpp"
+#include "perf/shape.hpp"
+
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace burst::perf {
+
+struct StepConfig {
+  ModelShape model;
+  double S = 0;
+  int P = 1;
+  AttnConfig attn;
+  std::string policy = "whole";  // keep | full | whole | half (ALGORITHMS.md section 7)
+  bool fused_loss = true;
+  int zero = 3;                  // 0..3 over all P ranks
+  bool offload = false;          // optimizer state and step on the host (CPU Adam)
+  double grad_bytes = 2;         // bytes per gradient element when not sharded (Megatron keeps fp32: 4)
+};
+
+struct StepResult {
+  // seconds per step
+  double t_layers_fwd = 0, t_recompute = 0, t_layers_bwd = 0, t_lm_head = 0, t_zero_exposed = 0, t_optimizer = 0, t_total = 0;
+  // per layer, seconds
+  double attn_fwd = 0, attn_bwd = 0, attn_recompute = 0, gemm_fwd = 0, elem_fwd = 0, attn_exposed_comm = 0;
+  double zero_comm_layer = 0;
+  double tokens_per_s_per_gpu = 0, tflops_per_gpu = 0, mfu = 0, mfu_paper_script = 0;
+  // bytes per GPU at the peak; names and values in `memory`
+  std::vector<std::pair<std::string, double>> memory;
+  double memory_total = 0;  // allocator slack included
+  bool fits = true;
+  std::string attention;    // the method's schedule in words
+};
+
+// Throws Error(Config) on a bad configuration (naming the rule).
+StepResult simulate_step(const Cluster& c, const Calibration& k, const StepConfig& s);
+
+// Activation bytes per token one block stores for its backward (bf16, lse fp32).
+double block_activation_bytes_per_token(const ModelShape& m);
+
+}  // namespace burst::perf

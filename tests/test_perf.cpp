@@ -1,0 +1,267 @@
+// The performance and memory model (src/perf/): byte counts against the
+// executed schedules and ALGORITHMS.md section 3, timing sanity, OOM at the
+// capacity, refusals, and the published rows of ALGORITHMS.md section 10
+// (only the bounds the committed model meets; see experiments/NOTES.md).
+#include "core/error.hpp"
+#include "model/config.hpp"
+#include "perf/paper.hpp"
+#include "perf/step.hpp"
+#include "train/flops.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+using namespace burst;
+using namespace burst::perf;
+
+namespace {
+
+const Cluster& a800() {
+  static const Cluster c = load_cluster("a800", default_data_dir());
+  return c;
+}
+const Calibration& calib() {
+  static const Calibration k = load_calibration(default_data_dir() + "/perf_calibration.toml");
+  return k;
+}
+ModelShape shape(const std::string& name) {
+  const ModelConfig c = model_preset(name);
+  ModelShape m;
+  m.name = c.name, m.layers = c.layers, m.hidden = c.hidden, m.ffn = c.ffn, m.heads = c.heads, m.kv_heads = c.kv_heads;
+  m.head_dim = c.head_dim, m.vocab = c.vocab, m.gated = c.mlp == MlpKind::SwiGLU;
+  return m;
+}
+
+}  // namespace
+
+TEST(PerfModel, ShapeMatchesTheEngineModel) {
+  for (const char* name : {"7B", "14B", "1B"}) {
+    const ModelConfig c = model_preset(name);
+    const ModelShape m = shape(name);
+    EXPECT_DOUBLE_EQ(m.params(), double(c.parameter_count())) << name;
+    for (double S : {32768.0, 1048576.0}) EXPECT_DOUBLE_EQ(perf::paper_flops(m, S), burst::paper_flops(c, S)) << name;
+  }
+}
+
+// Bytes one rank hands to the transport in a ring pass = the program's
+// sends (count_transfers) x the packet size; the counts are those of the
+// executed schedule (tests/test_schedule.cpp): the read set makes P-1 hops,
+// N-1 of them between nodes; the partials N (L-1) inside nodes and N between
+// them (L > 1), home hop included.
+TEST(PerfModel, RingBytesEqualScheduleCounts) {
+  for (auto g : {parallel::RingGeometry{1, 8}, parallel::RingGeometry{4, 8}, parallel::RingGeometry{2, 4}, parallel::RingGeometry{3, 1}}) {
+    const int P = g.size();
+    for (bool partial : {false, true}) {
+      RingPassSpec s;
+      s.g = g, s.rounds = P, s.partial = partial, s.read_bytes = 1000, s.partial_bytes = 700, s.t_home = s.t_round = 1e-3;
+      s.hbm_bw = 1e12, s.intra = {1e-6, 1e11}, s.inter = {1e-6, 1e10};
+      const PassCost c = ring_pass(s);
+      const auto n = parallel::count_transfers(parallel::ring_program(g, 0, P, partial));
+      EXPECT_DOUBLE_EQ(c.bytes_intra + c.bytes_inter, 1000.0 * (n.read_intra + n.read_inter) + 700.0 * (n.partial_intra + n.partial_inter));
+      EXPECT_DOUBLE_EQ(c.bytes_inter, g.nodes > 1 ? 1000.0 * n.read_inter + 700.0 * n.partial_inter : 0.0);
+      EXPECT_EQ(n.read_intra + n.read_inter, P - 1) << g.nodes << "x" << g.local;
+      if (g.nodes > 1) EXPECT_EQ(n.read_inter, g.nodes - 1);
+      if (partial) EXPECT_EQ(n.partial_intra, g.nodes * (g.local - 1)) << g.nodes << "x" << g.local;
+      if (partial && g.nodes > 1) EXPECT_EQ(n.partial_inter, g.local > 1 ? g.nodes : g.nodes - 1);
+    }
+  }
+}
+
+// Per-hop backward bytes of ALGORITHMS.md section 3, through attention_cost.
+TEST(PerfModel, BackwardBytesFollowSection3) {
+  const long n = 40, d = 128;
+  const int P = 8;
+  const double S = 8 * 4096.0, s = S / P;
+  for (bool bf16 : {false, true}) {
+    AttnConfig burst, ring;
+    burst.method = "burst", ring.method = "ring", burst.partial_bf16 = ring.partial_bf16 = bf16;
+    const AttnCost b = attention_cost(a800(), burst, {P, S, n, n, d});
+    const AttnCost r = attention_cost(a800(), ring, {P, S, n, n, d});
+    const double pb = bf16 ? 2 : 4;
+    // flat ring of 8: burst moves P-1 read sets {Q, dO bf16, lse, D fp32} and P-1 dQ partials
+    EXPECT_DOUBLE_EQ(b.bwd.bytes_intra, (P - 1) * (2 * s * n * d * 2 + 2 * s * n * 4) + (P - 1) * s * n * d * pb);
+    // ring: P-1 {K, V} + P-1 {dK, dV}
+    EXPECT_DOUBLE_EQ(r.bwd.bytes_intra, (P - 1) * 2 * s * n * d * 2 + (P - 1) * 2 * s * n * d * pb);
+    EXPECT_DOUBLE_EQ(b.fwd.bytes_intra, (P - 1) * 2 * s * n * d * 2);
+    // per hop in bf16: burst (6d+8)/(8d) of ring (about 24% less); fp32: about 33% less
+    const double hop_burst = bf16 ? 3 * s * n * d * 2 + 2 * s * n * 4 : 8 * s * n * d + 8 * s * n;
+    const double hop_ring = bf16 ? 4 * s * n * d * 2 : 12 * s * n * d;
+    EXPECT_LT(hop_burst / hop_ring, bf16 ? 0.77 : 0.68);
+  }
+  // GQA: only the n_kv heads travel, so `auto` picks the K,V-travelling backward.
+  AttnConfig a;
+  const AttnCost gqa = attention_cost(a800(), a, {P, S, 32, 8, d});
+  EXPECT_DOUBLE_EQ(gqa.bwd.bytes_intra, (P - 1) * 2 * s * 8 * d * 2 + (P - 1) * 2 * s * 8 * d * 4);
+}
+
+TEST(PerfModel, RingPassOverlap) {
+  RingPassSpec s;
+  s.g = {1, 8}, s.rounds = 8, s.read_bytes = 1e9, s.hbm_bw = 1e12, s.intra = {0, 1e11}, s.inter = {0, 1e11};
+  s.t_home = s.t_round = 1.0;  // compute-bound: 1 s rounds hide 10 ms transfers
+  EXPECT_NEAR(ring_pass(s).time, 8.0, 1e-9);
+  s.t_home = s.t_round = 1e-3;  // transfer-bound: 7 hops of 10 ms after the first compute
+  EXPECT_NEAR(ring_pass(s).time, 7 * 0.01 + 1e-3, 1e-6);
+  // double ring: the inter-node block (100 ms) is posted at the first of
+  // L = 4 rounds of 10 ms and waited for at the end of the cycle: the cycle
+  // takes the transfer, not transfer + rounds; then the second cycle's 4
+  // rounds (and two 2 ms copies of the 1 GB block).
+  s.g = {2, 4}, s.inter = {0, 1e10}, s.t_home = s.t_round = 0.01;
+  const double t = ring_pass(s).time;
+  EXPECT_GT(t, 0.1 + 4 * 0.01);
+  EXPECT_LT(t, 0.1 + 4 * 0.01 + 2 * 2e-3 + 1e-6);
+}
+
+TEST(PerfModel, MoreGpusLessAttentionTimePerToken) {
+  for (const char* m : {"burst", "ring", "loongtrain", "usp"}) {
+    AttnConfig a;
+    a.method = m, a.hp = 8;
+    double prev = INFINITY;
+    for (int P : {8, 16, 32, 64}) {
+      const AttnCost c = attention_cost(a800(), a, {P, 1048576.0, 40, 40, 128});
+      const double per_token = (c.fwd.time + c.bwd.time) / 1048576.0;  // wall time per token of the sequence
+      EXPECT_LT(per_token, prev) << m << " at " << P << " GPUs";
+      prev = per_token;
+    }
+  }
+}
+
+TEST(PerfModel, OomFlipsAtTheCapacity) {
+  StepConfig s = paper_frameworks(32)[0].config;
+  s.model = shape("14B"), s.S = 1048576, s.P = 32;
+  Cluster c = a800();
+  const StepResult r = simulate_step(c, calib(), s);
+  c.mem_capacity = r.memory_total * 1.001;
+  EXPECT_TRUE(simulate_step(c, calib(), s).fits);
+  c.mem_capacity = r.memory_total * 0.999;
+  EXPECT_FALSE(simulate_step(c, calib(), s).fits);
+  // memory grows with the sequence; the 80 GB board runs out between 1M and 2M
+  double prev = 0;
+  bool flipped = false, last_fit = true;
+  for (double S = 131072; S <= 4194304; S *= 2) {
+    s.S = S;
+    const StepResult q = simulate_step(a800(), calib(), s);
+    EXPECT_GT(q.memory_total, prev);
+    prev = q.memory_total;
+    if (last_fit && !q.fits) flipped = true;
+    EXPECT_TRUE(last_fit || !q.fits) << "fits again at " << S;
+    last_fit = q.fits;
+  }
+  EXPECT_TRUE(flipped);
+  // categories add up
+  double sum = 0;
+  for (auto& kv : r.memory) sum += kv.second;
+  EXPECT_NEAR(sum, r.memory_total, 1e-6 * sum);
+  // the whole policy caches twice what half caches
+  StepConfig h = s;
+  h.S = 1048576, h.policy = "half";
+  s.S = 1048576, s.policy = "whole";
+  auto cache = [&](const StepConfig& x) {
+    for (auto& kv : simulate_step(a800(), calib(), x).memory)
+      if (kv.first == "attention_cache") return kv.second;
+    return -1.0;
+  };
+  EXPECT_DOUBLE_EQ(cache(s), 2 * cache(h));
+}
+
+TEST(PerfModel, RefusesImpossibleConfigurations) {
+  AttnConfig u;
+  u.method = "ulysses";
+  EXPECT_THROW(attention_cost(a800(), u, {32, 1048576.0, 40, 40, 128}), Error);  // 40 heads over 32
+  AttnConfig bad;
+  bad.method = "rign";
+  EXPECT_THROW(attention_cost(a800(), bad, {8, 65536.0, 8, 8, 64}), Error);
+  AttnConfig b;
+  EXPECT_THROW(attention_cost(a800(), b, {12, 1048576.0, 40, 40, 128}), Error);  // 12 GPUs on 8-GPU nodes
+  EXPECT_THROW(load_cluster("a8000", default_data_dir()), Error);
+  try {
+    load_cluster("a8000", default_data_dir());
+  } catch (const Error& e) {
+    EXPECT_EQ(e.exit_code(), 2);
+  }
+}
+
+// Validation outside the calibration set: the elementwise constant comes
+// from the 7B-shape layer on the H200; the 1B-shape layer (0.053 s measured)
+// is predicted from it.
+TEST(PerfModel, PredictsTheH200OneBLayer) {
+  const Cluster h = load_cluster("h200", default_data_dir());
+  ModelShape m = shape("1B");
+  const double S = 32768, gemm = 3 * m.gemm_flops_per_token() * S / h.gemm_rate();
+  const double af = attention_flops_fwd(S, m.heads, m.head_dim, true);
+  const double attn = af / h.attn_rate_fwd(S) + 2.5 * af / h.attn_rate_bwd(S);
+  const double elem = calib().elem_passes * 2 * double(m.hidden + m.ffn) * S / h.hbm_bw;
+  EXPECT_NEAR((gemm + attn + elem) / 0.053, 1.0, 0.05);
+}
+
+// The published rows (ALGORITHMS.md section 10) with the committed constants.
+// Asserted: the acceptance bounds this model meets. Not asserted, because the
+// model misses them (reported in experiments/NOTES.md): BurstEngine's memory
+// (+10% and +19%), LoongTrain-USP on both rows and LoongTrain double ring on
+// the 14B row (predicted OOM where they ran).
+TEST(PerfModel, PublishedRows) {
+  const auto rows = published_rows();
+  for (const auto& row : rows) {
+    const auto fw = paper_frameworks(row.P);
+    auto run = [&](size_t i, StepResult* r) {
+      StepConfig s = fw[i].config;
+      s.model = shape(row.model), s.S = row.S, s.P = row.P;
+      try {
+        *r = simulate_step(a800(), calib(), s);
+        return true;
+      } catch (const Error&) {
+        return false;
+      }
+    };
+    StepResult r;
+    ASSERT_TRUE(run(0, &r));
+    EXPECT_TRUE(r.fits) << row.model;
+    EXPECT_NEAR(r.tokens_per_s_per_gpu / row.tgs[0], 1.0, 0.15) << "BurstEngine " << row.model;
+    const bool megatron_runs = run(4, &r) && r.fits;
+    EXPECT_FALSE(megatron_runs) << "Megatron-CP OOM " << row.model;
+    if (row.model == "14B") {
+      EXPECT_FALSE(run(3, &r)) << "DeepSpeed-Ulysses: 40 heads on 32 GPUs";
+    } else {
+      ASSERT_TRUE(run(3, &r));
+      EXPECT_TRUE(r.fits);
+      EXPECT_NEAR(r.tokens_per_s_per_gpu / row.tgs[3], 1.0, 0.15) << "DeepSpeed-Ulysses 7B";
+      ASSERT_TRUE(run(2, &r));
+      EXPECT_TRUE(r.fits);
+      EXPECT_NEAR(r.tokens_per_s_per_gpu / row.tgs[2], 1.0, 0.15) << "LoongTrain double ring 7B";
+    }
+  }
+}
+
+// Sliding window on the contiguous layout: a rank far enough from the start
+// sees w keys per query over the blocks behind it; a flat ring stops after
+// 1 + ceil((w-1)/s) rounds, and its bytes shrink with them.
+TEST(PerfModel, SlidingWindow) {
+  const double s = 4096;
+  for (double w : {100.0, 4096.0, 5000.0, 3 * 4096.0 + 7}) {
+    double sum = 0;
+    for (int k = 0; k < 8; ++k) sum += window_block_area(k, s, w);
+    EXPECT_NEAR(sum, s * w, 1e-9 * s * w) << w;
+  }
+  EXPECT_NEAR(window_block_area(0, s, 1e9), s * s / 2, 1e-6);  // a window past the block is causal
+  AttnConfig a;
+  a.ring = "flat";
+  const AttnProblem p{8, 8 * s, 8, 8, 64};
+  const AttnCost causal = attention_cost(a800(), a, p);
+  double prev_time = 0, prev_bytes = 0;
+  for (long w : {1000L, 4096L, 9000L, 20000L}) {
+    a.window = w;
+    const AttnCost c = attention_cost(a800(), a, p);
+    const int rounds = std::min(8, 1 + int(std::ceil((w - 1) / s)));
+    EXPECT_DOUBLE_EQ(c.fwd.bytes_intra, (rounds - 1) * 2 * s * 8 * 64 * 2) << w;
+    EXPECT_GT(c.fwd.time + c.bwd.time, prev_time);
+    EXPECT_GE(c.fwd.bytes_intra, prev_bytes);
+    // The busiest rank of the contiguous layout computes about s w pairs, the
+    // balanced causal ring S^2 / 2P = 4 s^2: windows under ~4 blocks are cheaper.
+    if (w < 4 * s) EXPECT_LT(c.fwd.time + c.bwd.time, causal.fwd.time + causal.bwd.time) << w;
+    else EXPECT_GT(c.fwd.time + c.bwd.time, causal.fwd.time + causal.bwd.time) << w;
+    prev_time = c.fwd.time + c.bwd.time, prev_bytes = c.fwd.bytes_intra;
+  }
+  StepConfig st = paper_frameworks(32)[0].config;
+  st.model = shape("14B"), st.S = 1048576, st.P = 32, st.policy = "half", st.attn.window = 4096;
+  EXPECT_THROW(simulate_step(a800(), calib(), st), Error);  // half is defined for causal only
+}
