@@ -1,0 +1,14 @@
+// Backward instantiations, head dim 64. Variant table: see flash_attn.cu.
+#include "flash_api.cuh"
+namespace burst_fa { namespace dev {
+cudaError_t bwd_d64(const BwdParams& p, int variant, cudaStream_t st) {
+  switch (variant) {
+    //                        D  BR  BC  W WM_S WM_KV WM_Q MINB
+    case 0: return launch_bwd<64, 64, 64, 8, 4, 4, 4, 1>(p, st);
+    case 1: return launch_bwd<64, 64, 128, 8, 2, 4, 4, 1>(p, st);
+    case 2: return launch_bwd<64, 64, 128, 8, 2, 4, 2, 1>(p, st);
+    case 3: return launch_bwd<64, 64, 64, 4, 4, 4, 4, 2>(p, st);
+  }
+  return cudaErrorInvalidValue;
+}
+}}

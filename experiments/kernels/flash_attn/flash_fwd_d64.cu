@@ -1,0 +1,13 @@
+// Forward instantiations, head dim 64. Variant table: see flash_attn.cu.
+#include "flash_api.cuh"
+namespace burst_fa { namespace dev {
+cudaError_t fwd_d64(const FwdParams& p, int variant, cudaStream_t st) {
+  switch (variant) {
+    case 0: return launch_fwd<64, 128, 64, 8, 1>(p, st);
+    case 1: return launch_fwd<64, 128, 32, 4, 2>(p, st);
+    case 2: return launch_fwd<64, 64, 64, 4, 2>(p, st);
+    case 3: return launch_fwd<64, 128, 64, 4, 2>(p, st);
+  }
+  return cudaErrorInvalidValue;
+}
+}}

@@ -1,0 +1,48 @@
+#!/usr/bin/env python3
+"""Side-by-side table of bench_attn's time.csv and peers_sdpa.py's peers.csv:
+for each shape the best variant of ours (named), torch FLASH, torch cuDNN, and
+ours / cuDNN. usage: summarize.py OUTDIR  (writes OUTDIR/summary.md, prints it)"""
+import csv
+import sys
+
+
+def load(path):
+    try:
+        with open(path) as fh:
+            return list(csv.DictReader(fh))
+    except FileNotFoundError:
+        return []
+
+
+def main():
+    out = sys.argv[1]
+    ours = load(f"{out}/time.csv")
+    peers = load(f"{out}/peers.csv")
+    shapes = sorted({(int(r["sq"]), int(r["sk"]), int(r["n"]), int(r["nkv"]), int(r["causal"])) for r in ours if r["kernel"] != "rowsum"})
+    lines = ["| sq x sk | heads | mask | pass | ours best (variant) | torch FLASH | torch cuDNN | ours/FLASH | ours/cuDNN |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    for (sq, sk, n, nkv, c) in shapes:
+        for pas in ("fwd", "bwd"):
+            mine = [r for r in ours if int(r["sq"]) == sq and int(r["sk"]) == sk and int(r["n"]) == n and int(r["nkv"]) == nkv
+                    and int(r["causal"]) == c and r["kernel"].startswith(pas)]
+            if not mine:
+                continue
+            best = max(mine, key=lambda r: float(r["tflops"]))
+            def peer(impl):
+                m = [r for r in peers if r["impl"] == impl and r["kernel"] == pas and int(r["sq"]) == sq and int(r["sk"]) == sk
+                     and int(r["n"]) == n and int(r["nkv"]) == nkv and int(r["causal"]) == c]
+                return float(m[0]["tflops"]) if m else None
+            fa, cd = peer("torch_flash"), peer("torch_cudnn")
+            bt = float(best["tflops"])
+            fmt = lambda x: f"{x:.0f}" if x is not None else "n/a"
+            rat = lambda x: f"{bt / x:.2f}" if x else "n/a"
+            lines.append(f"| {sq}x{sk} | {n}:{nkv}x128 | {'causal' if c else 'full'} | {pas} | {bt:.0f} ({best['kernel'][4:]}) "
+                         f"| {fmt(fa)} | {fmt(cd)} | {rat(fa)} | {rat(cd)} |")
+    txt = "TFLOP/s (fwd = 4 sq sk n d, x0.5 causal; bwd = 2.5 x fwd), bf16, batch 1, one H200, same run\n\n" + "\n".join(lines) + "\n"
+    with open(f"{out}/summary.md", "w") as fh:
+        fh.write(txt)
+    print(txt)
+
+
+if __name__ == "__main__":
+    main()
