@@ -38,6 +38,8 @@ double comm_timeout();
 // Completes `req` or throws Error(Comm) after comm_timeout() seconds. `what`
 // names the collective in the message ("gradient all-reduce").
 void wait_bounded(MPI_Request& req, const char* what, std::int64_t bytes);
+// The same for n requests at once (point-to-point transfers of a ring).
+void wait_all_bounded(MPI_Request* reqs, int n, const char* what, std::int64_t bytes);
 
 void barrier_bounded(MPI_Comm comm, const char* what = "barrier");
 

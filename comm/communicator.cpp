@@ -1,5 +1,6 @@
 #include "comm/communicator.hpp"
 
+#include "comm/collectives.hpp"
 #include "core/error.hpp"
 
 #include <chrono>
@@ -118,8 +119,12 @@ struct MpiRequest : Request::Impl {
   HostBytes staging;  // device builds: the host copy
   ByteView dest;      // receive into device memory at wait()
   bool recv = false;
+  std::int64_t bytes = 0;
+  const char* what = "point-to-point transfer";
   void wait() override {
-    if (!reqs.empty()) MPI_Waitall(int(reqs.size()), reqs.data(), MPI_STATUSES_IGNORE);
+    // Bounded by comm.timeout_s like every collective: a peer that died or
+    // stalls mid-ring ends the job with a message instead of a hang.
+    wait_all_bounded(reqs.data(), int(reqs.size()), what, bytes);
     reqs.clear();
     if (recv && staging.extent(0) > 0) {
       Kokkos::deep_copy(dest, staging);
@@ -158,6 +163,7 @@ class MpiCommunicator final : public Communicator {
     const std::int64_t n = std::int64_t(buf.extent(0));
     count("send", n);
     auto r = std::make_unique<MpiRequest>();
+    r->bytes = n, r->what = "point-to-point send";
     const unsigned char* p = buf.data();
     if (!kDeviceIsHost) {
       r->staging = HostBytes(Kokkos::view_alloc(Kokkos::WithoutInitializing, "comm/staging_send"), n);
@@ -177,6 +183,7 @@ class MpiCommunicator final : public Communicator {
     check_peer(peer, "irecv");
     const std::int64_t n = std::int64_t(buf.extent(0));
     auto r = std::make_unique<MpiRequest>();
+    r->bytes = n, r->what = "point-to-point receive";
     unsigned char* p = buf.data();
     if (!kDeviceIsHost) {
       r->staging = HostBytes(Kokkos::view_alloc(Kokkos::WithoutInitializing, "comm/staging_recv"), n);
