@@ -229,6 +229,16 @@ if [ -f "$prefix/.complete" ]; then
   echo "$prefix"; exit 0
 fi
 
+# One build per cache entry at a time: two bootstraps (two checkouts, or a
+# test run beside a build) once raced in the same build directory.
+mkdir -p "$BURST_CACHE_DIR"
+exec 9>"$BURST_CACHE_DIR/$(basename "$prefix").lock"
+flock 9
+if [ -f "$prefix/.complete" ]; then
+  log "Kokkos $BURST_KOKKOS_VERSION ($backend) was built meanwhile in $prefix"
+  echo "$prefix"; exit 0
+fi
+
 if [ -n "$from" ]; then
   from=$(cd "$from" && pwd)
   [ -f "$from/kokkos/CMakeLists.txt" ] || { echo "bootstrap: $from/kokkos holds no Kokkos source (make it with --fetch-only)" >&2; exit 1; }
