@@ -28,6 +28,9 @@ ModelConfig model_of(const std::string& m) {
 template <class T> int run_forward(const ForwardOptions& opt) {
   using Mem = DeviceMem;
   const ModelConfig mc = model_of(opt.model);
+  const std::filesystem::path out_dir = std::filesystem::path(opt.output).parent_path();
+  BURST_CHECK_INPUT(out_dir.empty() || std::filesystem::is_directory(out_dir), "--output '", opt.output,
+                    "': the directory '", out_dir.string(), "' does not exist");
   // Tokens first: a bad token file is found before the weights are read.
   BURST_CHECK_INPUT(std::filesystem::is_regular_file(opt.tokens), "tokens file '", opt.tokens, "' does not exist");
   io::H5File tf;

@@ -45,6 +45,9 @@ int cmd_import_hf(Runtime& rt, const ImportHfOptions& opt) {
   require_one_rank(rt, "import-hf");
   BURST_CHECK_CONFIG(opt.dtype == "auto" || opt.dtype == "float32" || opt.dtype == "float64", "--dtype '", opt.dtype,
                      "' must be auto, float32 or float64");
+  const fs::path out_dir = fs::path(opt.output).parent_path();
+  BURST_CHECK_INPUT(out_dir.empty() || fs::is_directory(out_dir), "--output '", opt.output, "': the directory '",
+                    out_dir.string(), "' does not exist");
   const std::string cfg_path = (fs::path(opt.model_dir) / "config.json").string();
   BURST_CHECK_INPUT(fs::is_regular_file(cfg_path), "model directory '", opt.model_dir, "' has no config.json");
   const ModelConfig mc = model_from_hf_file(cfg_path);
