@@ -245,6 +245,21 @@ TEST(Data, BadTokenFilesAreRefusedNamingFileAndOffset) {
   EXPECT_ERROR(open_h5_tokens(h, "good", "offsets", true, V), "document offset 2 at index 2 must exceed the previous one (3)");
   EXPECT_ERROR(open_h5_tokens(h, "good", "missing", true, V), "has no dataset 'missing' (data.offsets)");
   EXPECT_EQ(open_h5_tokens(h, "good", "missing", false, V).doc_starts().size(), 1u) << "the default name may be absent";
+  // Keys and rules of the schema.
+  EXPECT_NE(error_of([&] { data_config({"data.task=copy"}); }, ErrorKind::Config)
+                .find("data.task = \"copy\" at --set is not allowed: must be one of passkey, recall, text, bin, h5"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] { data_config({"data.dtype=int8"}); }, ErrorKind::Config).find("must be one of uint16, uint32"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] { data_config({"data.heldout_fraction=0.9"}); }, ErrorKind::Config).find("must be in [0, 0.5]"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] { data_config({"data.recall_pairs=2", "data.recall_queries=3"}); }, ErrorKind::Config)
+                .find("data.recall_queries = 3 exceeds data.recall_pairs = 2"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] { make_source(data_config({"data.task=bin", "data.path=\"" + tmp("hundred.bin") + "\"", "data.eos=64"}), V, 8); },
+                     ErrorKind::Config)
+                .find("data.eos = 64 is not a token of the model's vocabulary of 64"),
+            std::string::npos);
   // A path-less file task is a config error.
   EXPECT_NE(error_of([&] { data_config({"data.task=bin"}); }, ErrorKind::Config).find("data.task = bin needs data.path"),
             std::string::npos);

@@ -125,9 +125,11 @@ std::unique_ptr<TokenSource> make_source(const Config& cfg, long vocab, long seq
   const bool restart = cfg.get_bool("data.restart_positions");
   TokenCorpus c;
   if (task == "text") c = TokenCorpus::open_text(path, vocab);
-  else if (task == "bin")
+  else if (task == "bin") {
+    BURST_CHECK_CONFIG(cfg.get_int("data.eos") < vocab, "data.eos = ", cfg.get_int("data.eos"),
+                       " is not a token of the model's vocabulary of ", vocab, " (-1: no end-of-document id)");
     c = TokenCorpus::open_bin(path, cfg.get_string("data.dtype") == "uint16" ? 2 : 4, vocab, cfg.get_int("data.eos"));
-  else if (task == "h5")
+  } else if (task == "h5")
     c = open_h5_tokens(path, cfg.get_string("data.dataset"), cfg.get_string("data.offsets"),
                        cfg.origin("data.offsets") != "default", vocab);
   else BURST_FAIL(ErrorKind::Config, "unknown data.task '", task, "'");
