@@ -191,3 +191,34 @@ TEST(HfWeights, HiddenStatesFollowHuggingFace) {
     }
   }
 }
+
+TEST(HfWeights, ForwardOnABatchOfRows) {
+  // The fixture's 24 tokens twice, as [2, 24]: each row gets the fixture's logits.
+  io::H5File g = io::H5File::open(kGolden);
+  const std::vector<std::int32_t> tok = g.read<std::int32_t>("tokens");
+  const std::vector<double> ref = g.read<double>("logits");
+  std::vector<std::int32_t> two(tok);
+  two.insert(two.end(), tok.begin(), tok.end());
+  const std::string tf = tmp("tokens2.h5"), out = tmp("out2.h5");
+  {
+    io::H5File f = io::H5File::create(tf);
+    f.write("tokens", two, {2, tok.size()});
+  }
+  const std::string cfg = tmp("golden_config.json");
+  std::ofstream(cfg) << g.attr_string("/", "config_json");
+  cli::ForwardOptions o;
+  o.model = cfg, o.weights = kGolden, o.tokens = tf, o.output = out, o.dtype = "double", o.hidden_states = true;
+  cli::cmd_forward(Runtime::current(), o);
+  io::H5File r = io::H5File::open(out);
+  io::Dims d, dh;
+  const std::vector<double> logits = r.read<double>("logits", &d);
+  EXPECT_EQ(d, (io::Dims{2, tok.size(), 64}));
+  r.read<double>("hidden_states", &dh);
+  EXPECT_EQ(dh, (io::Dims{2, 3, tok.size(), 32}));
+  for (size_t row = 0; row < 2; ++row) {
+    double num = 0, den = 0;
+    for (size_t e = 0; e < ref.size(); ++e) num += std::pow(logits[row * ref.size() + e] - ref[e], 2), den += ref[e] * ref[e];
+    EXPECT_LT(std::sqrt(num / den), 1e-5) << "row " << row << " (double; transformers' own rope runs in float32)";
+  }
+  for (size_t e = 0; e < ref.size(); ++e) ASSERT_EQ(logits[e], logits[ref.size() + e]) << "rows are independent";
+}
