@@ -118,6 +118,8 @@ TEST(Safetensors, MalformedFilesAreRefusedNamingFileAndOffset) {
       {"length past end", raw_file(ok_hdr, data8, 1000), "the header length 1000 (bytes 0-7) runs past the end of the file (70 bytes)"},
       {"huge length", raw_file(ok_hdr, data8, ~1ull), "runs past the end of the file"},
       {"bad json", raw_file(R"({"a":{"dtype":"F32",)", ""), "is not valid JSON near byte offset"},
+      {"number beyond double", raw_file(R"({"a":{"dtype":"F32","shape":[1e999],"data_offsets":[0,8]}})", data8),
+       "is not valid JSON: [json.exception.out_of_range.406] number overflow"},
       {"not an object", raw_file("[1,2]   ", ""), "the header at byte offset 8 must be a JSON object, got array"},
       {"deep nesting", raw_file(std::string(64, '[') + std::string(64, ']'), ""), "nests 64 levels deep"},
       {"unknown dtype", raw_file(R"({"a":{"dtype":"Q4","shape":[2],"data_offsets":[0,8]}})", data8), "unknown dtype 'Q4'"},
@@ -211,6 +213,7 @@ TEST(Safetensors, ShardedCheckpointWithIndex) {
             std::string::npos);
   EXPECT_NE(refused(R"({"weight_map":[1]})").find("must be a JSON object with a 'weight_map' object"), std::string::npos);
   EXPECT_NE(refused("{").find("cannot parse safetensors index '" + index + "' as JSON"), std::string::npos);
+  EXPECT_NE(refused(R"({"metadata":{"total_size":2e999},"weight_map":{}})").find("number overflow"), std::string::npos);
   fs::remove(index);
   try {
     SafetensorsModel m(dir);

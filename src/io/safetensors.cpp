@@ -166,6 +166,9 @@ StHeader parse_safetensors_header(const std::uint8_t* head, std::size_t head_siz
   } catch (const json::parse_error& e) {
     BURST_FAIL(ErrorKind::Input, "safetensors file '", src, "': the header (bytes ", range(8, 8 + N),
                ") is not valid JSON near byte offset ", 8 + (e.byte > 0 ? e.byte - 1 : 0), ": ", e.what());
+  } catch (const json::exception& e) {  // a number out of range (1e999) is not a parse_error (found by the fuzzer)
+    BURST_FAIL(ErrorKind::Input, "safetensors file '", src, "': the header (bytes ", range(8, 8 + N),
+               ") is not valid JSON: ", e.what());
   }
   BURST_CHECK_INPUT(j.is_object(), "safetensors file '", src, "': the header at byte offset 8 must be a JSON object, got ",
                     j.type_name());
@@ -404,6 +407,8 @@ StIndex parse_safetensors_index(const std::string& text, const std::string& src)
   } catch (const json::parse_error& e) {
     BURST_FAIL(ErrorKind::Input, "cannot parse safetensors index '", src, "' as JSON near byte offset ",
                e.byte > 0 ? e.byte - 1 : 0, ": ", e.what());
+  } catch (const json::exception& e) {  // out_of_range: a number beyond double (found by the fuzzer)
+    BURST_FAIL(ErrorKind::Input, "cannot parse safetensors index '", src, "' as JSON: ", e.what());
   }
   BURST_CHECK_INPUT(j.is_object() && j.contains("weight_map") && j["weight_map"].is_object(), "safetensors index '", src,
                     "' must be a JSON object with a 'weight_map' object");
