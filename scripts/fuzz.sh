@@ -19,6 +19,8 @@ seconds=120
 build_only=0
 declare -A harness_sources=(
   [config]="src/core/config.cpp src/core/error.cpp"
+  [safetensors]="src/io/safetensors.cpp src/core/error.cpp"
+  [tokens]="src/data/token_files.cpp src/core/error.cpp"
 )
 names=()
 while [ $# -gt 0 ]; do

@@ -30,4 +30,25 @@ struct AttnCheckOptions {
 };
 int cmd_attn_check(Runtime& rt, const AttnCheckOptions& opt);
 
+// Hugging Face checkpoints <-> our HDF5 weights (src/cli/hf.cpp), on one rank.
+struct ImportHfOptions {
+  std::string model_dir, output;
+  std::string dtype = "auto";  // float32 | float64 | auto (float64 when the checkpoint has F64 tensors)
+};
+int cmd_import_hf(Runtime& rt, const ImportHfOptions& opt);
+struct ExportHfOptions {
+  std::string weights, output;
+  std::string dtype = "f32";  // bf16 | f16 | f32 | f64
+  double max_shard_mb = 0;    // 0: one file
+};
+int cmd_export_hf(Runtime& rt, const ExportHfOptions& opt);
+
+// Logits (and hidden states) of a token file (src/cli/forward.cpp).
+struct ForwardOptions {
+  std::string model, weights, tokens, output;
+  std::string dtype = "float";  // float | double
+  bool hidden_states = false;
+};
+int cmd_forward(Runtime& rt, const ForwardOptions& opt);
+
 }  // namespace burst::cli

@@ -92,6 +92,25 @@ int main(int argc, char** argv) {
   sim->add_option("--output", so.output, "HDF5 output");
   sim->add_option("--data-dir", so.data_dir, "directory holding clusters/ and perf_calibration.toml (default: the source tree's experiments/)");
   sim->add_option("--calibration", so.calibration, "calibration TOML (default: <data-dir>/perf_calibration.toml)");
+  cli::ImportHfOptions imp;
+  auto* impc = app.add_subcommand("import-hf", "Hugging Face config.json + .safetensors (single or sharded) -> HDF5 weights");
+  impc->add_option("--model-dir", imp.model_dir, "directory with config.json and model.safetensors[.index.json]")->required();
+  impc->add_option("--output", imp.output, "HDF5 weights file to write")->required();
+  impc->add_option("--dtype", imp.dtype, "float32 | float64 | auto (float64 when the checkpoint holds F64)")->capture_default_str();
+  cli::ExportHfOptions exp;
+  auto* expc = app.add_subcommand("export-hf", "HDF5 weights or checkpoint -> .safetensors (+ index when sharded) + config.json");
+  expc->add_option("--weights", exp.weights, "HDF5 weights or checkpoint")->required();
+  expc->add_option("--output", exp.output, "output directory (created)")->required();
+  expc->add_option("--dtype", exp.dtype, "bf16 | f16 | f32 | f64")->capture_default_str();
+  expc->add_option("--max-shard-mb", exp.max_shard_mb, "largest shard in MiB (0: one file)")->capture_default_str();
+  cli::ForwardOptions fwd;
+  auto* fwdc = app.add_subcommand("forward", "logits (and hidden states) of the model for the token rows of an HDF5 file");
+  fwdc->add_option("--model", fwd.model, "preset name or Hugging Face config.json")->required();
+  fwdc->add_option("--weights", fwd.weights, "HDF5 weights or checkpoint")->required();
+  fwdc->add_option("--tokens", fwd.tokens, "HDF5 file with dataset 'tokens' [s] or [b, s]")->required();
+  fwdc->add_option("--output", fwd.output, "HDF5 output: logits [, hidden_states]")->required();
+  fwdc->add_option("--dtype", fwd.dtype, "float | double")->capture_default_str();
+  fwdc->add_flag("--hidden-states", fwd.hidden_states, "also write the per-layer hidden states");
 
   if (argc > 1 && argv[1][0] != '-') {
     bool known = false;
@@ -139,6 +158,9 @@ int main(int argc, char** argv) {
     else if (*gemm) rc = cli::cmd_bench_gemm(*rt, gemm_opt);
     else if (*attn) rc = cli::cmd_bench_attention(*rt, attn_opt);
     else if (*chk) rc = cli::cmd_attn_check(*rt, ac);
+    else if (*impc) rc = cli::cmd_import_hf(*rt, imp);
+    else if (*expc) rc = cli::cmd_export_hf(*rt, exp);
+    else if (*fwdc) rc = cli::cmd_forward(*rt, fwd);
     else if (*trn) {
       train(*rt, train_schema().load(train_config, train_sets), train_resume);
     }

@@ -3,7 +3,9 @@
 #include "core/error.hpp"
 #include "kernels/cross_entropy.hpp"
 
+#include <algorithm>
 #include <random>
+#include <set>
 
 namespace burst::data {
 
@@ -16,10 +18,7 @@ void PasskeyTask::validate() const {
 }
 
 Sequence PasskeyTask::make(std::uint64_t seed, std::uint64_t stream, std::uint64_t index) const {
-  // splitmix-style mixing of (seed, stream, index) into the generator seed.
-  std::uint64_t z = seed * 0x9E3779B97F4A7C15ull ^ (stream + 1) * 0xBF58476D1CE4E5B9ull ^ (index + 1) * 0x94D049BB133111EBull;
-  z ^= z >> 31;
-  std::mt19937_64 g(z);
+  std::mt19937_64 g(sequence_seed(seed, stream, index));
   Sequence s;
   const long n = seq_len;
   s.tokens.resize(n);
@@ -36,6 +35,57 @@ Sequence PasskeyTask::make(std::uint64_t seed, std::uint64_t stream, std::uint64
   for (long j = 0; j < digits; ++j) s.tokens[q + 1 + j] = key[j];
   s.labels.assign(n, kernels::kIgnoreIndex);
   for (long j = 0; j < digits; ++j) s.labels[q + j] = key[j];  // predict digit j from the token before it
+  s.positions.resize(n);
+  for (long t = 0; t < n; ++t) s.positions[t] = t;
+  return s;
+}
+
+void RecallTask::validate() const {
+  BURST_CHECK_CONFIG(values >= 2, "recall values = ", values, " must be >= 2");
+  BURST_CHECK_CONFIG(pairs >= 1, "recall pairs = ", pairs, " must be >= 1");
+  BURST_CHECK_CONFIG(queries >= 0 && queries <= pairs, "recall queries = ", queries, " must be in [0, pairs = ", pairs, "]");
+  BURST_CHECK_CONFIG(key_count() >= pairs && vocab - first_filler() >= 1, "recall with ", pairs, " pairs and ", values,
+                     " values needs a vocabulary of at least ", values + 1 + 2 * pairs + 1,
+                     " tokens (values, QUERY, distinct keys, filler), the model has ", vocab);
+  BURST_CHECK_CONFIG(seq_len >= 2 * pairs + 3 * query_count() + 1, "recall seq_len = ", seq_len, " cannot hold ", pairs,
+                     " pairs and ", query_count(), " queries: needs at least ", 2 * pairs + 3 * query_count() + 1);
+}
+
+Sequence RecallTask::make(std::uint64_t seed, std::uint64_t stream, std::uint64_t index) const {
+  std::mt19937_64 g(sequence_seed(seed, stream, index));
+  const long n = seq_len, nq = query_count();
+  Sequence s;
+  s.tokens.resize(n);
+  const std::uint64_t nfill = std::uint64_t(vocab - first_filler());
+  for (auto& t : s.tokens) t = std::int32_t(first_filler() + long(g() % nfill));
+  // Pairs in distinct 2-token cells before the queries; distinct keys.
+  const long q0 = n - 3 * nq, cells = q0 / 2;
+  std::set<long> cell, keys;
+  while (long(cell.size()) < pairs) cell.insert(long(g() % std::uint64_t(cells)));
+  std::vector<std::int32_t> key, val;
+  while (long(keys.size()) < pairs) {
+    const long k = first_key() + long(g() % std::uint64_t(key_count()));
+    if (keys.insert(k).second) key.push_back(std::int32_t(k));
+  }
+  long j = 0;
+  for (long c : cell) {
+    val.push_back(std::int32_t(g() % std::uint64_t(values)));
+    s.tokens[2 * c] = key[j], s.tokens[2 * c + 1] = val[j];
+    ++j;
+  }
+  s.key_position = 2 * *cell.begin();
+  // Queries: the first nq pairs of a random order.
+  std::vector<long> order(pairs);
+  for (long i = 0; i < pairs; ++i) order[i] = i;
+  for (long i = pairs - 1; i > 0; --i) std::swap(order[i], order[long(g() % std::uint64_t(i + 1))]);
+  s.labels.assign(n, kernels::kIgnoreIndex);
+  for (long i = 0; i < nq; ++i) {
+    const long at = q0 + 3 * i, p = order[i];
+    s.tokens[at] = std::int32_t(query_token());
+    s.tokens[at + 1] = key[p];
+    s.tokens[at + 2] = val[p];
+    s.labels[at + 1] = val[p];  // the value, predicted from the queried key
+  }
   s.positions.resize(n);
   for (long t = 0; t < n; ++t) s.positions[t] = t;
   return s;

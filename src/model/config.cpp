@@ -108,7 +108,7 @@ ModelConfig model_from_hf_json(const std::string& text, const std::string& src) 
   json j;
   try {
     j = json::parse(text);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {  // parse_error, and out_of_range for a number beyond double (1e999)
     BURST_FAIL(ErrorKind::Config, "cannot parse ", src, " as JSON: ", e.what());
   }
   BURST_CHECK_CONFIG(j.is_object(), src, ": a config.json must be a JSON object");

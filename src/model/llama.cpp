@@ -232,6 +232,19 @@ template <class T, class Mem> void LlamaModel<T, Mem>::forward_logits(const Toke
 }
 
 template <class T, class Mem>
+void LlamaModel<T, Mem>::forward_logits(const TokenBatch<Mem>& b, V2 logits, std::vector<V2>& hidden_states) {
+  std::vector<LayerActs> acts;
+  V1 rstd_f;
+  V2 hf;
+  embed_and_layers(b, acts, rstd_f, hf);
+  hidden_states.clear();
+  for (auto& a : acts) hidden_states.push_back(a.x_in);  // layer l's input is layer l-1's output
+  hidden_states.push_back(hf);
+  const char* head = cfg_.tie_embeddings ? "model.embed_tokens.weight" : "lm_head.weight";
+  gemm('N', 'T', 1, hf, params_.mat(head), 0, logits);
+}
+
+template <class T, class Mem>
 void LlamaModel<T, Mem>::layer_backward(int l, const TokenBatch<Mem>& b, LayerActs& a, V2 dx) {
   // On entry dx = dL/d(layer output); on exit dL/d(layer input).
   const std::string p = "model.layers." + std::to_string(l) + ".";

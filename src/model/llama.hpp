@@ -143,6 +143,10 @@ template <class T, class Mem = DeviceMem> class LlamaModel {
   StepLoss forward_backward(const TokenBatch<Mem>& b, double grad_norm);
   // Forward only: logits [s, V] (and the final hidden states if wanted).
   void forward_logits(const TokenBatch<Mem>& b, V2 logits);
+  // Forward only, also giving the hidden states as Hugging Face's
+  // output_hidden_states does: the input of each layer (the embeddings
+  // first), then the final normed output; L + 1 views [s, hidden].
+  void forward_logits(const TokenBatch<Mem>& b, V2 logits, std::vector<V2>& hidden_states);
 
  private:
   struct LayerActs {

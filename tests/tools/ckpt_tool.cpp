@@ -1,6 +1,7 @@
 // ckpt_tool: make damaged or foreign checkpoints for the CLI tests.
 //   ckpt_tool flip FILE DATASET          flip a byte of DATASET's raw data
 //   ckpt_tool set-int FILE ATTR VALUE    set an integer attribute on "/"
+//   ckpt_tool write-ints FILE DATASET V...  a new file with a 1-D int32 dataset
 #include "tools/corrupt.hpp"
 
 #include <hdf5.h>
@@ -8,6 +9,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <string>
+#include <vector>
 
 int main(int argc, char** argv) {
   const std::string cmd = argc > 1 ? argv[1] : "";
@@ -27,6 +29,18 @@ int main(int argc, char** argv) {
     H5Aclose(a), H5Sclose(s), H5Fclose(f);
     return ok < 0 ? 1 : 0;
   }
-  std::fprintf(stderr, "usage: ckpt_tool flip FILE DATASET | ckpt_tool set-int FILE ATTR VALUE\n");
+  if (cmd == "write-ints" && argc >= 4) {
+    std::vector<int> v;
+    for (int i = 4; i < argc; ++i) v.push_back(std::atoi(argv[i]));
+    hid_t f = H5Fcreate(argv[2], H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+    if (f < 0) return 1;
+    hsize_t n = v.size();
+    hid_t s = H5Screate_simple(1, &n, nullptr);
+    hid_t d = H5Dcreate2(f, argv[3], H5T_STD_I32LE, s, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    herr_t ok = H5Dwrite(d, H5T_NATIVE_INT, H5S_ALL, H5S_ALL, H5P_DEFAULT, v.data());
+    H5Dclose(d), H5Sclose(s), H5Fclose(f);
+    return ok < 0 ? 1 : 0;
+  }
+  std::fprintf(stderr, "usage: ckpt_tool flip FILE DATASET | ckpt_tool set-int FILE ATTR VALUE | ckpt_tool write-ints FILE DATASET V...\n");
   return 2;
 }

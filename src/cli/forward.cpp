@@ -1,0 +1,116 @@
+// burst forward: logits (and optionally the hidden states) of the LLaMA
+// model for each token row of an HDF5 file, with weights from our HDF5
+// weights or checkpoint (train/weights.hpp).
+//   tokens  [s] or [b, s] (any integer type)  ->  logits [s, V] or [b, s, V]
+//   --hidden-states: hidden_states [L+1, s, H] or [b, L+1, s, H], in
+//   Hugging Face's order (embeddings, each layer's output, the last one
+//   after the final norm).
+#include "cli/commands.hpp"
+#include "core/error.hpp"
+#include "io/h5.hpp"
+#include "kernels/cross_entropy.hpp"
+#include "model/llama.hpp"
+#include "train/weights.hpp"
+
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+
+namespace burst::cli {
+
+namespace {
+ModelConfig model_of(const std::string& m) {
+  // A path (an existing file, or anything ending in .json) is a config.json; otherwise a preset.
+  const bool is_file = std::filesystem::exists(m) || (m.size() > 5 && m.compare(m.size() - 5, 5, ".json") == 0);
+  return is_file ? model_from_hf_file(m) : model_preset(m);
+}
+
+template <class T> int run_forward(const ForwardOptions& opt) {
+  using Mem = DeviceMem;
+  const ModelConfig mc = model_of(opt.model);
+  const std::filesystem::path out_dir = std::filesystem::path(opt.output).parent_path();
+  BURST_CHECK_INPUT(out_dir.empty() || std::filesystem::is_directory(out_dir), "--output '", opt.output,
+                    "': the directory '", out_dir.string(), "' does not exist");
+  // Tokens first: a bad token file is found before the weights are read.
+  BURST_CHECK_INPUT(std::filesystem::is_regular_file(opt.tokens), "tokens file '", opt.tokens, "' does not exist");
+  io::H5File tf;
+  try {
+    tf = io::H5File::open(opt.tokens);
+  } catch (const Error& e) {
+    BURST_FAIL(ErrorKind::Input, "tokens file '", opt.tokens, "' cannot be read: ", e.message());
+  }
+  BURST_CHECK_INPUT(tf.exists("tokens"), "tokens file '", opt.tokens, "' has no dataset 'tokens'");
+  const std::string tdt = tf.dtype("tokens");
+  BURST_CHECK_INPUT(tdt == "int32" || tdt == "int64" || tdt == "uint8" || tdt == "uint16", "tokens file '", opt.tokens,
+                    "': dataset 'tokens' holds ", tdt, ", not integers (int32, int64, uint8, uint16)");
+  io::Dims td;
+  const std::vector<std::int64_t> tok = tf.read<std::int64_t>("tokens", &td);
+  BURST_CHECK_INPUT((td.size() == 1 || td.size() == 2) && tok.size() > 0, "tokens file '", opt.tokens,
+                    "': dataset 'tokens' must be [s] or [b, s] and not empty, got ", td.size(), " dimension(s), ",
+                    tok.size(), " values");
+  const long rows = td.size() == 2 ? long(td[0]) : 1, s = long(td.back());
+  for (size_t i = 0; i < tok.size(); ++i)
+    BURST_CHECK_INPUT(tok[i] >= 0 && tok[i] < mc.vocab, "tokens file '", opt.tokens, "': token ", tok[i], " at row ",
+                      long(i) / s, ", position ", long(i) % s, " is outside the vocabulary [0, ", mc.vocab, ")");
+  LlamaModel<T, Mem> model(mc, std::make_shared<LocalAttention<T, Mem>>(1.0 / std::sqrt(double(mc.head_dim))));
+  load_weights(opt.weights, mc, model.params());
+
+  io::H5File out = io::H5File::create(opt.output + ".tmp");
+  std::vector<T> logits(std::size_t(rows * s * mc.vocab)), hidden;
+  const long L1 = mc.layers + 1, H = mc.hidden;
+  if (opt.hidden_states) hidden.resize(std::size_t(rows * L1 * s * H));
+  Kokkos::View<std::int32_t*, Layout, Mem> t("act/tokens", s), lab("act/labels", s);
+  Kokkos::View<long*, Layout, Mem> pos("act/positions", s);
+  auto ht = Kokkos::create_mirror_view(t);
+  auto hp = Kokkos::create_mirror_view(pos);
+  for (long i = 0; i < s; ++i) hp(i) = i;
+  Kokkos::deep_copy(pos, hp);
+  Kokkos::deep_copy(lab, kernels::kIgnoreIndex);
+  Kokkos::View<T**, Layout, Mem> lg("act/logits", s, mc.vocab);
+  for (long r = 0; r < rows; ++r) {
+    for (long i = 0; i < s; ++i) ht(i) = std::int32_t(tok[std::size_t(r * s + i)]);
+    Kokkos::deep_copy(t, ht);
+    TokenBatch<Mem> b;
+    b.tokens = t, b.labels = lab, b.positions = pos;
+    std::vector<Kokkos::View<T**, Layout, Mem>> hs;
+    model.forward_logits(b, lg, hs);
+    auto h = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), lg);
+    std::copy(h.data(), h.data() + s * mc.vocab, logits.data() + r * s * mc.vocab);
+    if (opt.hidden_states)
+      for (long l = 0; l < L1; ++l) {
+        auto hh = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), hs[std::size_t(l)]);
+        std::copy(hh.data(), hh.data() + s * H, hidden.data() + (r * L1 + l) * s * H);
+      }
+  }
+  const bool batched = td.size() == 2;
+  auto dims = [&](std::initializer_list<std::uint64_t> d) {
+    io::Dims x(d);
+    if (batched) x.insert(x.begin(), std::uint64_t(rows));
+    return x;
+  };
+  out.write("logits", logits, dims({std::uint64_t(s), std::uint64_t(mc.vocab)}));
+  if (opt.hidden_states) {
+    out.write("hidden_states", hidden, dims({std::uint64_t(L1), std::uint64_t(s), std::uint64_t(H)}));
+    out.set_attr("hidden_states", "order", std::string("embeddings, then the output of each layer; the last after the final norm (Hugging Face output_hidden_states)"));
+  }
+  out.set_attr("/", "model_config", model_to_hf_json(mc));
+  out.set_attr("/", "weights", opt.weights);
+  out.set_attr("/", "tokens", opt.tokens);
+  out.set_attr("/", "dtype", std::string(scalar_name<T>()));
+  out.close();
+  std::error_code ec;
+  std::filesystem::rename(opt.output + ".tmp", opt.output, ec);
+  BURST_CHECK_IO(!ec, "cannot move '", opt.output, ".tmp' to '", opt.output, "': ", ec.message());
+  std::printf("forward: %ld row(s) x %ld tokens through %s (%s) -> %s: logits%s\n", rows, s, mc.describe().c_str(),
+              scalar_name<T>(), opt.output.c_str(), opt.hidden_states ? ", hidden_states" : "");
+  return 0;
+}
+}  // namespace
+
+int cmd_forward(Runtime& rt, const ForwardOptions& opt) {
+  BURST_CHECK_CONFIG(rt.size() == 1, "burst forward runs on one process, not ", rt.size(), " ranks");
+  BURST_CHECK_CONFIG(opt.dtype == "float" || opt.dtype == "double", "--dtype '", opt.dtype, "' must be float or double");
+  return opt.dtype == "double" ? run_forward<double>(opt) : run_forward<float>(opt);
+}
+
+}  // namespace burst::cli

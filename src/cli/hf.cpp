@@ -1,0 +1,147 @@
+// burst import-hf / export-hf: Hugging Face checkpoints (config.json and
+// .safetensors, one file or shards with model.safetensors.index.json) to and
+// from our HDF5 weights (train/weights.hpp). Tensor names and shapes are
+// the same on both sides, so the conversion is a copy with a dtype change.
+#include "cli/commands.hpp"
+#include "core/error.hpp"
+#include "io/safetensors.hpp"
+#include "train/weights.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+namespace fs = std::filesystem;
+
+namespace burst::cli {
+
+namespace {
+void require_one_rank(const Runtime& rt, const char* cmd) {
+  BURST_CHECK_CONFIG(rt.size() == 1, "burst ", cmd, " runs on one process, not ", rt.size(), " ranks");
+}
+
+std::string shape_str(const std::vector<std::uint64_t>& s) {
+  std::ostringstream os;
+  os << "[";
+  for (size_t i = 0; i < s.size(); ++i) os << (i ? ", " : "") << s[i];
+  return os.str() + "]";
+}
+
+// A tensor of the checkpoint the model does not use: a rotary buffer that
+// old transformers versions saved (recomputed from config.json here), or
+// lm_head.weight beside tied embeddings (some exporters write the copy).
+bool ignorable(const std::string& name, const ModelConfig& mc) {
+  const std::string inv = "rotary_emb.inv_freq";
+  if (name.size() >= inv.size() && name.compare(name.size() - inv.size(), inv.size(), inv) == 0) return true;
+  return mc.tie_embeddings && name == "lm_head.weight";
+}
+}  // namespace
+
+int cmd_import_hf(Runtime& rt, const ImportHfOptions& opt) {
+  require_one_rank(rt, "import-hf");
+  BURST_CHECK_CONFIG(opt.dtype == "auto" || opt.dtype == "float32" || opt.dtype == "float64", "--dtype '", opt.dtype,
+                     "' must be auto, float32 or float64");
+  const fs::path out_dir = fs::path(opt.output).parent_path();
+  BURST_CHECK_INPUT(out_dir.empty() || fs::is_directory(out_dir), "--output '", opt.output, "': the directory '",
+                    out_dir.string(), "' does not exist");
+  const std::string cfg_path = (fs::path(opt.model_dir) / "config.json").string();
+  BURST_CHECK_INPUT(fs::is_regular_file(cfg_path), "model directory '", opt.model_dir, "' has no config.json");
+  const ModelConfig mc = model_from_hf_file(cfg_path);
+  const io::SafetensorsModel st(opt.model_dir);
+  const std::vector<ParamInfo> table = llama_param_table(mc);
+  std::set<std::string> wanted;
+  bool any_f64 = false;
+  for (const ParamInfo& p : table) {
+    BURST_CHECK_INPUT(st.has(p.name), "the checkpoint in '", opt.model_dir, "' has no tensor '", p.name,
+                      "', a parameter of the model in ", cfg_path, " (", mc.describe(), ")");
+    const io::StTensor& t = st.tensor(p.name);
+    const std::vector<std::uint64_t> want(p.shape.begin(), p.shape.end());
+    BURST_CHECK_INPUT(t.shape == want, "tensor '", p.name, "' in '", st.file_of(p.name).path(), "' has shape ",
+                      shape_str(t.shape), ", but ", cfg_path, " needs ", shape_str(want));
+    any_f64 = any_f64 || t.dtype == io::StDtype::F64;
+    wanted.insert(p.name);
+  }
+  long ignored = 0;
+  for (const std::string& name : st.names()) {
+    if (wanted.count(name)) continue;
+    BURST_CHECK_INPUT(ignorable(name, mc), "tensor '", name, "' in '", st.file_of(name).path(),
+                      "' is not a parameter of the model in ", cfg_path, " (", mc.describe(), ")");
+    ++ignored;
+  }
+  const std::string dtype = opt.dtype != "auto" ? opt.dtype : any_f64 ? "float64" : "float32";
+  save_weights(opt.output, mc, dtype, [&](const ParamInfo& p) { return st.read<double>(p.name); },
+               "burst import-hf --model-dir " + opt.model_dir);
+  std::printf("imported %zu tensors (%s) from %s (%zu file(s)%s) into %s as %s\n", table.size(),
+              mc.describe().c_str(), opt.model_dir.c_str(), st.files().size(),
+              ignored ? (", " + std::to_string(ignored) + " unused tensor(s) skipped").c_str() : "", opt.output.c_str(),
+              dtype.c_str());
+  return 0;
+}
+
+int cmd_export_hf(Runtime& rt, const ExportHfOptions& opt) {
+  require_one_rank(rt, "export-hf");
+  io::StDtype dt;
+  const std::string upper = opt.dtype == "bf16" ? "BF16" : opt.dtype == "f16" ? "F16" : opt.dtype == "f32" ? "F32" : opt.dtype == "f64" ? "F64" : "";
+  BURST_CHECK_CONFIG(io::st_dtype_from_name(upper, &dt), "--dtype '", opt.dtype, "' must be bf16, f16, f32 or f64");
+  BURST_CHECK_CONFIG(opt.max_shard_mb >= 0, "--max-shard-mb ", opt.max_shard_mb, " must be >= 0 (0: one file)");
+  const WeightsReader w(opt.weights);
+  const ModelConfig& mc = w.config();
+  const std::vector<ParamInfo> table = llama_param_table(mc);
+  std::error_code ec;
+  fs::create_directories(opt.output, ec);
+  BURST_CHECK_INPUT(fs::is_directory(opt.output), "cannot create the output directory '", opt.output, "'");
+  // Shards in table order, each up to max_shard_mb (a larger tensor alone).
+  const std::uint64_t limit = std::uint64_t(opt.max_shard_mb * 1024 * 1024);
+  std::vector<std::vector<std::size_t>> shards(1);
+  std::uint64_t in_shard = 0, total = 0;
+  for (std::size_t i = 0; i < table.size(); ++i) {
+    const std::uint64_t bytes = std::uint64_t(table[i].size) * io::st_dtype_size(dt);
+    if (limit > 0 && in_shard > 0 && in_shard + bytes > limit) shards.emplace_back(), in_shard = 0;
+    shards.back().push_back(i);
+    in_shard += bytes, total += bytes;
+  }
+  // What an earlier export left here would mix with this one.
+  for (fs::directory_iterator it(opt.output, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string n = it->path().filename().string();
+    if (n == "model.safetensors" || n == "model.safetensors.index.json" ||
+        (n.rfind("model-", 0) == 0 && it->path().extension() == ".safetensors"))
+      fs::remove(it->path());
+  }
+  const std::size_t ns = shards.size();
+  nlohmann::json weight_map = nlohmann::json::object();
+  for (std::size_t s = 0; s < ns; ++s) {
+    char name[64];
+    if (ns == 1) std::snprintf(name, sizeof name, "model.safetensors");
+    else std::snprintf(name, sizeof name, "model-%05zu-of-%05zu.safetensors", s + 1, ns);
+    std::vector<io::StTensorSpec> specs;
+    for (std::size_t i : shards[s]) {
+      specs.push_back({table[i].name, dt, std::vector<std::uint64_t>(table[i].shape.begin(), table[i].shape.end())});
+      weight_map[table[i].name] = name;
+    }
+    io::write_safetensors((fs::path(opt.output) / name).string(), specs, {{"format", "pt"}}, [&](std::size_t k) {
+      const std::vector<double> x = w.read(table[shards[s][k]]);
+      return io::st_encode(dt, x.data(), x.size());
+    });
+  }
+  if (ns > 1) {
+    const nlohmann::json index = {{"metadata", {{"total_size", total}}}, {"weight_map", weight_map}};
+    std::ofstream out((fs::path(opt.output) / "model.safetensors.index.json").string());
+    out << index.dump(2) << "\n";
+    BURST_CHECK_IO(out.good(), "cannot write the index in '", opt.output, "'");
+  }
+  nlohmann::json cfg = nlohmann::json::parse(model_to_hf_json(mc));
+  cfg["torch_dtype"] = dt == io::StDtype::BF16 ? "bfloat16" : dt == io::StDtype::F16 ? "float16" : dt == io::StDtype::F32 ? "float32" : "float64";
+  std::ofstream out((fs::path(opt.output) / "config.json").string());
+  out << cfg.dump(2) << "\n";
+  BURST_CHECK_IO(out.good(), "cannot write config.json in '", opt.output, "'");
+  std::printf("exported %zu tensors (%s) from %s%s to %s: %zu file(s), %s, %llu bytes\n", table.size(), mc.describe().c_str(),
+              opt.weights.c_str(), w.checksummed() ? " (checksums verified)" : " (a plain file: no checksums)",
+              opt.output.c_str(), ns, upper.c_str(), static_cast<unsigned long long>(total));
+  return 0;
+}
+
+}  // namespace burst::cli

@@ -1,0 +1,139 @@
+#include "data/source.hpp"
+
+#include "core/error.hpp"
+#include "data/h5_tokens.hpp"
+#include "data/token_files.hpp"
+#include "kernels/cross_entropy.hpp"
+
+#include <cmath>
+#include <limits>
+
+namespace burst::data {
+
+static_assert(kIgnoreLabel == kernels::kIgnoreIndex, "the data's ignore label is the loss kernel's ignore index");
+
+double TokenSource::chance_loss() const { return std::numeric_limits<double>::quiet_NaN(); }
+
+void add_data_schema(ConfigSchema& s) {
+  s.string("data.task", "passkey", {"passkey", "recall", "text", "bin", "h5"},
+           "training data: passkey | recall (synthetic long-range tasks), text (bytes of a file or directory), "
+           "bin (raw uint16/uint32 token ids), h5 (an HDF5 token dataset)")
+      .integer("data.digits", 4, 1, 64, "passkey: digits of the key")
+      .integer("data.recall_pairs", 8, 1, 1 << 20, "recall: key-value pairs per sequence")
+      .integer("data.recall_values", 10, 2, 1 << 20, "recall: size of the value alphabet (chance loss ln of it)")
+      .integer("data.recall_queries", 0, 0, 1 << 20, "recall: queries per sequence (0 = one per pair)")
+      .string("data.path", "", {}, "text: a file or a directory; bin: the token file; h5: the HDF5 file")
+      .string("data.dtype", "uint16", {"uint16", "uint32"}, "bin: width of a token id")
+      .integer("data.eos", -1, -1, (1ll << 32) - 1, "bin: the token id that ends a document (-1 = none: one document)")
+      .string("data.dataset", "tokens", {}, "h5: the 1-D integer dataset of token ids")
+      .string("data.offsets", "doc_offsets", {},
+              "h5: the 1-D dataset of document start offsets ('' or absent = one document)")
+      .real("data.heldout_fraction", 0.05, 0, 0.5,
+            "text, bin, h5: the last fraction of the tokens held out for evaluation (0 = evaluate on the training tokens)")
+      .boolean("data.restart_positions", false, "text, bin, h5: RoPE positions restart at 0 at each document");
+  s.rule([](const Config& c) -> std::string {
+    const std::string task = c.get_string("data.task");
+    if ((task == "text" || task == "bin" || task == "h5") && c.get_string("data.path").empty())
+      return "data.task = " + task + " needs data.path (the file to read)";
+    return "";
+  });
+  s.rule([](const Config& c) -> std::string {
+    if (c.get_int("data.recall_queries") > c.get_int("data.recall_pairs"))
+      return "data.recall_queries = " + std::to_string(c.get_int("data.recall_queries")) + " exceeds data.recall_pairs = " +
+             std::to_string(c.get_int("data.recall_pairs"));
+    return "";
+  });
+}
+
+namespace {
+class PasskeySource : public TokenSource {
+ public:
+  explicit PasskeySource(const PasskeyTask& t) : task_(t) {
+    task_.validate();
+    seq_len = t.seq_len, vocab_needed = kFirstFiller + 2;
+  }
+  Sequence make(std::uint64_t seed, std::uint64_t stream, std::uint64_t index) const override {
+    return task_.make(seed, stream, index);
+  }
+  std::string describe() const override {
+    return str_cat("passkey: ", task_.seq_len, " tokens, ", task_.digits, " digits (chance loss ln 10 = ", chance_loss(), ")");
+  }
+  double chance_loss() const override { return std::log(10.0); }
+
+ private:
+  PasskeyTask task_;
+};
+
+class RecallSource : public TokenSource {
+ public:
+  explicit RecallSource(const RecallTask& t) : task_(t) {
+    task_.validate();
+    seq_len = t.seq_len, vocab_needed = t.values + 1 + 2 * t.pairs + 1;
+  }
+  Sequence make(std::uint64_t seed, std::uint64_t stream, std::uint64_t index) const override {
+    return task_.make(seed, stream, index);
+  }
+  std::string describe() const override {
+    return str_cat("recall: ", task_.seq_len, " tokens, ", task_.pairs, " pairs, ", task_.query_count(), " queries, ",
+                   task_.values, " values (chance loss ln ", task_.values, " = ", chance_loss(), ")");
+  }
+  double chance_loss() const override { return std::log(double(task_.values)); }
+
+ private:
+  RecallTask task_;
+};
+
+class CorpusSource : public TokenSource {
+ public:
+  CorpusSource(TokenCorpus c, long len, double heldout, bool restart)
+      : sampler_(std::make_shared<const TokenCorpus>(std::move(c)), len, heldout, restart) {
+    seq_len = len;
+    vocab_needed = sampler_.corpus().max_token() + 1;
+  }
+  Sequence make(std::uint64_t seed, std::uint64_t stream, std::uint64_t index) const override {
+    return sampler_.make(seed, stream, index);
+  }
+  std::string describe() const override {
+    const TokenCorpus& c = sampler_.corpus();
+    return str_cat(c.source(), ": ", c.size(), " tokens in ", c.doc_starts().size(), " document(s), ", sampler_.train_tokens(),
+                   " for training; random windows of ", seq_len, " tokens");
+  }
+
+ private:
+  CorpusSampler sampler_;
+};
+}  // namespace
+
+std::unique_ptr<TokenSource> make_source(const Config& cfg, long vocab, long seq_len) {
+  const std::string task = cfg.get_string("data.task");
+  BURST_CHECK_CONFIG(seq_len >= 1, "seq_len = ", seq_len, " must be >= 1");
+  if (task == "passkey") {
+    PasskeyTask t;
+    t.seq_len = seq_len, t.digits = cfg.get_int("data.digits"), t.vocab = vocab;
+    return std::make_unique<PasskeySource>(t);
+  }
+  if (task == "recall") {
+    RecallTask t;
+    t.seq_len = seq_len, t.vocab = vocab;
+    t.pairs = cfg.get_int("data.recall_pairs"), t.values = cfg.get_int("data.recall_values");
+    t.queries = cfg.get_int("data.recall_queries");
+    return std::make_unique<RecallSource>(t);
+  }
+  const std::string path = cfg.get_string("data.path");
+  BURST_CHECK_CONFIG(!path.empty(), "data.task = ", task, " needs data.path (the file to read)");
+  const double heldout = cfg.get_real("data.heldout_fraction");
+  const bool restart = cfg.get_bool("data.restart_positions");
+  TokenCorpus c;
+  if (task == "text") c = TokenCorpus::open_text(path, vocab);
+  else if (task == "bin") {
+    BURST_CHECK_CONFIG(cfg.get_int("data.eos") < vocab, "data.eos = ", cfg.get_int("data.eos"),
+                       " is not a token of the model's vocabulary of ", vocab, " (-1: no end-of-document id)");
+    c = TokenCorpus::open_bin(path, cfg.get_string("data.dtype") == "uint16" ? 2 : 4, vocab, cfg.get_int("data.eos"));
+  } else if (task == "h5")
+    c = open_h5_tokens(path, cfg.get_string("data.dataset"), cfg.get_string("data.offsets"),
+                       cfg.origin("data.offsets") != "default", vocab);
+  else BURST_FAIL(ErrorKind::Config, "unknown data.task '", task, "'");
+  return std::make_unique<CorpusSource>(std::move(c), seq_len, heldout, restart);
+}
+
+}  // namespace burst::data

@@ -1,0 +1,118 @@
+#include "train/weights.hpp"
+
+#include "core/error.hpp"
+#include "io/h5.hpp"
+#include "train/checkpoint_files.hpp"
+
+#include <filesystem>
+#include <sstream>
+
+namespace burst {
+
+namespace {
+std::string shape_str(const std::vector<long>& s) {
+  std::ostringstream os;
+  os << "[";
+  for (size_t i = 0; i < s.size(); ++i) os << (i ? ", " : "") << s[i];
+  return os.str() + "]";
+}
+}  // namespace
+
+struct WeightsReader::Impl {
+  io::H5File f;
+};
+
+WeightsReader::WeightsReader(const std::string& path) : path_(path), impl_(std::make_unique<Impl>()) {
+  std::error_code ec;
+  BURST_CHECK_INPUT(std::filesystem::is_regular_file(path, ec), "weights file '", path, "' does not exist");
+  try {
+    impl_->f = io::H5File::open(path);
+  } catch (const Error& e) {
+    BURST_FAIL(ErrorKind::Input, "weights file '", path, "' cannot be read: ", e.message());
+  }
+  io::H5File& f = impl_->f;
+  std::string json;
+  if (f.has_attr("/", "format_version")) {
+    const std::int64_t v = f.attr_int("/", "format_version");
+    BURST_CHECK_INPUT(v == kCheckpointFormatVersion, "weights file '", path, "' has format_version ", v, "; this build reads ",
+                      kCheckpointFormatVersion);
+    BURST_CHECK_INPUT(f.has_attr("/", "model_config"), "weights file '", path, "' has no model_config attribute");
+    json = f.attr_string("/", "model_config");
+    checksummed_ = true;
+  } else {
+    BURST_CHECK_INPUT(f.has_attr("/", "config_json"), "'", path,
+                      "' is not a weights file: no format_version (a burst checkpoint) and no config_json attribute "
+                      "(a plain params/ file)");
+    json = f.attr_string("/", "config_json");
+  }
+  config_ = model_from_hf_json(json, "the model config of '" + path + "'");
+  const std::string first = "params/" + llama_param_table(config_).front().name;
+  BURST_CHECK_INPUT(f.exists(first), "weights file '", path, "' has no dataset '", first, "'");
+  stored_dtype_ = f.dtype(first);
+}
+
+WeightsReader::~WeightsReader() = default;
+
+void WeightsReader::require_model(const ModelConfig& mc) const {
+  BURST_CHECK_INPUT(model_to_hf_json(config_) == model_to_hf_json(mc), "weights file '", path_, "' holds another model: ",
+                    config_.describe(), "; expected ", mc.describe());
+}
+
+std::vector<double> WeightsReader::read(const ParamInfo& p) const {
+  const io::H5File& f = impl_->f;
+  const std::string name = "params/" + p.name;
+  BURST_CHECK_IO(f.exists(name), "weights file '", path_, "' has no dataset '", name, "': the file is damaged");
+  const io::Dims d = f.dims(name);
+  const std::vector<long> shape(d.begin(), d.end());
+  BURST_CHECK_INPUT(shape == p.shape, "weights file '", path_, "': ", name, " has shape ", shape_str(shape),
+                    ", the model needs ", shape_str(p.shape));
+  if (checksummed_) return read_checked<double>(f, name);
+  const std::string dt = f.dtype(name);
+  BURST_CHECK_INPUT(dt == "float32" || dt == "float64", "weights file '", path_, "': ", name, " holds ", dt,
+                    ", not float32/float64");
+  return f.read<double>(name);
+}
+
+template <class T, class Mem> void load_weights(const std::string& path, const ModelConfig& mc, FlatTensors<T, Mem>& params) {
+  WeightsReader r(path);
+  r.require_model(mc);
+  auto h = Kokkos::create_mirror_view(params.flat());
+  for (const ParamInfo& p : params.table()) {
+    const std::vector<double> x = r.read(p);
+    for (long i = 0; i < p.size; ++i) h(p.offset + i) = T(x[i]);
+  }
+  Kokkos::deep_copy(params.flat(), h);
+}
+
+void save_weights(const std::string& path, const ModelConfig& mc, const std::string& dtype,
+                  const std::function<std::vector<double>(const ParamInfo&)>& values, const std::string& source) {
+  BURST_ASSERT(dtype == "float32" || dtype == "float64", "weights are stored as float32 or float64, not ", dtype);
+  const std::string tmp = path + ".tmp";
+  {
+    io::H5File f = io::H5File::create(tmp);
+    for (const ParamInfo& p : llama_param_table(mc)) {
+      const std::vector<double> x = values(p);
+      BURST_ASSERT(long(x.size()) == p.size, p.name, " has ", x.size(), " values, its shape needs ", p.size);
+      const io::Dims dims(p.shape.begin(), p.shape.end());
+      if (dtype == "float64") {
+        write_checked(f, "params/" + p.name, x.data(), dims);
+      } else {
+        const std::vector<float> xf(x.begin(), x.end());
+        write_checked(f, "params/" + p.name, xf.data(), dims);
+      }
+    }
+    f.set_attr("/", "format_version", kCheckpointFormatVersion);
+    f.set_attr("/", "content", std::string("weights"));  // params only: no optimizer state, no step
+    f.set_attr("/", "dtype", dtype);
+    f.set_attr("/", "model_config", model_to_hf_json(mc));
+    f.set_attr("/", "source", source);
+  }
+  std::error_code ec;
+  std::filesystem::rename(tmp, path, ec);
+  BURST_CHECK_IO(!ec, "cannot move '", tmp, "' to '", path, "': ", ec.message());
+}
+
+template void load_weights<float, DeviceMem>(const std::string&, const ModelConfig&, FlatTensors<float, DeviceMem>&);
+template void load_weights<double, DeviceMem>(const std::string&, const ModelConfig&, FlatTensors<double, DeviceMem>&);
+
+}  // namespace burst

@@ -1,0 +1,63 @@
+// Model weights on their own, without a trainer: the params/ part of our
+// HDF5 checkpoint (format 2: params/<Hugging Face name>, an fnv1a64
+// checksum per dataset, the model_config attribute). `burst import-hf`
+// writes such a file with no optimizer state (content = "weights");
+// `burst forward` and `burst export-hf` read weights from it or from a
+// whole training checkpoint.
+//
+// A plain HDF5 file (no format_version) is also read when it carries the
+// model as a `config_json` attribute and params/<name> datasets, as h5py
+// writes them (the golden fixture's layout); it has no checksums to check.
+#pragma once
+
+#include "model/config.hpp"
+#include "model/params.hpp"
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace burst {
+
+// The checkpoint format this build writes and reads (the trainer's too).
+constexpr std::int64_t kCheckpointFormatVersion = 2;
+
+// An open weights file: its model, then its tensors one at a time.
+class WeightsReader {
+ public:
+  // Error(Input) when the file is missing, not HDF5, of another format, or
+  // without a model; Error(Config) when its model config is invalid.
+  explicit WeightsReader(const std::string& path);
+  ~WeightsReader();
+  const ModelConfig& config() const { return config_; }
+  bool checksummed() const { return checksummed_; }
+  // "float32" or "float64": how the params are stored.
+  const std::string& stored_dtype() const { return stored_dtype_; }
+  // params/<p.name>, its shape checked against p; the checksum verified
+  // (Error(IO) naming the dataset when it fails).
+  std::vector<double> read(const ParamInfo& p) const;
+  // Error(Input) unless the file holds the model `mc` (same config.json).
+  void require_model(const ModelConfig& mc) const;
+
+ private:
+  struct Impl;
+  std::string path_;
+  std::unique_ptr<Impl> impl_;
+  ModelConfig config_;
+  bool checksummed_ = false;
+  std::string stored_dtype_;
+};
+
+// Fills `params` (the table of the model `mc`) from the weights in `path`,
+// refusing another model or a damaged file. Every rank may call it.
+template <class T, class Mem> void load_weights(const std::string& path, const ModelConfig& mc, FlatTensors<T, Mem>& params);
+
+// Writes a params-only weights file (format 2, checksums, content =
+// "weights") through "<path>.tmp" and a rename. values(p) gives each
+// tensor's values in table order; dtype "float32" or "float64".
+void save_weights(const std::string& path, const ModelConfig& mc, const std::string& dtype,
+                  const std::function<std::vector<double>(const ParamInfo&)>& values, const std::string& source);
+
+}  // namespace burst
