@@ -208,8 +208,10 @@ typename LlamaModel<T, Mem>::V2 LlamaModel<T, Mem>::embed_and_layers(const Token
     layer_forward(l, b, x, acts[l], xo);
     if (for_backward) {
       keep_for_backward(l, acts[l]);
-    } else {
-      acts[l] = LayerActs();
+    } else {  // forward only: each layer's input stays (the hidden states)
+      LayerActs in;
+      in.x_in = acts[l].x_in;
+      acts[l] = in;
       attn_->release(l);
     }
     x = xo;
@@ -236,7 +238,8 @@ void LlamaModel<T, Mem>::forward_logits(const TokenBatch<Mem>& b, V2 logits, std
   std::vector<LayerActs> acts;
   V1 rstd_f;
   V2 hf;
-  embed_and_layers(b, acts, rstd_f, hf);
+  embed_and_layers(b, acts, rstd_f, hf, false);
+  Held ph(hooks_, head_unit());
   hidden_states.clear();
   for (auto& a : acts) hidden_states.push_back(a.x_in);  // layer l's input is layer l-1's output
   hidden_states.push_back(hf);

@@ -6,7 +6,7 @@
 #include "core/memory.hpp"
 #include "core/signals.hpp"
 #include "core/timer.hpp"
-#include "data/synthetic.hpp"
+#include "data/source.hpp"
 #include "io/h5.hpp"
 #include "io/run_log.hpp"
 #include "kernels/cross_entropy.hpp"
@@ -86,8 +86,6 @@ ConfigSchema train_schema() {
       .string("train.on_nonfinite", "abort", {"abort", "skip"},
               "a step whose loss or gradient norm is not finite: abort (checkpoint, name the tensor, exit 3) or skip "
               "(no update, counted in the run log's 'skipped' column)")
-      .string("data.task", "passkey", {"passkey"}, "training data")
-      .integer("data.digits", 4, 1, 64, "passkey digits")
       .string("io.run_log", "", {}, "HDF5 run log ('' = none)")
       .string("io.checkpoint", "", {}, "HDF5 checkpoint path ('' = none)")
       .integer("io.checkpoint_every", 0, 0, 1 << 30, "steps between checkpoints (0 = only at the end)")
@@ -104,6 +102,7 @@ ConfigSchema train_schema() {
               "for tests: at debug.fault_step, rank debug.fault_rank SIGKILLs or SIGSTOPs itself or hangs, mid-step")
       .integer("debug.fault_rank", 0, 0, 1 << 20, "for tests: the rank of debug.fault")
       .integer("debug.fault_step", 0, 0, 100000000, "for tests: the step of debug.fault");
+  data::add_data_schema(s);
   s.rule([](const Config& c) -> std::string {
     if (c.get_real("train.min_lr") > c.get_real("train.lr"))
       return "train.min_lr = " + std::to_string(c.get_real("train.min_lr")) + " must not exceed train.lr = " +
@@ -145,7 +144,9 @@ template <class T> struct TrainerImpl {
   long local_batch = 0;                         // sequences per step of this replica
   std::string attn_description = "local attention";
   ModelConfig mc;
-  data::PasskeyTask task;
+  std::map<long, std::unique_ptr<data::TokenSource>> sources;  // by sequence length
+  const data::TokenSource* source = nullptr;                   // of the current length
+  long seq_len = 0;                                            // the current length
   std::unique_ptr<LlamaModel<T, Mem>> model;
   std::unique_ptr<ZeroState<T>> zero;  // the optimizer's state and where gradients go
   long step = 0;
@@ -161,24 +162,20 @@ template <class T> struct TrainerImpl {
     mc = cfg.get_string("model.config").empty() ? model_preset(cfg.get_string("model.preset"))
                                                 : model_from_hf_file(cfg.get_string("model.config"));
     mc.validate();
-    task.seq_len = cfg.get_int("train.seq_len");
-    task.digits = cfg.get_int("data.digits");
-    task.vocab = mc.vocab;
-    task.validate();
-    BURST_CHECK_CONFIG(task.seq_len <= mc.max_position_embeddings * 64, "train.seq_len = ", task.seq_len,
-                       " is beyond what the model's positions were built for");
+    BURST_CHECK_CONFIG(cfg.get_int("train.seq_len") <= mc.max_position_embeddings * 64, "train.seq_len = ",
+                       cfg.get_int("train.seq_len"), " is beyond what the model's positions were built for");
     ModelOptions mo;
     mo.policy = parse_act_policy(cfg.get_string("train.activation"));
     mo.loss_chunk = cfg.get_int("train.loss_chunk");
+    policy = mo.policy;
     for (long len : run_lengths()) {
-      data::PasskeyTask t = task;
-      t.seq_len = len;
-      t.validate();
-      setups[len] = make_setup(mo.policy, len);
+      sources[len] = data::make_source(cfg, mc.vocab, len);
+      setups[len] = make_setup(len, {});
     }
-    model = std::make_unique<LlamaModel<T, Mem>>(mc, setups.at(task.seq_len).op, mo);
-    use_length(task.seq_len);
-    attn_description = setups.at(task.seq_len).description;
+    const long L0 = cfg.get_int("train.seq_len");
+    model = std::make_unique<LlamaModel<T, Mem>>(mc, setups.at(L0).op, mo);
+    use_length(L0);
+    attn_description = setups.at(L0).description;
     init_params(model->params(), std::uint64_t(cfg.get_int("train.seed")), cfg.get_real("model.init_std"));
     zero = std::make_unique<ZeroState<T>>(*model, int(cfg.get_int("train.zero")), cfg.get_bool("train.offload"), comm);
     check_output_dir(cfg, "io.run_log");
@@ -204,10 +201,34 @@ template <class T> struct TrainerImpl {
   // Switch the model, the task and the layout to sequences of `seq` tokens
   // (built at start-up for every length the run uses).
   void use_length(long seq) {
-    const LengthSetup& ls = setups.at(seq);
+    use_setup(setups.at(seq));
+    source = sources.at(seq).get();
+    seq_len = seq;
+  }
+  void use_setup(const LengthSetup& ls) {
     model->set_attention(ls.op);
     layout = ls.layout;
-    task.seq_len = seq;
+  }
+
+  // Packed documents under sequence parallelism: the layout and the mask
+  // depend on the document lengths, so each distinct set gets its own
+  // method (collective over the cp ranks, which share the sequence), kept
+  // in a small cache. One document: the length's own setup.
+  std::map<std::vector<long>, LengthSetup> doc_setups;
+  const LengthSetup& setup_for(const data::Sequence& s) {
+    const std::vector<long> docs = document_lengths(s);
+    if (mesh->cp == 1 || docs.size() <= 1) return setups.at(long(s.tokens.size()));
+    auto it = doc_setups.find(docs);
+    if (it != doc_setups.end()) return it->second;
+    return doc_setups[docs] = make_setup(long(s.tokens.size()), docs);
+  }
+  static std::vector<long> document_lengths(const data::Sequence& s) {
+    std::vector<long> lens;
+    for (size_t t = 0; t < s.doc_ids.size(); ++t) {
+      if (t == 0 || s.doc_ids[t] != s.doc_ids[t - 1]) lens.push_back(0);
+      ++lens.back();
+    }
+    return lens;
   }
 
   // Every length this run trains or evaluates at.
@@ -229,14 +250,16 @@ template <class T> struct TrainerImpl {
     return ls;
   }
 
-  LengthSetup make_setup(ActPolicy policy, long seq) {
+  ActPolicy policy = ActPolicy::Keep;
+  LengthSetup make_setup(long seq, const std::vector<long>& docs) {
     LengthSetup ls;
-    ls.op = make_attention_op(policy, seq, &ls.layout, &ls.description);
+    ls.op = make_attention_op(seq, docs, &ls.layout, &ls.description);
     return ls;
   }
 
-  std::shared_ptr<AttentionOp<T, Mem>> make_attention_op(ActPolicy policy, long seq, const parallel::SeqLayout** lay_out,
-                                                         std::string* description) {
+  // docs: document lengths (empty: one document).
+  std::shared_ptr<AttentionOp<T, Mem>> make_attention_op(long seq, const std::vector<long>& docs,
+                                                         const parallel::SeqLayout** lay_out, std::string* description) {
     const double scale = 1.0 / std::sqrt(double(mc.head_dim));
     const long window = cfg.get_int("train.attention_window");
     if (mesh->cp == 1) return std::make_shared<LocalAttention<T, Mem>>(scale, window);
@@ -251,9 +274,15 @@ template <class T> struct TrainerImpl {
     ao.usp_inner = cfg.get_string("parallel.usp_inner");
     parallel::AttnProblem pb;
     pb.mask = window > 0 ? parallel::MaskSpec{parallel::MaskType::Window, window} : parallel::MaskSpec{parallel::MaskType::Causal, 0};
+    if (!docs.empty()) {
+      BURST_CHECK_CONFIG(window == 0, "train.attention_window with packed documents is not supported under sequence parallelism");
+      pb.mask = parallel::MaskSpec{parallel::MaskType::Document, 0};
+      pb.doc_lengths = docs;
+    }
     const std::string lay = cfg.get_string("parallel.layout");
     pb.layout = lay != "auto"                ? parallel::parse_layout(lay)
                 : policy == ActPolicy::Half  ? parallel::LayoutKind::Striped
+                : !docs.empty()              ? parallel::LayoutKind::Document
                 : window > 0                 ? parallel::LayoutKind::Contiguous
                                              : parallel::LayoutKind::Zigzag;
     pb.seq = seq;
@@ -381,7 +410,9 @@ template <class T> struct TrainerImpl {
     for (long r = 0; r < (nseq + mesh->dp - 1) / mesh->dp; ++r) {
       const long i = r * mesh->dp + mesh->dp_rank;
       const bool score = i < nseq;
-      const LocalSequence s = local(task.make(std::uint64_t(cfg.get_int("train.seed")), 1, std::uint64_t(score ? i : 0)));
+      const data::Sequence full = source->make(std::uint64_t(cfg.get_int("train.seed")), 1, std::uint64_t(score ? i : 0));
+      use_setup(setup_for(full));
+      const LocalSequence s = local(full);
       const long slots = long(s.tokens.size());
       Kokkos::View<T**, Layout, Mem> logits(mem_label(MemCategory::Activations, "eval.logits"), slots, mc.vocab);
       model->forward_logits(to_device(s), logits);
@@ -433,14 +464,19 @@ template <class T> struct TrainerImpl {
     const long batch = local_batch;
     use_length(train_length(step));
     const std::uint64_t seed = std::uint64_t(cfg.get_int("train.seed"));
+    if (doc_setups.size() > 64) doc_setups.clear();  // (not mid-step: the step keeps pointers into it)
     std::vector<LocalSequence> seqs;
+    std::vector<const LengthSetup*> seq_setups;
     long valid = 0;
     {
       Phase ph("data", &times);
       for (long b = 0; b < batch; ++b) {
         // The same global sequence set whatever the rank count and mesh.
         const std::uint64_t idx = std::uint64_t((step * mesh->dp + mesh->dp_rank) * batch + b);
-        seqs.push_back(local(task.make(seed, 0, idx)));
+        const data::Sequence full = source->make(seed, 0, idx);
+        seq_setups.push_back(&setup_for(full));
+        use_setup(*seq_setups.back());
+        seqs.push_back(local(full));
         for (auto l : seqs.back().labels) valid += l != kernels::kIgnoreIndex ? 1 : 0;
       }
     }
@@ -450,7 +486,10 @@ template <class T> struct TrainerImpl {
     double loss_sum = 0;
     {
       Phase ph("forward_backward", &times, true);
-      for (auto& s : seqs) loss_sum += model->forward_backward(to_device(s), double(global_valid)).sum;
+      for (size_t i = 0; i < seqs.size(); ++i) {
+        use_setup(*seq_setups[i]);
+        loss_sum += model->forward_backward(to_device(seqs[i]), double(global_valid)).sum;
+      }
     }
     inject_faults();
     {
@@ -462,7 +501,7 @@ template <class T> struct TrainerImpl {
     const double norm = zero->grad_norm();
     const double lr = kernels::cosine_lr(step, cfg.get_int("train.warmup"), cfg.get_int("train.steps"),
                                          cfg.get_real("train.lr"), cfg.get_real("train.min_lr"));
-    const long tokens = batch * task.seq_len * mesh->dp;  // of the step, all ranks
+    const long tokens = batch * seq_len * mesh->dp;  // of the step, all ranks
     // Both values are global (after the all-reduce), so every rank takes
     // this branch at the same step.
     if (!std::isfinite(norm) || !std::isfinite(loss_sum))
@@ -496,7 +535,7 @@ template <class T> struct TrainerImpl {
   void report_memory(const MemCounters& mem, io::H5File* logf) {
     MemoryModelInput in;
     in.model = mc;
-    in.slots = layout ? layout->local : task.seq_len;
+    in.slots = layout ? layout->local : seq_len;
     in.scalar_bytes = int(sizeof(T));
     in.policy = model->options().policy;
     in.loss_chunk = model->options().loss_chunk;
@@ -557,8 +596,8 @@ template <class T> struct TrainerImpl {
       if (cfg.get_int("train.short_steps") > 0)
         std::printf("curriculum: the first %ld steps on %ld tokens\n", cfg.get_int("train.short_steps"),
                     cfg.get_int("train.short_seq_len"));
-      std::printf("task passkey: %ld tokens, %ld digits (chance loss ln 10 = %.3f); %d replica(s) x %ld sequences per step\n",
-                  task.seq_len, task.digits, std::log(10.0), mesh->dp, local_batch);
+      std::printf("data %s: %ld tokens per sequence (chance loss %.3f); %d replica(s) x %ld sequences per step\n",
+                  source->describe().c_str(), cfg.get_int("train.seq_len"), source->chance_loss(), mesh->dp, local_batch);
       if (mesh->cp > 1)
         std::printf("sequence parallel: %d ranks per sequence, %s (%s), activation %s, loss chunk %ld\n", mesh->cp,
                     cfg.get_string("parallel.method").c_str(), attn_description.c_str(),
@@ -587,7 +626,7 @@ template <class T> struct TrainerImpl {
       std::vector<std::pair<std::string, double>> row = {
           {"step", double(step - 1)}, {"loss", st.loss}, {"lr", st.lr}, {"grad_norm", st.grad_norm},
           {"skipped", st.nonfinite.empty() ? 0.0 : 1.0}, {"seconds", secs}, {"tokens_per_s", double(st.tokens) / secs}};
-      const double flops_per_seq = paper_flops(mc, double(task.seq_len), true);
+      const double flops_per_seq = paper_flops(mc, double(seq_len), true);
       const double gflops = flops_per_seq * double(local_batch) / double(mesh->cp) / secs / 1e9;  // per rank
       row.push_back({"gflops_per_rank", gflops});
       row.push_back({"mfu", gflops / 224.0});
