@@ -2,8 +2,13 @@
 
 #include "core/error.hpp"
 
+#ifdef BURST_HAVE_NCCL
+#include "comm/nccl_communicator.hpp"
+#endif
+
 #include <chrono>
 #include <climits>
+#include <cstdlib>
 
 namespace burst {
 
@@ -15,6 +20,12 @@ CommStats& CommStats::get() {
 void CommStats::add_bytes(const std::string& g, const std::string& op, std::int64_t b) { bytes_[{g, op}] += b; }
 void CommStats::add_calls(const std::string& g, const std::string& op, std::int64_t c) { calls_[{g, op}] += c; }
 void CommStats::add_wait(const std::string& g, double s) { wait_[g] += s; }
+void CommStats::defer_wait(const std::string& g, std::function<double()> s) { deferred_.emplace_back(g, std::move(s)); }
+void CommStats::settle() const {
+  auto d = std::move(deferred_);
+  deferred_.clear();
+  for (auto& x : d) wait_[x.first] += x.second();
+}
 std::int64_t CommStats::bytes(const std::string& g, const std::string& op) const {
   auto it = bytes_.find({g, op});
   return it == bytes_.end() ? 0 : it->second;
@@ -35,15 +46,18 @@ std::int64_t CommStats::total_bytes() const {
   return t;
 }
 double CommStats::wait_seconds() const {
+  settle();
   double t = 0;
   for (const auto& kv : wait_) t += kv.second;
   return t;
 }
 double CommStats::wait_seconds(const std::string& g) const {
+  settle();
   auto it = wait_.find(g);
   return it == wait_.end() ? 0.0 : it->second;
 }
 void CommStats::reset() {
+  settle();  // the deferred waits' events are released
   bytes_.clear();
   calls_.clear();
   wait_.clear();
@@ -143,6 +157,7 @@ class MpiCommunicator final : public Communicator {
     if (!finalized && comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);
   }
   MPI_Comm mpi_comm() const override { return comm_; }
+  const char* backend() const override { return kDeviceIsHost ? "mpi" : "mpi-staging"; }
 
   std::unique_ptr<Communicator> split(int color, int key, const std::string& group) const override {
     MPI_Comm c;
@@ -279,7 +294,50 @@ class MpiCommunicator final : public Communicator {
   MPI_Comm comm_;
 };
 
+// ----------------------------------------------------------- null backend
+class NullCommunicator final : public Communicator {
+ public:
+  NullCommunicator(MPI_Comm comm, int rank, int size, std::string group)
+      : Communicator(rank, size, std::move(group)), comm_(comm) {}
+  ~NullCommunicator() override {
+    int finalized = 0;
+    MPI_Finalized(&finalized);
+    if (!finalized && comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);
+  }
+  MPI_Comm mpi_comm() const override { return comm_; }
+  const char* backend() const override { return "null"; }
+  std::unique_ptr<Communicator> split(int color, int key, const std::string& group) const override {
+    MPI_Comm c;
+    MPI_Comm_split(comm_, color, key, &c);
+    int r, s;
+    MPI_Comm_rank(c, &r);
+    MPI_Comm_size(c, &s);
+    return std::make_unique<NullCommunicator>(c, r, s, group);
+  }
+  Request isend(ByteView, int, int) override { return Request(); }
+  Request irecv(ByteView, int, int) override { return Request(); }
+  void all_to_all(ByteView, ByteView) override {}
+  void all_gather(ByteView, ByteView) override {}
+  void reduce_scatter_sum(Kokkos::View<const float*, Layout, DeviceMem>, Kokkos::View<float*, Layout, DeviceMem>) override {}
+  void reduce_scatter_sum(Kokkos::View<const double*, Layout, DeviceMem>, Kokkos::View<double*, Layout, DeviceMem>) override {}
+  void all_reduce_sum(Kokkos::View<float*, Layout, DeviceMem>) override {}
+  void all_reduce_sum(Kokkos::View<double*, Layout, DeviceMem>) override {}
+  void barrier() override {}
+
+ private:
+  MPI_Comm comm_;
+};
+
 }  // namespace
+
+std::unique_ptr<Communicator> Communicator::null(MPI_Comm comm, const std::string& group) {
+  MPI_Comm c;
+  MPI_Comm_dup(comm, &c);
+  int r, s;
+  MPI_Comm_rank(c, &r);
+  MPI_Comm_size(c, &s);
+  return std::make_unique<NullCommunicator>(c, r, s, group);
+}
 
 std::unique_ptr<Communicator> Communicator::mpi(MPI_Comm comm, const std::string& group) {
   MPI_Comm c;
@@ -288,6 +346,22 @@ std::unique_ptr<Communicator> Communicator::mpi(MPI_Comm comm, const std::string
   MPI_Comm_rank(c, &r);
   MPI_Comm_size(c, &s);
   return std::make_unique<MpiCommunicator>(c, r, s, group);
+}
+
+std::unique_ptr<Communicator> Communicator::create(MPI_Comm comm, const std::string& group) {
+  const char* env = std::getenv("BURST_COMM");
+  const std::string want = env ? env : "auto";
+  BURST_CHECK_CONFIG(want == "auto" || want == "mpi" || want == "nccl", "BURST_COMM='", want,
+                     "': expected auto, mpi or nccl");
+  if (want == "mpi") return mpi(comm, group);
+#ifdef BURST_HAVE_NCCL
+  std::string why;
+  if (nccl_usable(comm, &why)) return make_nccl_communicator(comm, group);
+  BURST_CHECK_CONFIG(want != "nccl", "BURST_COMM=nccl but NCCL cannot serve group '", group, "': ", why);
+#else
+  BURST_CHECK_CONFIG(want != "nccl", "BURST_COMM=nccl but this build has no NCCL (configure with -DBURST_ENABLE_NCCL=ON)");
+#endif
+  return mpi(comm, group);
 }
 
 }  // namespace burst
