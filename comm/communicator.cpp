@@ -246,8 +246,17 @@ class MpiCommunicator final : public Communicator {
     BURST_ASSERT(chunk <= INT_MAX, what, ": chunk of ", chunk, " bytes exceeds MPI's int count");
     return chunk;
   }
+  // A blocking collective is exposed communication from start to end
+  // (staging included): its time goes to CommStats as wait time.
+  struct Exposed {
+    const std::string& group;
+    std::chrono::steady_clock::time_point t0 = std::chrono::steady_clock::now();
+    explicit Exposed(const std::string& g) : group(g) {}
+    ~Exposed() { CommStats::get().add_wait(group, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count()); }
+  };
   // Run an MPI collective on host pointers, staging device buffers.
   template <class F> void collective(ByteView send, ByteView recv, F f) {
+    Exposed timed(group_);
     if (kDeviceIsHost) {
       Kokkos::fence();
       f(send.data(), recv.data());
@@ -264,6 +273,7 @@ class MpiCommunicator final : public Communicator {
                 " elements, expected ", size_, " x ", r.extent(0));
     BURST_ASSERT(r.extent(0) <= size_t(INT_MAX), "reduce_scatter: chunk exceeds MPI's int count");
     count("reduce_scatter", std::int64_t(r.extent(0) * sizeof(T)) * (size_ - 1));
+    Exposed timed(group_);
     if (kDeviceIsHost) {
       Kokkos::fence();
       MPI_Reduce_scatter_block(s.data(), r.data(), int(r.extent(0)), type, MPI_SUM, comm_);
@@ -278,6 +288,7 @@ class MpiCommunicator final : public Communicator {
     const std::int64_t n = std::int64_t(b.extent(0));
     // What a ring all-reduce puts on the wire per rank.
     count("all_reduce", size_ > 1 ? 2 * (size_ - 1) * n * std::int64_t(sizeof(T)) / size_ : 0);
+    Exposed timed(group_);
     auto run = [&](T* p) {
       for (std::int64_t off = 0; off < n; off += kMaxMsg)
         MPI_Allreduce(MPI_IN_PLACE, p + off, int(std::min(kMaxMsg, n - off)), type, MPI_SUM, comm_);

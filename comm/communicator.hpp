@@ -31,7 +31,8 @@
 namespace burst {
 
 // Bytes this process handed to a transport, by group and operation, and the
-// time it spent blocked in waits (the exposed communication time).
+// time it spent blocked in waits and blocking collectives (the exposed
+// communication time; on NCCL the compute stream's stalls).
 class CommStats {
  public:
   static CommStats& get();

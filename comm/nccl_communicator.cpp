@@ -54,6 +54,24 @@ void stream_after(cudaStream_t to, cudaStream_t from, cudaEvent_t ev) {
   BURST_CUDA(cudaStreamWaitEvent(to, ev, 0));
 }
 
+// The compute stream waits on `done`; two timing events around the stall
+// measure how long it waited, added to CommStats as `group`'s wait time when
+// the stats are next read (no host wait here).
+void wait_timed(cudaEvent_t done, const std::string& group) {
+  cudaEvent_t before = make_event(true), after = make_event(true);
+  BURST_CUDA(cudaEventRecord(before, compute_stream()));
+  BURST_CUDA(cudaStreamWaitEvent(compute_stream(), done, 0));
+  BURST_CUDA(cudaEventRecord(after, compute_stream()));
+  CommStats::get().defer_wait(group, [before, after] {
+    float ms = 0;
+    cudaEventSynchronize(after);
+    cudaEventElapsedTime(&ms, before, after);
+    cudaEventDestroy(before);
+    cudaEventDestroy(after);
+    return double(ms) * 1e-3;
+  });
+}
+
 // Polls `done` until it is true, failing with a message naming `what` after
 // `limit` seconds (default comm_timeout(); 0: unbounded). `on_timeout` runs
 // first (aborts).
@@ -246,7 +264,8 @@ class NcclCommunicator final : public Communicator {
     stream_after(base_.stream, compute_stream(), base_.ready);
     base_.check(call(), std::string(what) + " on group '" + group_ + "'");
     base_.settle(std::string(what) + " on group '" + group_ + "'");
-    stream_after(compute_stream(), base_.stream, done_);
+    BURST_CUDA(cudaEventRecord(done_, base_.stream));
+    wait_timed(done_, group_);
   }
   template <class T>
   void reduce_scatter_impl(Kokkos::View<const T*, Layout, DeviceMem> s, Kokkos::View<T*, Layout, DeviceMem> r, ncclDataType_t type) {
@@ -289,20 +308,7 @@ struct NcclRequest : Request::Impl {
   bool launched() const { return lane->pending_event != ev; }
   void wait() override {
     if (!launched()) owner->launch(*lane, "a wait on a transfer");
-    // The compute stream waits on the transfer; two timing events around the
-    // stall measure how long it waited (resolved when CommStats settles).
-    cudaEvent_t before = make_event(true), after = make_event(true);
-    BURST_CUDA(cudaEventRecord(before, compute_stream()));
-    BURST_CUDA(cudaStreamWaitEvent(compute_stream(), ev->done, 0));
-    BURST_CUDA(cudaEventRecord(after, compute_stream()));
-    CommStats::get().defer_wait(group, [before, after] {
-      float ms = 0;
-      cudaEventSynchronize(after);
-      cudaEventElapsedTime(&ms, before, after);
-      cudaEventDestroy(before);
-      cudaEventDestroy(after);
-      return double(ms) * 1e-3;
-    });
+    wait_timed(ev->done, group);
   }
   bool test() override {
     if (!launched()) owner->launch(*lane, "a test of a transfer");

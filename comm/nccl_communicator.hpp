@@ -25,7 +25,8 @@
 //   Request::test   cudaEventQuery.
 //   collectives     on the group's own stream: all_to_all as grouped
 //                   send/recv, all_gather, reduce_scatter, all_reduce;
-//                   the caller's next kernel waits on their event.
+//                   the caller's next kernel waits on their event (the
+//                   stall timed as for Request::wait).
 //   barrier / synchronize   the only host waits: bounded by comm_timeout()
 //                   (comm.timeout_s), polling cudaEventQuery and
 //                   ncclCommGetAsyncError; on timeout every NCCL
