@@ -218,7 +218,7 @@ TEST(Nccl, CollectivesMatchExpectedValuesAndMpiByteCounts) {
   EXPECT_EQ(st.bytes("coll", "all_to_all"), chunkf * (P - 1));
   EXPECT_EQ(st.bytes("coll", "all_gather"), chunkd * (P - 1));
   EXPECT_EQ(st.bytes("coll", "reduce_scatter"), (chunkf + chunkd) * (P - 1));
-  EXPECT_EQ(st.bytes("coll", "all_reduce"), P > 1 ? 2 * (P - 1) * (chunkf + chunkd) / P : 0);
+  EXPECT_EQ(st.bytes("coll", "all_reduce"), 2 * (P - 1) * chunkf / P + 2 * (P - 1) * chunkd / P);  // one call each
   EXPECT_EQ(st.calls("coll", "reduce_scatter"), 2);
 }
 
