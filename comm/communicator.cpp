@@ -3,8 +3,13 @@
 #include "comm/collectives.hpp"
 #include "core/error.hpp"
 
+#ifdef BURST_HAVE_NCCL
+#include "comm/nccl_communicator.hpp"
+#endif
+
 #include <chrono>
 #include <climits>
+#include <cstdlib>
 
 namespace burst {
 
@@ -16,6 +21,12 @@ CommStats& CommStats::get() {
 void CommStats::add_bytes(const std::string& g, const std::string& op, std::int64_t b) { bytes_[{g, op}] += b; }
 void CommStats::add_calls(const std::string& g, const std::string& op, std::int64_t c) { calls_[{g, op}] += c; }
 void CommStats::add_wait(const std::string& g, double s) { wait_[g] += s; }
+void CommStats::defer_wait(const std::string& g, std::function<double()> s) { deferred_.emplace_back(g, std::move(s)); }
+void CommStats::settle() const {
+  auto d = std::move(deferred_);
+  deferred_.clear();
+  for (auto& x : d) wait_[x.first] += x.second();
+}
 std::int64_t CommStats::bytes(const std::string& g, const std::string& op) const {
   auto it = bytes_.find({g, op});
   return it == bytes_.end() ? 0 : it->second;
@@ -36,15 +47,18 @@ std::int64_t CommStats::total_bytes() const {
   return t;
 }
 double CommStats::wait_seconds() const {
+  settle();
   double t = 0;
   for (const auto& kv : wait_) t += kv.second;
   return t;
 }
 double CommStats::wait_seconds(const std::string& g) const {
+  settle();
   auto it = wait_.find(g);
   return it == wait_.end() ? 0.0 : it->second;
 }
 void CommStats::reset() {
+  settle();  // the deferred waits' events are released
   bytes_.clear();
   calls_.clear();
   wait_.clear();
@@ -148,6 +162,7 @@ class MpiCommunicator final : public Communicator {
     if (!finalized && comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);
   }
   MPI_Comm mpi_comm() const override { return comm_; }
+  const char* backend() const override { return kDeviceIsHost ? "mpi" : "mpi-staging"; }
 
   std::unique_ptr<Communicator> split(int color, int key, const std::string& group) const override {
     MPI_Comm c;
@@ -238,8 +253,17 @@ class MpiCommunicator final : public Communicator {
     BURST_ASSERT(chunk <= INT_MAX, what, ": chunk of ", chunk, " bytes exceeds MPI's int count");
     return chunk;
   }
+  // A blocking collective is exposed communication from start to end
+  // (staging included): its time goes to CommStats as wait time.
+  struct Exposed {
+    const std::string& group;
+    std::chrono::steady_clock::time_point t0 = std::chrono::steady_clock::now();
+    explicit Exposed(const std::string& g) : group(g) {}
+    ~Exposed() { CommStats::get().add_wait(group, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count()); }
+  };
   // Run an MPI collective on host pointers, staging device buffers.
   template <class F> void collective(ByteView send, ByteView recv, F f) {
+    Exposed timed(group_);
     if (kDeviceIsHost) {
       Kokkos::fence();
       f(send.data(), recv.data());
@@ -256,6 +280,7 @@ class MpiCommunicator final : public Communicator {
                 " elements, expected ", size_, " x ", r.extent(0));
     BURST_ASSERT(r.extent(0) <= size_t(INT_MAX), "reduce_scatter: chunk exceeds MPI's int count");
     count("reduce_scatter", std::int64_t(r.extent(0) * sizeof(T)) * (size_ - 1));
+    Exposed timed(group_);
     if (kDeviceIsHost) {
       Kokkos::fence();
       MPI_Reduce_scatter_block(s.data(), r.data(), int(r.extent(0)), type, MPI_SUM, comm_);
@@ -270,6 +295,7 @@ class MpiCommunicator final : public Communicator {
     const std::int64_t n = std::int64_t(b.extent(0));
     // What a ring all-reduce puts on the wire per rank.
     count("all_reduce", size_ > 1 ? 2 * (size_ - 1) * n * std::int64_t(sizeof(T)) / size_ : 0);
+    Exposed timed(group_);
     auto run = [&](T* p) {
       for (std::int64_t off = 0; off < n; off += kMaxMsg)
         MPI_Allreduce(MPI_IN_PLACE, p + off, int(std::min(kMaxMsg, n - off)), type, MPI_SUM, comm_);
@@ -286,7 +312,50 @@ class MpiCommunicator final : public Communicator {
   MPI_Comm comm_;
 };
 
+// ----------------------------------------------------------- null backend
+class NullCommunicator final : public Communicator {
+ public:
+  NullCommunicator(MPI_Comm comm, int rank, int size, std::string group)
+      : Communicator(rank, size, std::move(group)), comm_(comm) {}
+  ~NullCommunicator() override {
+    int finalized = 0;
+    MPI_Finalized(&finalized);
+    if (!finalized && comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);
+  }
+  MPI_Comm mpi_comm() const override { return comm_; }
+  const char* backend() const override { return "null"; }
+  std::unique_ptr<Communicator> split(int color, int key, const std::string& group) const override {
+    MPI_Comm c;
+    MPI_Comm_split(comm_, color, key, &c);
+    int r, s;
+    MPI_Comm_rank(c, &r);
+    MPI_Comm_size(c, &s);
+    return std::make_unique<NullCommunicator>(c, r, s, group);
+  }
+  Request isend(ByteView, int, int) override { return Request(); }
+  Request irecv(ByteView, int, int) override { return Request(); }
+  void all_to_all(ByteView, ByteView) override {}
+  void all_gather(ByteView, ByteView) override {}
+  void reduce_scatter_sum(Kokkos::View<const float*, Layout, DeviceMem>, Kokkos::View<float*, Layout, DeviceMem>) override {}
+  void reduce_scatter_sum(Kokkos::View<const double*, Layout, DeviceMem>, Kokkos::View<double*, Layout, DeviceMem>) override {}
+  void all_reduce_sum(Kokkos::View<float*, Layout, DeviceMem>) override {}
+  void all_reduce_sum(Kokkos::View<double*, Layout, DeviceMem>) override {}
+  void barrier() override {}
+
+ private:
+  MPI_Comm comm_;
+};
+
 }  // namespace
+
+std::unique_ptr<Communicator> Communicator::null(MPI_Comm comm, const std::string& group) {
+  MPI_Comm c;
+  MPI_Comm_dup(comm, &c);
+  int r, s;
+  MPI_Comm_rank(c, &r);
+  MPI_Comm_size(c, &s);
+  return std::make_unique<NullCommunicator>(c, r, s, group);
+}
 
 std::unique_ptr<Communicator> Communicator::mpi(MPI_Comm comm, const std::string& group) {
   MPI_Comm c;
@@ -295,6 +364,22 @@ std::unique_ptr<Communicator> Communicator::mpi(MPI_Comm comm, const std::string
   MPI_Comm_rank(c, &r);
   MPI_Comm_size(c, &s);
   return std::make_unique<MpiCommunicator>(c, r, s, group);
+}
+
+std::unique_ptr<Communicator> Communicator::create(MPI_Comm comm, const std::string& group) {
+  const char* env = std::getenv("BURST_COMM");
+  const std::string want = env ? env : "auto";
+  BURST_CHECK_CONFIG(want == "auto" || want == "mpi" || want == "nccl", "BURST_COMM='", want,
+                     "': expected auto, mpi or nccl");
+  if (want == "mpi") return mpi(comm, group);
+#ifdef BURST_HAVE_NCCL
+  std::string why;
+  if (nccl_usable(comm, &why)) return make_nccl_communicator(comm, group);
+  BURST_CHECK_CONFIG(want != "nccl", "BURST_COMM=nccl but NCCL cannot serve group '", group, "': ", why);
+#else
+  BURST_CHECK_CONFIG(want != "nccl", "BURST_COMM=nccl but this build has no NCCL (configure with -DBURST_ENABLE_NCCL=ON)");
+#endif
+  return mpi(comm, group);
 }
 
 }  // namespace burst

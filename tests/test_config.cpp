@@ -168,3 +168,28 @@ TEST(Config, NonAsciiOutsideStringsIsAParseErrorInsideIsKept) {
   s.apply_override(c, "io.checkpoint=\xc3\xa9t\xc3\xa9.h5");  // a bare word
   EXPECT_EQ(c.get_string("io.checkpoint"), "\xc3\xa9t\xc3\xa9.h5");
 }
+
+TEST(Config, StringListsFromTomlAndSet) {
+  ConfigSchema s;
+  s.string_list("bench.methods", {}, {"ring", "burst", "ulysses"}, "methods");
+  Config c = s.parse_string("[bench]\nmethods = [\"ring\", \"burst\"]\n", "b.toml");
+  EXPECT_EQ(c.get_string_list("bench.methods"), (std::vector<std::string>{"ring", "burst"}));
+  EXPECT_TRUE(s.defaults().get_string_list("bench.methods").empty());
+  s.apply_override(c, "bench.methods=[\"ulysses\"]");
+  EXPECT_EQ(c.get_string_list("bench.methods"), (std::vector<std::string>{"ulysses"}));
+  s.apply_override(c, "bench.methods=burst,ring");  // bare words on --set
+  EXPECT_EQ(c.get_string_list("bench.methods"), (std::vector<std::string>{"burst", "ring"}));
+  EXPECT_NE(c.dump().find("bench.methods = [\"burst\", \"ring\"]"), std::string::npos) << c.dump();
+  try {
+    s.apply_override(c, "bench.methods=[\"ring\", \"rign\"]");
+    ADD_FAILURE() << "an unknown element was accepted";
+  } catch (const Error& e) {
+    EXPECT_STREQ(e.what(), "bench.methods = [\"ring\", \"rign\"] at --set: element \"rign\" is not allowed: must be one of ring, burst, ulysses");
+  }
+  try {
+    s.parse_string("[bench]\nmethods = [\"ring\", 3]\n", "b.toml");
+    ADD_FAILURE() << "a number in a string list was accepted";
+  } catch (const Error& e) {
+    EXPECT_STREQ(e.what(), "bench.methods at b.toml:2 must be a list of strings, but an element is a TOML integer");
+  }
+}

@@ -6,11 +6,13 @@
 // schedule; the executed trace of block ids.
 #include "comm/communicator.hpp"
 #include "parallel/check.hpp"
+#include "core/error.hpp"
 
 #include <gtest/gtest.h>
 #include <mpi.h>
 
 #include <cstdlib>
+#include <string>
 
 using namespace burst;
 using namespace burst::parallel;
@@ -252,4 +254,42 @@ TEST(DistAttention, ImpossibleCombinationsAreRefusedBeforeCommunicating) {
   pb.seq = P - 1;
   o.method = "burst";
   EXPECT_THROW(validate_attention(o, pb, P, P), Error);
+}
+
+// The backend factory: MPI on host builds (NCCL only where built and every
+// rank owns a GPU); BURST_COMM is checked; the null backend moves and counts
+// nothing.
+TEST(Communicator, FactoryAndNullBackend) {
+  auto c = Communicator::create(MPI_COMM_WORLD, "factory");
+#if defined(BURST_HAVE_NCCL)
+  EXPECT_TRUE(std::string(c->backend()) == "nccl" || std::string(c->backend()) == "mpi-staging") << c->backend();
+#elif defined(BURST_HAVE_CUDA)
+  EXPECT_STREQ(c->backend(), "mpi-staging");
+#else
+  EXPECT_STREQ(c->backend(), "mpi");
+  setenv("BURST_COMM", "nccl", 1);
+  EXPECT_THROW(Communicator::create(MPI_COMM_WORLD, "factory_nccl"), Error);
+#endif
+  setenv("BURST_COMM", "bogus", 1);
+  EXPECT_THROW(Communicator::create(MPI_COMM_WORLD, "factory_bogus"), Error);
+  unsetenv("BURST_COMM");
+  EXPECT_EQ(c->size(), world_size());
+  EXPECT_EQ(c->rank(), world_rank());
+
+  auto none = Communicator::null(MPI_COMM_WORLD, "nothing");
+  EXPECT_STREQ(none->backend(), "null");
+  View1<float> a("work/a", 64), b("work/b", 64);
+  Kokkos::deep_copy(a, 1.0f);
+  CommStats::get().reset();
+  Request r = none->irecv(as_bytes(b), (world_rank() + 1) % world_size(), 0);
+  Request s = none->isend(as_bytes(a), (world_rank() + 1) % world_size(), 0);
+  r.wait(), s.wait();
+  none->all_reduce_sum(a);
+  auto half = none->split(world_rank() % 2, world_rank(), "nothing_half");
+  EXPECT_EQ(half->size(), (world_size() + 1 - world_rank() % 2) / 2);
+  EXPECT_EQ(CommStats::get().total_bytes(), 0);
+  auto hb = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), b);
+  auto ha = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), a);
+  EXPECT_EQ(hb(5), 0.0f);  // nothing arrived
+  EXPECT_EQ(ha(5), 1.0f);  // nothing was summed
 }

@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <map>
 #include <numeric>
 #include <set>
 
@@ -43,6 +44,84 @@ TEST(Schedule, SimulatorAcceptsTruncatedFlatRings) {
   for (int W = 1; W <= 8; ++W)
     for (int R = 1; R <= W; ++R)
       for (bool partial : {false, true}) EXPECT_EQ(simulate_programs(programs(1, W, R, partial)), "") << W << " ranks, " << R << " rounds";
+}
+
+// The NCCL backend's grouping rule (comm/nccl_communicator.cpp), applied to
+// the programs as the executor posts them: each (link, tag) is a lane; a
+// lane's posted sends and receives launch as one group when it holds as many
+// receives as sends. Returns "" when every request is launched by that rule
+// before anything waits on it, nothing is left pending, and group k of every
+// lane on every rank meets group k of its peers (each send's receive sits in
+// the peer's group of the same index): then NCCL's in-order queue per lane
+// cannot deadlock on these programs.
+static std::string check_nccl_lanes(const std::vector<RingProgram>& ps) {
+  using Key = std::pair<int, int>;  // link, tag
+  struct Msg {
+    int from, to;
+    bool operator<(const Msg& o) const { return from != o.from ? from < o.from : to < o.to; }
+    bool operator==(const Msg& o) const { return from == o.from && to == o.to; }
+  };
+  // lane -> group index -> the sends and receives posted in it (global ranks)
+  std::map<Key, std::map<size_t, std::multiset<Msg>>> sends, recvs;
+  for (const RingProgram& p : ps) {
+    const int N = p.geometry.nodes, L = p.geometry.local, n = p.rank / L, l = p.rank % L;
+    struct Lane {
+      int s = 0, r = 0;
+      std::vector<int> reqs;
+      size_t groups = 0;
+    };
+    std::map<Key, Lane> lanes;
+    std::set<int> launched;
+    for (const RingOp& op : p.ops) {
+      const bool inter = op.link == Link::Inter && N > 1;
+      const Key key{inter ? 1 : 0, op.tag * 2 + int(op.buf_kind)};  // the executor's tag
+      if (op.kind == RingOp::Send || op.kind == RingOp::Recv) {
+        Lane& ln = lanes[key];
+        const int peer = inter ? op.peer * L + l : n * L + op.peer;
+        if (op.kind == RingOp::Send) ln.s++, sends[key][ln.groups].insert({p.rank, peer});
+        else ln.r++, recvs[key][ln.groups].insert({peer, p.rank});
+        ln.reqs.push_back(op.req);
+        if (ln.s == ln.r) {
+          launched.insert(ln.reqs.begin(), ln.reqs.end());
+          ln.reqs.clear();
+          ln.s = ln.r = 0;
+          ln.groups++;
+        }
+      } else if (op.kind == RingOp::Wait && !launched.count(op.req)) {
+        return "rank " + std::to_string(p.rank) + " waits on request " + std::to_string(op.req) +
+               " while its lane is unbalanced";
+      }
+    }
+    for (auto& kv : lanes)
+      if (!kv.second.reqs.empty()) return "rank " + std::to_string(p.rank) + " ends with a lane pending";
+  }
+  for (auto& kv : sends)
+    for (auto& g : kv.second)
+      if (recvs[kv.first][g.first] != g.second)
+        return "lane (" + std::to_string(kv.first.first) + ", tag " + std::to_string(kv.first.second) + ") group " +
+               std::to_string(g.first) + ": sends and receives of different groups meet";
+  for (auto& kv : recvs)
+    for (auto& g : kv.second)
+      if (sends[kv.first][g.first] != g.second) return "a receive without its send in the same group";
+  return "";
+}
+
+TEST(Schedule, NcclLaneGroupsMatchOnEveryRing) {
+  for (int N = 1; N <= 8; ++N)
+    for (int L = 1; L <= 8; ++L)
+      for (bool partial : {false, true})
+        EXPECT_EQ(check_nccl_lanes(programs(N, L, N * L, partial)), "") << N << " nodes x " << L << (partial ? " with partials" : "");
+  for (int W = 1; W <= 8; ++W)
+    for (int R = 1; R <= W; ++R)
+      for (bool partial : {false, true}) EXPECT_EQ(check_nccl_lanes(programs(1, W, R, partial)), "") << W << " ranks, " << R << " rounds";
+  // The check has teeth: without each rank's first receive, a wait meets a
+  // lane holding an unmatched send.
+  auto broken = programs(1, 3, 3, false);
+  for (auto& p : broken) {
+    auto it = std::find_if(p.ops.begin(), p.ops.end(), [](const RingOp& o) { return o.kind == RingOp::Recv; });
+    p.ops.erase(it);  // the first receive never posted: the lane stays unbalanced until a wait
+  }
+  EXPECT_NE(check_nccl_lanes(broken), "");
 }
 
 // Per rank: the read set crosses nodes N-1 times and moves inside a node

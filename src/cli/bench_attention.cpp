@@ -1,6 +1,8 @@
 // `burst bench attention`: the block flash-attention kernel, forward and
 // backward, on one rank: time and GFLOP/s (paper convention: forward
 // 4 S^2 n d, halved for causal; backward 2.5 x forward), against a peak.
+// With bench.methods, the distributed methods under mpiexec instead
+// (bench_attention_dist.cpp).
 #include "cli/commands.hpp"
 #include "core/config.hpp"
 #include "core/error.hpp"
@@ -26,7 +28,21 @@ static ConfigSchema bench_attention_schema() {
       .integer("bench.tile", 32, 1, 1024, "query and key tile size")
       .real("bench.peak_gflops", 224.0, 1e-3, 1e9,
             "peak to compare with (default: OpenBLAS sgemm on this 2-core CPU, PLATFORM.md)")
-      .string("bench.output", "experiments/results/attention_host.h5", {}, "HDF5 file to write")
+      .string("bench.output", "experiments/results/attention_host.h5", {},
+              "HDF5 file to write (with bench.methods, by default experiments/results/attention_dist_np<P>.h5)")
+      .string_list("bench.methods", {}, {"ring", "burst", "loongtrain", "ulysses", "usp", "allgather"},
+                   "distributed methods to run under mpiexec (empty: the single-rank kernel benchmark)")
+      .string_list("bench.layouts", {"zigzag"}, {"contiguous", "zigzag", "striped", "document"}, "methods: sequence layouts")
+      .string_list("bench.masks", {"causal"}, {"full", "causal", "window", "document"}, "methods: masks")
+      .string_list("bench.rings", {"auto"}, {"flat", "double", "auto"}, "methods: ring shapes (ring, burst, usp)")
+      .string("bench.backward", "auto", {"burst", "kv", "auto"}, "methods: what travels in backward")
+      .string("bench.partial", "fp32", {"fp32", "bf16"}, "methods: travelling partial sums")
+      .integer("bench.window", 0, 0, 1 << 22, "methods, window mask: keys per query (0: S/4)")
+      .integer("bench.documents", 4, 1, 1 << 16, "methods, document mask/layout: documents of log-uniform lengths")
+      .integer("bench.hp", 0, 0, 1 << 16, "usp: head-parallel size (0: ranks per node)")
+      .integer("bench.inner", 0, 0, 1 << 16, "loongtrain: ranks per inner ring (0: ranks per node)")
+      .integer("bench.warmup", 1, 0, 1000, "methods: untimed runs before the repeats")
+      .string("bench.dtype", "float", {"float", "double"}, "methods: element type")
       .rule([](const Config& c) -> std::string {
         if (c.get_int("bench.heads") % c.get_int("bench.kv_heads") != 0)
           return "bench.heads = " + std::to_string(c.get_int("bench.heads")) + " must be divisible by bench.kv_heads = " +
@@ -39,6 +55,7 @@ static ConfigSchema bench_attention_schema() {
 int cmd_bench_attention(Runtime& rt, const BenchGemmOptions& opt) {
   ConfigSchema schema = bench_attention_schema();
   const Config cfg = schema.load(opt.config, opt.sets);
+  if (!cfg.get_string_list("bench.methods").empty()) return bench_attention_methods(rt, cfg, opt.output);
   using Mem = DeviceMem;
   const long n = cfg.get_int("bench.heads"), nkv = cfg.get_int("bench.kv_heads"), d = cfg.get_int("bench.head_dim");
   const bool causal = cfg.get_bool("bench.causal");

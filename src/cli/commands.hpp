@@ -2,6 +2,7 @@
 #pragma once
 
 #include "comm/runtime.hpp"
+#include "core/config.hpp"
 
 #include <string>
 #include <vector>
@@ -18,6 +19,8 @@ struct BenchGemmOptions {
 int cmd_bench_gemm(Runtime& rt, const BenchGemmOptions& opt);
 // Same options: --config, --set, --output.
 int cmd_bench_attention(Runtime& rt, const BenchGemmOptions& opt);
+// Its distributed part (bench.methods given): bench_attention_dist.cpp.
+int bench_attention_methods(Runtime& rt, const Config& cfg, const std::string& output);
 
 struct AttnCheckOptions {
   std::string method = "burst", layout = "zigzag", mask = "causal", ring = "auto", backward = "auto";

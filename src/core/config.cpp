@@ -44,6 +44,9 @@ const std::string& Config::get_string(const std::string& key) const { return typ
 const std::vector<std::int64_t>& Config::get_int_list(const std::string& key) const {
   return typed<std::vector<std::int64_t>>(at(key), key, "integer list");
 }
+const std::vector<std::string>& Config::get_string_list(const std::string& key) const {
+  return typed<std::vector<std::string>>(at(key), key, "string list");
+}
 const std::string& Config::origin(const std::string& key) const {
   static const std::string none = "default";
   auto it = origin_.find(key);
@@ -60,6 +63,10 @@ static std::string value_text(const ConfigValue& v) {
         else if constexpr (std::is_same_v<T, std::vector<std::int64_t>>) {
           os << '[';
           for (size_t i = 0; i < x.size(); ++i) os << (i ? ", " : "") << x[i];
+          os << ']';
+        } else if constexpr (std::is_same_v<T, std::vector<std::string>>) {
+          os << '[';
+          for (size_t i = 0; i < x.size(); ++i) os << (i ? ", " : "") << '"' << x[i] << '"';
           os << ']';
         } else os << x;
       },
@@ -95,6 +102,10 @@ ConfigSchema& ConfigSchema::string(const std::string& n, const std::string& d, s
 ConfigSchema& ConfigSchema::int_list(const std::string& n, std::vector<std::int64_t> d, std::int64_t lo, std::int64_t hi,
                                      const std::string& doc) {
   return add({n, Type::IntList, std::move(d), double(lo), double(hi), {}, doc});
+}
+ConfigSchema& ConfigSchema::string_list(const std::string& n, std::vector<std::string> d, std::vector<std::string> choices,
+                                        const std::string& doc) {
+  return add({n, Type::StringList, std::move(d), 0, 0, std::move(choices), doc});
 }
 ConfigSchema& ConfigSchema::rule(Rule r) {
   rules_.push_back(std::move(r));
@@ -145,6 +156,7 @@ static const char* type_name(ConfigSchema::Type t) {
     case ConfigSchema::Type::Bool: return "true or false";
     case ConfigSchema::Type::String: return "a string";
     case ConfigSchema::Type::IntList: return "a list of integers";
+    case ConfigSchema::Type::StringList: return "a list of strings";
   }
   return "?";
 }
@@ -186,6 +198,16 @@ void ConfigSchema::check_value(const Key& k, const ConfigValue& v, const std::st
       for (auto& c : k.choices) list += (list.empty() ? "" : ", ") + c;
       BURST_FAIL(ErrorKind::Config, head, " is not allowed: must be one of ", list);
     }
+    case Type::StringList: {
+      if (k.choices.empty()) break;
+      for (auto& s : std::get<std::vector<std::string>>(v)) {
+        if (std::find(k.choices.begin(), k.choices.end(), s) != k.choices.end()) continue;
+        std::string list;
+        for (auto& c : k.choices) list += (list.empty() ? "" : ", ") + c;
+        BURST_FAIL(ErrorKind::Config, head, ": element \"", s, "\" is not allowed: must be one of ", list);
+      }
+      break;
+    }
     case Type::Bool: break;
   }
 }
@@ -218,6 +240,17 @@ static ConfigValue convert(const ConfigSchema::Key& k, const toml::node& n, cons
         BURST_CHECK_CONFIG(e.is_integer(), k.name, " at ", where, " must be a list of integers, but an element is a TOML ",
                            toml::impl::node_type_friendly_names[static_cast<int>(e.type())]);
         xs.push_back(e.value<std::int64_t>().value());
+      }
+      return xs;
+    }
+    case ConfigSchema::Type::StringList: {
+      if (n.is_string()) return std::vector<std::string>{n.value<std::string>().value()};
+      if (!n.is_array()) return wrong();
+      std::vector<std::string> xs;
+      for (auto& e : *n.as_array()) {
+        BURST_CHECK_CONFIG(e.is_string(), k.name, " at ", where, " must be a list of strings, but an element is a TOML ",
+                           toml::impl::node_type_friendly_names[static_cast<int>(e.type())]);
+        xs.push_back(e.value<std::string>().value());
       }
       return xs;
     }
@@ -353,8 +386,17 @@ void ConfigSchema::apply_override(Config& cfg, const std::string& assignment) co
     parsed = false;
   }
   if (!parsed || (k->type == Type::String && !t["v"].is_string())) {
-    BURST_CHECK_CONFIG(k->type == Type::String, "--set ", name, "=", value, ": '", value, "' is not ", type_name(k->type));
-    v = value;  // a bare word for a string key
+    BURST_CHECK_CONFIG(k->type == Type::String || k->type == Type::StringList, "--set ", name, "=", value, ": '", value,
+                       "' is not ", type_name(k->type));
+    if (k->type == Type::String) {
+      v = value;  // a bare word for a string key
+    } else {  // bare words a,b for a string list
+      std::vector<std::string> xs;
+      std::stringstream ss(value);
+      for (std::string w; std::getline(ss, w, ',');)
+        if (!w.empty()) xs.push_back(w);
+      v = xs;
+    }
   } else {
     v = convert(*k, *t.get("v"), "--set");
   }

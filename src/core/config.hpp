@@ -14,7 +14,7 @@
 
 namespace burst {
 
-using ConfigValue = std::variant<std::int64_t, double, bool, std::string, std::vector<std::int64_t>>;
+using ConfigValue = std::variant<std::int64_t, double, bool, std::string, std::vector<std::int64_t>, std::vector<std::string>>;
 
 class Config {
  public:
@@ -23,6 +23,7 @@ class Config {
   bool get_bool(const std::string& key) const;
   const std::string& get_string(const std::string& key) const;
   const std::vector<std::int64_t>& get_int_list(const std::string& key) const;
+  const std::vector<std::string>& get_string_list(const std::string& key) const;
   // Where a value came from: "run.toml:12", "--set", or "default".
   const std::string& origin(const std::string& key) const;
   const std::map<std::string, ConfigValue>& values() const { return values_; }
@@ -38,13 +39,13 @@ class Config {
 
 class ConfigSchema {
  public:
-  enum class Type { Int, Real, Bool, String, IntList };
+  enum class Type { Int, Real, Bool, String, IntList, StringList };
   struct Key {
     std::string name;
     Type type;
     ConfigValue def;
     double min = 0, max = 0;  // inclusive bounds for Int, Real and IntList elements
-    std::vector<std::string> choices;  // for String; empty = any
+    std::vector<std::string> choices;  // for String and StringList elements; empty = any
     std::string doc;
   };
   // A cross-key rule: returns an empty string when the config satisfies it,
@@ -57,6 +58,10 @@ class ConfigSchema {
   ConfigSchema& string(const std::string& name, const std::string& def, std::vector<std::string> choices, const std::string& doc);
   ConfigSchema& int_list(const std::string& name, std::vector<std::int64_t> def, std::int64_t min, std::int64_t max,
                          const std::string& doc);
+  // A list of strings (may be empty; TOML ["a", "b"], or on --set also a
+  // bare a,b), each one of `choices` when given.
+  ConfigSchema& string_list(const std::string& name, std::vector<std::string> def, std::vector<std::string> choices,
+                            const std::string& doc);
   ConfigSchema& rule(Rule r);
 
   Config defaults() const;

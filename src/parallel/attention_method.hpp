@@ -35,6 +35,7 @@ struct AttnOptions {
   std::string placement = "head-first";  // usp: head-first (hp inside the node) | ring-first
   std::string usp_inner = "burst";   // usp: ring | burst (its ring shape follows `ring`)
   bool trace = false;                // check every payload's block id against the schedule
+  bool comm_only = false;            // benchmarks: every transfer, no attention math (the communication time alone)
 };
 
 // What every method needs to know about the problem.

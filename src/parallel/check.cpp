@@ -129,7 +129,7 @@ CheckResult check_attention(const AttnOptions& ao, const AttnProblem& pb, MPI_Co
   auto v = to_device<T>(sh.to_block(me, in.v, m * d, 0.0), s, m, d, "act/v");
   auto dout = to_device<T>(sh.to_block(me, in.dout, n * d, 0.0), s, n, d, "act/do");
 
-  auto world = Communicator::mpi(comm, "world");
+  auto world = Communicator::create(comm, "world");
   std::vector<int> members(static_cast<size_t>(P));
   for (int i = 0; i < P; ++i) members[size_t(i)] = i;
   auto method = make_attention<T>(ao, pb, *world, topo, members);

@@ -158,8 +158,9 @@ template <class T> class AllGatherAttention : public AttentionMethod<T> {
   using typename AttentionMethod<T>::CAV3;
   using typename AttentionMethod<T>::CAV2;
 
-  AllGatherAttention(std::unique_ptr<Communicator> c, const SeqLayout& base, const MaskSpec& mask, long nkv, long d, double scale)
-      : c_(std::move(c)), meta_(base, mask), nkv_(nkv), d_(d), scale_(Acc(scale)) {}
+  AllGatherAttention(std::unique_ptr<Communicator> c, const SeqLayout& base, const MaskSpec& mask, long nkv, long d, double scale,
+                     bool comm_only)
+      : c_(std::move(c)), meta_(base, mask), nkv_(nkv), d_(d), scale_(Acc(scale)), comm_only_(comm_only) {}
   std::string name() const override { return "allgather"; }
   std::int64_t analytic_bytes() const override {
     const std::int64_t P = c_->size(), chunk = meta_.local() * nkv_ * d_;
@@ -169,16 +170,17 @@ template <class T> class AllGatherAttention : public AttentionMethod<T> {
 
   void forward(int, CV3 q, CV3 k, CV3 v, AV3 o, AV2 lse) override {
     auto kv = gather(k, v);
+    if (comm_only_) return;
     const long s = meta_.local(), me = c_->rank();
     kernels::flash_attention_forward<T, DeviceMem>(q, kv.first, kv.second, meta_.mask_rows(me * s, s, 0, s * c_->size()), scale_, o, lse);
   }
   void backward(int, CV3 q, CV3 k, CV3 v, CAV3 o, CAV2 lse, CV3 dout, AV3 dq, AV3 dk, AV3 dv) override {
     auto kv = gather(k, v);
     const long s = meta_.local(), me = c_->rank(), S = s * c_->size();
-    AV2 D("work/ag_D", size_t(s), q.extent(1));
-    kernels::attention_backward_rowsum<T, DeviceMem>(dout, o, D);
     AV3 dka("work/ag_dk", size_t(S), size_t(nkv_), size_t(d_)), dva("work/ag_dv", size_t(S), size_t(nkv_), size_t(d_));
-    kernels::flash_attention_backward<T, DeviceMem>(q, kv.first, kv.second, dout, lse, D, meta_.mask_rows(me * s, s, 0, S), scale_,
+    AV2 D("work/ag_D", size_t(s), q.extent(1));
+    if (!comm_only_) kernels::attention_backward_rowsum<T, DeviceMem>(dout, o, D);
+    if (!comm_only_) kernels::flash_attention_backward<T, DeviceMem>(q, kv.first, kv.second, dout, lse, D, meta_.mask_rows(me * s, s, 0, S), scale_,
                                                     dq, dka, dva, false);
     using F = Kokkos::View<Acc*, Layout, DeviceMem, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
     c_->reduce_scatter_sum(F(dka.data(), dka.span()), F(dk.data(), dk.span()));
@@ -198,6 +200,7 @@ template <class T> class AllGatherAttention : public AttentionMethod<T> {
   BlockMeta meta_;
   long nkv_, d_;
   Acc scale_;
+  bool comm_only_;
 };
 
 const std::set<std::string> kMethods = {"ring", "burst", "loongtrain", "ulysses", "usp", "allgather"};
@@ -327,6 +330,7 @@ std::unique_ptr<AttentionMethod<T>> make_attention(const AttnOptions& opt_in, co
   RingConfig rc;
   rc.partial_bf16 = opt.partial_bf16;
   rc.trace = opt.trace;
+  rc.comm_only = opt.comm_only;
   const bool gqa = pb.heads != pb.kv_heads;
   if (opt.method == "ring" || opt.method == "burst") {
     rc.name = opt.method;
@@ -342,7 +346,7 @@ std::unique_ptr<AttentionMethod<T>> make_attention(const AttnOptions& opt_in, co
   }
   if (opt.method == "allgather")
     return std::make_unique<AllGatherAttention<T>>(group.split(0, group.rank(), "allgather"), lay.base, pb.mask, pb.kv_heads,
-                                                   pb.head_dim, scale);
+                                                   pb.head_dim, scale, opt.comm_only);
   // ulysses / usp: group rank w <-> (h, c)
   const int hp = opt.method == "ulysses" ? P : opt.hp, cp = P / hp, w = group.rank();
   const bool head_first = opt.placement == "head-first";

@@ -36,13 +36,15 @@ class Packet {
   template <class T> U2<T> field2(int i, size_t a, size_t b) const { return U2<T>(ptr<T>(i, a * b), a, b); }
   template <class T> U3<T> field3(int i, size_t a, size_t b, size_t c) const { return U3<T>(ptr<T>(i, a * b * c), a, b, c); }
 
-  void set_origin(long id) const { Kokkos::deep_copy(origin_view(), id); }
+  // On the execution space's stream (no host wait: transfers are ordered
+  // against that stream by the communicator).
+  void set_origin(long id) const { Kokkos::deep_copy(ExecSpace(), origin_view(), id); }
   long origin() const {
     long id = -1;
     Kokkos::deep_copy(Kokkos::View<long, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>(&id), origin_view());
     return id;
   }
-  void copy_from(const Packet& o) const { Kokkos::deep_copy(buf_, o.buf_); }
+  void copy_from(const Packet& o) const { Kokkos::deep_copy(ExecSpace(), buf_, o.buf_); }
 
  private:
   template <class T> T* ptr(int i, size_t n) const {

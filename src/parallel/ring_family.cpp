@@ -141,6 +141,13 @@ template <class T> struct ForwardClient : RingClient {
   void deliver(const Packet&) override {}
 };
 
+// Communication only (benchmarks): the program's transfers and copies, no math.
+struct CommOnlyClient : RingClient {
+  void compute(const RingOp&, const Packet&, const Packet*) override {}
+  void add(const Packet&, const Packet&) override {}
+  void deliver(const Packet&) override {}
+};
+
 // Backward, burst: the visiting queries' (Q, dO, lse, D) against local K, V.
 template <class T, class W> struct BurstBackwardClient : RingClient {
   using Acc = accum_t<T>;
@@ -246,6 +253,11 @@ template <class T> void RingFamily<T>::forward(int, CV3 q, CV3 k, CV3 v, AV3 o, 
   Kokkos::deep_copy(own.field3<T>(0, size_t(tr), size_t(nkv_), size_t(d_)), leading_rows(k, tr));
   Kokkos::deep_copy(own.field3<T>(1, size_t(tr), size_t(nkv_), size_t(d_)), leading_rows(v, tr));
   own.set_origin(me_);
+  if (cfg_.comm_only) {
+    CommOnlyClient c;
+    run_ring_program(fwd_.program, {intra_.get(), inter_.get()}, fwd_.mirror, fwd_.read, fwd_.partial, c, nullptr);
+    return;
+  }
   ForwardClient<T> c(meta_);
   c.q = q, c.k = k, c.v = v, c.o = o, c.lse = lse, c.ob = ob_, c.lseb = lseb_, c.scale = scale_, c.me = me_, c.nkv = nkv_,
   c.d = d_;
@@ -256,12 +268,14 @@ template <class T> void RingFamily<T>::forward(int, CV3 q, CV3 k, CV3 v, AV3 o, 
 template <class T>
 void RingFamily<T>::backward(int, CV3 q, CV3 k, CV3 v, CAV3 o, CAV2 lse, CV3 dout, AV3 dq, AV3 dk, AV3 dv) {
   const long tr = meta_.travel();
-  kernels::attention_backward_rowsum<T, DeviceMem>(dout, o, D_);
+  if (!cfg_.comm_only) kernels::attention_backward_rowsum<T, DeviceMem>(dout, o, D_);
   Packet& own = bwd_.read[0];
-  auto run = [&](RingClient& c) {
+  auto run = [&](RingClient& client) {
     own.set_origin(me_);
+    CommOnlyClient none;
+    RingClient& c = cfg_.comm_only ? static_cast<RingClient&>(none) : client;
     run_ring_program(bwd_.program, {intra_.get(), inter_.get()}, bwd_.mirror, bwd_.read, bwd_.partial, c,
-                     cfg_.trace ? &this->trace_ : nullptr);
+                     cfg_.trace && !cfg_.comm_only ? &this->trace_ : nullptr);
   };
   if (cfg_.kv_backward) {
     Kokkos::deep_copy(own.field3<T>(0, size_t(tr), size_t(nkv_), size_t(d_)), leading_rows(k, tr));

@@ -13,6 +13,7 @@ struct RingConfig {
   bool kv_backward = false;  // K,V,dK,dV travel (ring); else Q,dO,lse,D + dQ (burst)
   bool partial_bf16 = false;
   bool trace = false;
+  bool comm_only = false;  // run the transfers (and their copies) only, no client math
   std::string group_name = "ring";  // byte counters: flat ring "<name>", double "<name>_intra"/"<name>_inter"
 };
 
