@@ -7,7 +7,8 @@
 # tests/fuzz/regressions/<harness>/. Commit those: the ctest test
 # test_fuzz_<harness> replays the corpus and the regressions on every run.
 #
-# Adding a reader (safetensors, token files): write tests/fuzz/fuzz_<name>.cpp
+# Harnesses: config, safetensors, tokens; runs and findings: tests/fuzz/README.md.
+# Adding a reader: write tests/fuzz/fuzz_<name>.cpp
 # (LLVMFuzzerTestOneInput: call the reader, catch burst::Error only), put a
 # few valid files in tests/fuzz/corpus/<name>/, add a line to `harness_sources`
 # below (the Kokkos-free sources it needs) and a burst_fuzz_replay(<name> ...)
@@ -27,7 +28,7 @@ while [ $# -gt 0 ]; do
   case "$1" in
     --seconds) seconds=$2; shift ;;
     --build-only) build_only=1 ;;
-    -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
     *) [ -n "${harness_sources[$1]:-}" ] || { echo "fuzz: unknown harness '$1' (known: ${!harness_sources[*]})" >&2; exit 2; }
        names+=("$1") ;;
   esac
