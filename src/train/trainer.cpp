@@ -15,6 +15,7 @@
 #include "train/checkpoint_files.hpp"
 #include "train/flops.hpp"
 #include "train/sequence_parallel.hpp"
+#include "train/weights.hpp"
 #include "train/memory_model.hpp"
 #include "train/zero.hpp"
 
@@ -35,6 +36,9 @@ ConfigSchema train_schema() {
   s.string("model.preset", "tiny", {}, "model preset (tiny, 125M, 1B, 7B, 14B), unless model.config is given")
       .string("model.config", "", {}, "Hugging Face config.json (overrides the preset)")
       .real("model.init_std", 0.02, 1e-6, 10, "std of the normal initialisation of matrices")
+      .string("model.init_from", "", {},
+              "start from these weights (burst import-hf output, a weights file or a checkpoint's params) instead of a "
+              "random initialisation; --resume still takes the checkpoint")
       .string("train.dtype", "float", {"float", "double"}, "scalar type of the host model")
       .integer("train.steps", 300, 1, 100000000, "optimizer steps")
       .integer("train.batch", 16, 1, 1 << 20, "sequences per optimizer step over all replicas (must divide by the rank count)")
@@ -120,8 +124,8 @@ ConfigSchema train_schema() {
 
 namespace {
 
-// 2: every dataset carries an fnv1a64 checksum attribute.
-constexpr std::int64_t kCheckpointFormat = 2;
+// 2: every dataset carries an fnv1a64 checksum attribute (train/weights.hpp).
+constexpr std::int64_t kCheckpointFormat = kCheckpointFormatVersion;
 
 // Output files go into directories that must exist: found before training
 // (bad input, status 2) rather than at the first checkpoint (an abort).
@@ -176,7 +180,10 @@ template <class T> struct TrainerImpl {
     model = std::make_unique<LlamaModel<T, Mem>>(mc, setups.at(L0).op, mo);
     use_length(L0);
     attn_description = setups.at(L0).description;
-    init_params(model->params(), std::uint64_t(cfg.get_int("train.seed")), cfg.get_real("model.init_std"));
+    if (cfg.get_string("model.init_from").empty())
+      init_params(model->params(), std::uint64_t(cfg.get_int("train.seed")), cfg.get_real("model.init_std"));
+    else  // every rank reads the whole file (checksums verified, another model refused)
+      load_weights(cfg.get_string("model.init_from"), mc, model->params());
     zero = std::make_unique<ZeroState<T>>(*model, int(cfg.get_int("train.zero")), cfg.get_bool("train.offload"), comm);
     check_output_dir(cfg, "io.run_log");
     check_output_dir(cfg, "io.checkpoint");
