@@ -26,9 +26,13 @@ def summarize(path):
         if "log" in f and "eval_loss" in f["log"]:
             log = f["log"]
             step, el, ea = log["step"][()], log["eval_loss"][()], log["eval_accuracy"][()]
-            print(f"  {'step':>6} {'train loss':>11} {'held-out loss':>14} {'held-out acc':>13}")
+            # per evaluation length (train.eval_seq_lens), when the run logged them
+            lens = sorted(int(k[len("eval_accuracy_"):]) for k in log.keys() if k.startswith("eval_accuracy_"))
+            head = "".join(f" {'acc@' + str(n):>10}" for n in lens)
+            print(f"  {'step':>6} {'train loss':>11} {'held-out loss':>14} {'held-out acc':>13}{head}")
             for i in np.where(~np.isnan(el))[0]:
-                print(f"  {int(step[i]) + 1:>6} {log['loss'][i]:>11.4f} {el[i]:>14.4f} {ea[i]:>13.3f}")
+                per = "".join(f" {log['eval_accuracy_' + str(n)][i]:>10.3f}" for n in lens)
+                print(f"  {int(step[i]) + 1:>6} {log['loss'][i]:>11.4f} {el[i]:>14.4f} {ea[i]:>13.3f}{per}")
         if a.get("benchmark") == "gemm":
             sizes = read_dataset(f, "gemm/sizes")
             g = read_dataset(f, "gemm/gflops")

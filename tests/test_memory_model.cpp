@@ -21,6 +21,9 @@ using namespace burst;
 
 namespace {
 
+// Where DeviceMem's allocations are counted.
+constexpr MemSpaceKind kSpace = std::is_same<DeviceMem, HostMem>::value ? MemSpaceKind::Host : MemSpaceKind::Device;
+
 ModelConfig model_config() {
   ModelConfig c;
   c.vocab = 512, c.hidden = 32, c.layers = 3, c.heads = 4, c.kv_heads = 2, c.head_dim = 8, c.ffn = 64;
@@ -70,17 +73,17 @@ Measured measure(ActPolicy policy, long chunk, int zero_stage, long S, bool dist
   init_params(model.params(), 5, 0.1);
   ZeroState<double> zero(model, zero_stage, false, rt.world());
   if (kept_after_forward)
-    model.set_forward_probe([&] { *kept_after_forward = MemoryTracker::global().current(MemSpaceKind::Host, MemCategory::Activations); });
+    model.set_forward_probe([&] { *kept_after_forward = MemoryTracker::global().current(kSpace, MemCategory::Activations); });
   const LocalSequence ls = local_slots(layout, block, sequence(S, mc.vocab));
   auto batch = to_device(ls);
   auto& tr = MemoryTracker::global();
-  const MemCounters before = tr.counters(MemSpaceKind::Host);
+  const MemCounters before = tr.counters(kSpace);
   tr.reset_peaks();
   zero.zero_grads();
   model.forward_backward(batch, double(S - 1));
   zero.finish_grads();
   zero.step(kernels::AdamWParams{}, 1, 1.0);
-  const MemCounters after = tr.counters(MemSpaceKind::Host);
+  const MemCounters after = tr.counters(kSpace);
   Measured m;
   for (int c = 0; c < kMemCategories; ++c) {
     // Params, grads and moments were allocated before the window: their peak
@@ -142,10 +145,10 @@ TEST(FusedLoss, EqualsThePlainHeadAndHoldsOneChunkOfLogits) {
   kernels::gemm('T', 'N', 1, dlogits, x, 0, dW_ref);
 
   auto& tr = MemoryTracker::global();
-  const std::int64_t before = tr.current(MemSpaceKind::Host, MemCategory::Activations);
+  const std::int64_t before = tr.current(kSpace, MemCategory::Activations);
   tr.reset_peaks();
   const kernels::LossSum got = kernels::lm_head_cross_entropy<double, DeviceMem>(x, W, t, chunk, scale, dx, dW);
-  EXPECT_EQ(tr.peak(MemSpaceKind::Host, MemCategory::Activations) - before, std::int64_t(8 * (chunk * V + chunk)));
+  EXPECT_EQ(tr.peak(kSpace, MemCategory::Activations) - before, std::int64_t(8 * (chunk * V + chunk)));
   EXPECT_EQ(got.valid, ref.valid);
   EXPECT_NEAR(got.sum, ref.sum, 1e-12 * std::fabs(ref.sum));
   auto close = [](const View2<double>& a, const View2<double>& b) {

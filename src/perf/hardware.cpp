@@ -1,5 +1,7 @@
 #include "perf/hardware.hpp"
 
+#include "burst_source_dir.hpp"
+
 #include "core/error.hpp"
 
 #include <toml++/toml.h>
