@@ -236,7 +236,7 @@ void LlamaModel<T, Mem>::forward_logits(const TokenBatch<Mem>& b, V2 logits, std
   std::vector<LayerActs> acts;
   V1 rstd_f;
   V2 hf;
-  embed_and_layers(b, acts, rstd_f, hf);
+  embed_and_layers(b, acts, rstd_f, hf, true);  // true: every policy keeps each layer's input x_in
   hidden_states.clear();
   for (auto& a : acts) hidden_states.push_back(a.x_in);  // layer l's input is layer l-1's output
   hidden_states.push_back(hf);
