@@ -3,8 +3,9 @@
 // flash_attention_forward / flash_attention_backward hand bf16 views in CUDA
 // memory to the tensor-core kernels of kernels/cuda/flash_attn.h when
 // flash_usable() says the call fits them (head dim 64 or 128, both sides
-// non-empty, contiguous and aligned views, scale > 0); every other call runs
-// the portable kernel. Included by kernels/attention.hpp only, on CUDA builds.
+// non-empty, contiguous views aligned as the kernels read them, scale > 0);
+// every other call runs the portable kernel. Included by
+// kernels/attention.hpp only, on CUDA builds.
 //
 // What the bridge does per call: AttnMask -> fa::Mask (device pointers of the
 // position and document-id views), BackwardAccumulate -> accumulate_dq /
@@ -61,15 +62,29 @@ template <class V> bool contiguous_aligned(const V& v, size_t align) {
 inline bool fits_int(long x) { return x >= 0 && x <= long(std::numeric_limits<int>::max()); }
 
 // Does this call fit the CUDA kernels? (Shapes were checked by the caller.)
-template <class QV, class KV, class... Out>
-bool flash_usable(const QV& q, const KV& k, const KV& v, float scale, const Out&... out) {
+// The kernels read Q, K, V, dO with 16-byte copies, write fp32 outputs as
+// float2 and read lse / D 4 bytes at a time.
+template <class QV, class KV> bool inputs_usable(const QV& q, const KV& k, const KV& v, float scale) {
   const long sq = q.extent(0), n = q.extent(1), d = q.extent(2), sk = k.extent(0), nkv = k.extent(1);
   if (!(d == 64 || d == 128) || sq <= 0 || sk <= 0 || n <= 0 || nkv <= 0) return false;
   if (!fits_int(sq) || !fits_int(sk) || n > 65535 || !(scale > 0.0f) || !(scale < std::numeric_limits<float>::infinity()))
     return false;
-  if (!contiguous_aligned(q, 16) || !contiguous_aligned(k, 16) || !contiguous_aligned(v, 16)) return false;
-  // bf16 operands (dO) need 16 bytes, fp32 outputs 8, lse and D 4: ask 16 of all.
-  return (contiguous_aligned(out, 16) && ...);
+  return contiguous_aligned(q, 16) && contiguous_aligned(k, 16) && contiguous_aligned(v, 16);
+}
+
+// Forward: O and lse.
+template <class QV, class KV, class OV, class LV>
+bool flash_usable(const QV& q, const KV& k, const KV& v, float scale, const OV& o, const LV& lse) {
+  return inputs_usable(q, k, v, scale) && contiguous_aligned(o, 8) && contiguous_aligned(lse, 4);
+}
+
+// Backward: dQ, dK, dV, dO, lse, D.
+template <class QV, class KV, class GV, class LV>
+bool flash_usable(const QV& q, const KV& k, const KV& v, float scale, const GV& dq, const GV& dk, const GV& dv,
+                  const QV& dout, const LV& lse, const LV& D) {
+  return inputs_usable(q, k, v, scale) && contiguous_aligned(dq, 8) && contiguous_aligned(dk, 8) &&
+         contiguous_aligned(dv, 8) && contiguous_aligned(dout, 16) && contiguous_aligned(lse, 4) &&
+         contiguous_aligned(D, 4);
 }
 
 template <class Mem> fa::Mask to_fa_mask(const AttnMask<Mem>& m, long sq, long sk) {
