@@ -17,6 +17,7 @@
 #include "core/error.hpp"
 #include "core/views.hpp"
 
+#include <algorithm>
 #include <limits>
 #include <type_traits>
 
@@ -443,9 +444,56 @@ template <class Functor, class Exec> long launch_tiles(const char* name, Functor
   return computed;
 }
 
+// The number of (query tile, key tile, head) triples the portable kernel
+// computes with `tiles`: n x the tile pairs tile_visible lets through. None
+// and Causal in closed form on the host (no device work, no wait); the
+// position masks read positions and document ids, so they take a reduction
+// on Exec and wait for it (as the portable kernel's own count does). The CUDA
+// path returns this, so both backends report the same work for the same call.
+template <class Exec, class Mem>
+long count_visible_tiles(const AttnMask<Mem>& mask, long sq, long sk, long n, AttnTiles tiles) {
+  if (sq <= 0 || sk <= 0 || n <= 0) return 0;
+  const long br = tiles.br, bc = tiles.bc, qt = (sq + br - 1) / br, kt = (sk + bc - 1) / bc;
+  if (mask.kind == MaskKind::None) return qt * kt * n;
+  if (mask.kind == MaskKind::Causal) {
+    long pairs = 0;
+    for (long t = 0; t < qt; ++t) {
+      const long last = std::min((t + 1) * br, sq) - 1 + mask.diag_offset;  // the last key the tile's rows may see
+      if (last >= 0) pairs += std::min(kt, last / bc + 1);
+    }
+    return pairs * n;
+  }
+  long pairs = 0;
+  const AttnMask<Mem> m = mask;
+  Kokkos::parallel_reduce(
+      "burst::attention_count_tiles", Kokkos::RangePolicy<Exec>(0, qt * kt),
+      KOKKOS_LAMBDA(const long x, long& acc) {
+        const long i0 = (x / kt) * br, j0 = (x % kt) * bc;
+        const long i1 = i0 + br < sq ? i0 + br : sq, j1 = j0 + bc < sk ? j0 + bc : sk;
+        if (m.tile_visible(i0, i1, j0, j1)) acc += 1;
+      },
+      pairs);
+  return pairs * n;
+}
+
 }  // namespace impl
 
+}  // namespace burst::kernels
+
+#ifdef BURST_HAVE_CUDA
+#define BURST_ATTENTION_HPP_INCLUDES_CUDA
+#include "kernels/cuda/attention_cuda.hpp"  // the CUDA kernels for bf16 device views (the tpl layer)
+#undef BURST_ATTENTION_HPP_INCLUDES_CUDA
+#endif
+
+namespace burst::kernels {
+
 // Forward. Returns the number of (query tile, key tile, head) triples computed.
+// On CUDA builds, bf16 views in CUDA memory with head dim 64 or 128 go to the
+// tensor-core kernels of kernels/cuda/ (asynchronous on the default
+// execution space's stream; the count is then the portable kernel's for the
+// same call, see impl::count_visible_tiles); everything else runs the
+// portable kernel below, which stays the reference.
 template <class T, class Mem>
 long flash_attention_forward(Kokkos::View<const T***, Layout, Mem> q, Kokkos::View<const T***, Layout, Mem> k,
                              Kokkos::View<const T***, Layout, Mem> v, const AttnMask<Mem>& mask, accum_t<T> scale,
@@ -462,6 +510,11 @@ long flash_attention_forward(Kokkos::View<const T***, Layout, Mem> q, Kokkos::Vi
   BURST_CHECK_INPUT(tiles.br >= 1 && tiles.bc >= 1, "attention: tile sizes must be >= 1");
   const long sq = q.extent(0), n = q.extent(1), d = q.extent(2), sk = k.extent(0), nkv = k.extent(1);
   if (sq == 0 || n == 0) return 0;
+#ifdef BURST_HAVE_CUDA
+  if constexpr (cuda::dispatches<T, Mem>()) {
+    if (cuda::flash_usable(q, k, v, scale, o, lse)) return cuda::flash_forward(q, k, v, mask, scale, o, lse, tiles);
+  }
+#endif
   constexpr bool host = impl::is_host_exec<Exec>();
   using F = impl::FlashForward<T, Acc, Exec, Mem>;
   const size_t bytes = F::scratch_bytes(tiles.br, tiles.bc, d);
@@ -473,7 +526,9 @@ long flash_attention_forward(Kokkos::View<const T***, Layout, Mem> q, Kokkos::Vi
 // Backward. dq [sq, n, d], dk and dv [sk, n_kv, d] in Acc; `accumulate`
 // adds into them instead of overwriting (BackwardAccumulate sets dQ and
 // dK/dV apart: the rings add into one and overwrite the other). Returns the triples computed by the
-// dK/dV pass (the dQ pass visits the same set).
+// dK/dV pass (the dQ pass visits the same set). The CUDA kernels (same
+// dispatch as the forward) add dQ with fp32 atomics, so their dQ is not
+// bitwise deterministic run to run; dK and dV are.
 template <class T, class Mem>
 long flash_attention_backward(Kokkos::View<const T***, Layout, Mem> q, Kokkos::View<const T***, Layout, Mem> k,
                               Kokkos::View<const T***, Layout, Mem> v, Kokkos::View<const T***, Layout, Mem> dout,
@@ -495,6 +550,12 @@ long flash_attention_backward(Kokkos::View<const T***, Layout, Mem> q, Kokkos::V
   BURST_CHECK_INPUT(dk.extent(0) == size_t(sk) && dk.extent(1) == size_t(nkv) && dk.extent(2) == size_t(d) &&
                         dv.extent(0) == size_t(sk) && dv.extent(1) == size_t(nkv) && dv.extent(2) == size_t(d),
                     "attention backward: dK and dV must have K's shape");
+#ifdef BURST_HAVE_CUDA
+  if constexpr (cuda::dispatches<T, Mem>()) {
+    if (cuda::flash_usable(q, k, v, scale, dq, dk, dv, dout, lse, D))
+      return cuda::flash_backward(q, k, v, dout, lse, D, mask, scale, dq, dk, dv, accumulate, tiles);
+  }
+#endif
   constexpr bool host = impl::is_host_exec<Exec>();
   long computed = 0;
   if (sk > 0 && nkv > 0) {

@@ -2,7 +2,8 @@
 // in double, for every mask kind, GQA 1/2/4, odd sizes (sq != sk, sizes not
 // multiples of the tile), rows with no visible key; its backward against the
 // analytic reference and against central finite differences; tile skipping;
-// and the LSE merge.
+// and the LSE merge; the closed-form / reduced tile count (what the CUDA path
+// returns) against the kernel's own.
 #include "core/error.hpp"
 #include "kernels/attention.hpp"
 
@@ -113,6 +114,11 @@ Result run_kernel(const Case& c, const MaskData& md, const HV3& q, const HV3& k,
   r.fwd_tiles = flash_attention_forward<double, Mem>(dq_, dk_, dv_, mask, scale, o, lse, tiles);
   attention_backward_rowsum<double, Mem>(ddo, o, D);
   r.bwd_tiles = flash_attention_backward<double, Mem>(dq_, dk_, dv_, ddo, lse, D, mask, scale, gq, gk, gv, false, tiles);
+  // The count the CUDA path returns (computed from the mask alone) is the one
+  // the portable kernel reports.
+  const long counted = impl::count_visible_tiles<ExecSpace>(mask, c.sq, c.sk, c.n, tiles);
+  EXPECT_EQ(counted, r.fwd_tiles) << "count_visible_tiles vs the forward's count, " << mask_kind_name(c.kind);
+  EXPECT_EQ(counted, r.bwd_tiles) << "count_visible_tiles vs the backward's count, " << mask_kind_name(c.kind);
   r.o = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), o);
   r.lse = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), lse);
   r.dq = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), gq);

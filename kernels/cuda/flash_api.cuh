@@ -1,0 +1,56 @@
+// Host-side launch helpers shared by the instantiation files.
+#pragma once
+
+#include "flash_bwd.cuh"
+#include "flash_fwd.cuh"
+
+namespace burst {
+namespace fa {
+namespace dev {
+
+// Fills the per-chunk bounds for the position masks; no-op for None/Causal.
+cudaError_t prepare_mask(const AttnShape& s, const Mask& m, void* ws, cudaStream_t st);
+
+template <int D, int BR, int BC, int NWARPS, int MINB, bool POS>
+cudaError_t launch_fwd_t(const FwdParams& p, cudaStream_t st) {
+  using Tr = FwdTraits<D, BR, BC, NWARPS>;
+  auto kern = flash_fwd_kernel<D, BR, BC, NWARPS, MINB, POS>;
+  static cudaError_t attr = cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)Tr::smem_bytes);
+  if (attr != cudaSuccess) return attr;
+  const dim3 grid((p.sq + BR - 1) / BR, p.n);
+  kern<<<grid, NWARPS * 32, Tr::smem_bytes, st>>>(p);
+  return cudaGetLastError();
+}
+
+template <int D, int BR, int BC, int NWARPS, int MINB>
+cudaError_t launch_fwd(const FwdParams& p, cudaStream_t st) {
+  return p.mask.kind >= kMaskWindow ? launch_fwd_t<D, BR, BC, NWARPS, MINB, true>(p, st)
+                                    : launch_fwd_t<D, BR, BC, NWARPS, MINB, false>(p, st);
+}
+
+template <int D, int BR, int BC, int NWARPS, int WM_S, int WM_KV, int WM_Q, int MINB, bool POS>
+cudaError_t launch_bwd_t(const BwdParams& p, cudaStream_t st) {
+  using Tr = BwdTraits<D, BR, BC, NWARPS>;
+  auto kern = flash_bwd_kernel<D, BR, BC, NWARPS, WM_S, WM_KV, WM_Q, MINB, POS>;
+  static cudaError_t attr = cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)Tr::smem_bytes);
+  if (attr != cudaSuccess) return attr;
+  const dim3 grid((p.sk + BC - 1) / BC, p.nkv);
+  kern<<<grid, NWARPS * 32, Tr::smem_bytes, st>>>(p);
+  return cudaGetLastError();
+}
+
+template <int D, int BR, int BC, int NWARPS, int WM_S, int WM_KV, int WM_Q, int MINB>
+cudaError_t launch_bwd(const BwdParams& p, cudaStream_t st) {
+  return p.mask.kind >= kMaskWindow ? launch_bwd_t<D, BR, BC, NWARPS, WM_S, WM_KV, WM_Q, MINB, true>(p, st)
+                                    : launch_bwd_t<D, BR, BC, NWARPS, WM_S, WM_KV, WM_Q, MINB, false>(p, st);
+}
+
+// The instantiations (one file each, so they build in parallel).
+cudaError_t fwd_d64(const FwdParams& p, cudaStream_t st);
+cudaError_t fwd_d128(const FwdParams& p, cudaStream_t st);
+cudaError_t bwd_d64(const BwdParams& p, cudaStream_t st);
+cudaError_t bwd_d128(const BwdParams& p, cudaStream_t st);
+
+}  // namespace dev
+}  // namespace fa
+}  // namespace burst

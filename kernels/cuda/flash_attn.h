@@ -1,0 +1,97 @@
+// bf16 flash attention on tensor cores (mma.sync m16n8k16, sm_80+
+// instructions, built for sm_90): the CUDA kernels behind
+// burst::kernels::flash_attention_forward / flash_attention_backward for bf16
+// device views (kernels/cuda/attention_cuda.hpp dispatches here;
+// kernels/attention.hpp has the portable contract this one copies). Moved
+// from the lab (experiments/kernels/flash_attn/, its NOTES.md has the design
+// and the H200 measurements) with only the variants measured fastest there:
+// forward BR128 BC64 4 warps x 2 row tiles, backward BR64 BC128 8 warps with
+// 32x32 dQ warp tiles. No Kokkos here: plain CUDA C++ built by nvcc.
+//
+//
+//   Q [sq, n, d], K and V [sk, n_kv, d], bf16, row-major, n_kv | n (GQA: query
+//   head h reads kv head h / (n / n_kv)). d = 64 or 128.
+//   forward  -> O [sq, n, d] in fp32 and/or bf16 (either pointer may be null),
+//               lse [sq, n] fp32 (natural log). A row with no visible key
+//               gets lse = -inf and O = 0.
+//   backward takes dO (bf16), lse and D = rowsum(dO * O) (fp32, [sq, n]) from
+//               outside and writes (or adds into) dQ [sq, n, d] fp32 and
+//               dK, dV [sk, n_kv, d] fp32.
+//   Tiles the mask hides completely are skipped (not loaded, not computed).
+//
+// scale must be > 0. All pointers are device pointers (Q, K, V, dO 16-byte
+// aligned, fp32 outputs 8-byte aligned, else cudaErrorMisalignedAddress);
+// every call is asynchronous on `stream` and returns the cudaError_t of its
+// launches.
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+#include <cstdint>
+
+namespace burst {
+namespace fa {
+
+enum MaskKind : int {
+  kMaskNone = 0,      // every key visible
+  kMaskCausal = 1,    // local indices: key j visible to query i iff j <= i + diag_offset (strictly lower: -1)
+  kMaskWindow = 2,    // global positions: visible iff 0 <= qpos - kpos < window
+  kMaskDocument = 3,  // global positions + document ids: same document and kpos <= qpos
+  kMaskGeneral = 4,   // doc id < 0 = padding (sees nothing, never seen); optional causal, window (0 = none), same_doc
+};
+
+struct Mask {
+  int kind = kMaskNone;
+  long long diag_offset = 0;
+  long long window = 0;
+  int is_causal = 0;  // General only
+  int same_doc = 0;   // General only
+  const long long* q_pos = nullptr;  // [sq], device (Window, Document, General)
+  const long long* k_pos = nullptr;  // [sk]
+  const int* q_doc = nullptr;        // [sq] (Document, General)
+  const int* k_doc = nullptr;        // [sk]
+
+  static Mask none() { return Mask(); }
+  static Mask causal(long long off = 0) { Mask m; m.kind = kMaskCausal; m.diag_offset = off; return m; }
+  static Mask strictly_lower() { return causal(-1); }
+  static Mask sliding_window(long long w, const long long* qp, const long long* kp) {
+    Mask m; m.kind = kMaskWindow; m.window = w; m.q_pos = qp; m.k_pos = kp; return m;
+  }
+  static Mask document(const int* qd, const int* kd, const long long* qp, const long long* kp) {
+    Mask m; m.kind = kMaskDocument; m.q_doc = qd; m.k_doc = kd; m.q_pos = qp; m.k_pos = kp; return m;
+  }
+  static Mask general(bool causal, long long w, bool same_doc, const int* qd, const int* kd, const long long* qp,
+                      const long long* kp) {
+    Mask m = document(qd, kd, qp, kp); m.kind = kMaskGeneral; m.is_causal = causal; m.window = w; m.same_doc = same_doc;
+    return m;
+  }
+};
+
+struct AttnShape {
+  int sq = 0, sk = 0, n = 0, n_kv = 0, d = 0;
+};
+
+// Per-64-row chunk bounds of positions / document ids, needed by the position
+// masks for tile skipping. The caller provides scratch of
+// flash_workspace_bytes(shape) bytes (0 for None / Causal: pass nullptr).
+size_t flash_workspace_bytes(const AttnShape& s, const Mask& m);
+
+cudaError_t flash_forward(const AttnShape& s, const __nv_bfloat16* q, const __nv_bfloat16* k, const __nv_bfloat16* v,
+                          const Mask& mask, float scale, float* o_f32, __nv_bfloat16* o_bf16, float* lse,
+                          void* workspace, cudaStream_t stream);
+
+// accumulate_dq / accumulate_dkdv: add into the outputs instead of overwriting
+// (dQ is accumulated with fp32 atomics across key tiles either way; when not
+// accumulating it is zeroed first on `stream`). dQ is therefore not bitwise
+// deterministic from run to run (fp32 addition order); dK and dV are.
+cudaError_t flash_backward(const AttnShape& s, const __nv_bfloat16* q, const __nv_bfloat16* k, const __nv_bfloat16* v,
+                           const __nv_bfloat16* dout, const float* lse, const float* D, const Mask& mask, float scale,
+                           float* dq, float* dk, float* dv, bool accumulate_dq, bool accumulate_dkdv, void* workspace,
+                           cudaStream_t stream);
+
+// D = rowsum(dO * O) per (row, head), fp32: what the backward needs from the
+// forward's output, computed once locally (ALGORITHMS.md section 3).
+cudaError_t flash_rowsum(int sq, int n, int d, const __nv_bfloat16* dout, const float* o, float* D, cudaStream_t stream);
+
+}  // namespace fa
+}  // namespace burst

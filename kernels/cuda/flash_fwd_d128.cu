@@ -1,0 +1,6 @@
+// Forward instantiation, head dim 128: BR128 BC64, 4 warps x 2 row tiles (the
+// lab's variant 3, measured fastest on the H200: experiments/kernels/flash_attn/NOTES.md).
+#include "flash_api.cuh"
+namespace burst { namespace fa { namespace dev {
+cudaError_t fwd_d128(const FwdParams& p, cudaStream_t st) { return launch_fwd<128, 128, 64, 4, 2>(p, st); }
+}}}

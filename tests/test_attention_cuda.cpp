@@ -1,0 +1,337 @@
+// The CUDA flash attention (kernels/cuda/, reached through
+// flash_attention_forward / flash_attention_backward with bf16 views in CUDA
+// memory) against the portable kernel computed in double on the same bf16
+// inputs: every mask kind, GQA 1 and 4, head dims 64 and 128, odd sizes
+// (sq != sk, not multiples of any tile), rows with no visible key; fresh
+// random inputs each run (the seed is printed), outputs poisoned with NaN
+// before each call; the accumulate flags; the returned tile counts; and that
+// the dispatch did (d = 64, 128) or did not (d = 32: portable fallback)
+// reach the CUDA kernels. Registered on CUDA builds only (label gpu).
+#include "core/error.hpp"
+#include "kernels/attention.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+#ifndef BURST_HAVE_CUDA
+#error "test_attention_cuda is built on CUDA builds only"
+#endif
+
+using namespace burst;
+using namespace burst::kernels;
+
+namespace {
+
+using Mem = Kokkos::CudaSpace;
+template <class T> using DV3 = Kokkos::View<T***, Layout, Mem>;
+template <class T> using DV2 = Kokkos::View<T**, Layout, Mem>;
+
+std::uint64_t run_seed() {
+  static const std::uint64_t s = [] {
+    std::random_device rd;
+    const std::uint64_t v = (std::uint64_t(rd()) << 32) ^ rd();
+    std::printf("test_attention_cuda: seed %llu\n", (unsigned long long)v);
+    return v;
+  }();
+  return s;
+}
+
+struct Case {
+  std::string name;
+  long sq, sk;
+  MaskKind kind;
+  long offset = 0, window = 0;
+  bool causal = false, same_doc = false, padding = false;
+  long qshift = 0;           // position masks: queries start this far from the last sq keys' positions
+  bool expect_empty = false; // the case must have rows with no visible key
+};
+
+std::vector<Case> cases() {
+  std::vector<Case> c;
+  c.push_back({"none", 300, 517, MaskKind::None});
+  c.push_back({"causal_bottom_right", 300, 517, MaskKind::Causal, 517 - 300});
+  c.push_back({"causal_top_left", 300, 517, MaskKind::Causal, 0});
+  c.push_back({"strictly_lower", 300, 517, MaskKind::Causal, -1, 0, false, false, false, 0, true});
+  c.push_back({"causal_minus70", 300, 517, MaskKind::Causal, -70, 0, false, false, false, 0, true});
+  c.push_back({"causal_tall", 517, 300, MaskKind::Causal, 0});
+  c.push_back({"none_tiny", 1, 3, MaskKind::None});
+  Case w{"window100", 300, 517, MaskKind::Window, 0, 100};
+  w.qshift = -(517 - 300) - 37, w.expect_empty = true;  // the first 37 queries precede every key
+  c.push_back(w);
+  Case d{"document", 300, 517, MaskKind::Document};
+  d.qshift = -(517 - 300) - 30, d.expect_empty = true;  // the first 30 queries precede every key
+  c.push_back(d);
+  Case g1{"general_causal_samedoc_pad", 300, 517, MaskKind::General};
+  g1.causal = true, g1.same_doc = true, g1.padding = true, g1.expect_empty = true;
+  c.push_back(g1);
+  Case g2{"general_window77_pad", 300, 517, MaskKind::General, 0, 77};
+  g2.causal = true, g2.padding = true, g2.qshift = -20, g2.expect_empty = true;
+  c.push_back(g2);
+  Case g3{"general_bidirectional_doc_pad", 333, 211, MaskKind::General};
+  g3.same_doc = true, g3.padding = true, g3.expect_empty = true;
+  c.push_back(g3);
+  return c;
+}
+
+struct Heads {
+  long n, nkv, d;
+};
+
+// Host data of one case: bf16 inputs and their exact double values.
+struct Inputs {
+  std::vector<bf16> q, k, v, dout;
+  std::vector<long> qpos, kpos;
+  std::vector<int> qdoc, kdoc;
+};
+
+Inputs make_inputs(const Case& c, const Heads& h, std::mt19937_64& g) {
+  Inputs in;
+  std::normal_distribution<float> N(0.f, 1.f);
+  auto fill = [&](std::vector<bf16>& x, long count, float s) {
+    x.resize(count);
+    for (auto& e : x) e = bf16(N(g) * s);
+  };
+  fill(in.q, c.sq * h.n * h.d, 1.f);
+  fill(in.k, c.sk * h.nkv * h.d, 1.f);
+  fill(in.v, c.sk * h.nkv * h.d, 1.f);
+  fill(in.dout, c.sq * h.n * h.d, 1.f);
+  // Global positions: keys 1000 + j, queries aligned with the last sq keys and
+  // moved by qshift; documents are random runs of 1-150 positions.
+  const long base = 1000;
+  for (long j = 0; j < c.sk; ++j) in.kpos.push_back(base + j);
+  for (long i = 0; i < c.sq; ++i) in.qpos.push_back(base + (c.sk - c.sq) + i + c.qshift);
+  const long lo = std::min(in.kpos.front(), in.qpos.front()), hi = std::max(in.kpos.back(), in.qpos.back());
+  std::vector<int> doc_at(hi - lo + 1);
+  std::uniform_int_distribution<int> len(1, 150);
+  int doc = 0;
+  for (long p = 0; p <= hi - lo;) {
+    const long l = len(g);
+    for (long e = p; e < p + l && e <= hi - lo; ++e) doc_at[e] = doc;
+    p += l, ++doc;
+  }
+  std::uniform_real_distribution<double> U(0, 1);
+  for (long j = 0; j < c.sk; ++j) in.kdoc.push_back(c.padding && U(g) < 0.1 ? -1 : doc_at[in.kpos[j] - lo]);
+  for (long i = 0; i < c.sq; ++i) in.qdoc.push_back(c.padding && U(g) < 0.1 ? -1 : doc_at[in.qpos[i] - lo]);
+  return in;
+}
+
+template <class T, class S> DV3<T> to_device3(const std::vector<S>& x, long a, long b, long c, const char* label) {
+  DV3<T> v(std::string(label), a, b, c);
+  auto h = Kokkos::create_mirror_view(v);
+  for (long e = 0; e < a * b * c; ++e) h.data()[e] = T(float(x[e]));
+  Kokkos::deep_copy(v, h);
+  return v;
+}
+
+template <class T> std::vector<double> to_host(const Kokkos::View<T***, Layout, Mem>& v) {
+  auto h = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), v);
+  return std::vector<double>(h.data(), h.data() + h.size());
+}
+template <class T> std::vector<double> to_host(const Kokkos::View<T**, Layout, Mem>& v) {
+  auto h = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), v);
+  return std::vector<double>(h.data(), h.data() + h.size());
+}
+
+// ||x - f ref|| / ||f ref|| (Frobenius); infinity if x has a NaN.
+double rel_error(const std::vector<double>& x, const std::vector<double>& ref, double f = 1.0) {
+  double num = 0, den = 0;
+  for (size_t i = 0; i < x.size(); ++i) {
+    if (!std::isfinite(x[i])) return std::numeric_limits<double>::infinity();
+    num += (x[i] - f * ref[i]) * (x[i] - f * ref[i]);
+    den += f * ref[i] * f * ref[i];
+  }
+  return den > 0 ? std::sqrt(num / den) : std::sqrt(num);
+}
+
+struct Fixture {
+  Case c;
+  Heads h;
+  Inputs in;
+  Kokkos::View<long*, Mem> qp, kp;
+  Kokkos::View<int*, Mem> qd, kd;
+  AttnMask<Mem> mask;
+  double scale;
+};
+
+Fixture make_fixture(const Case& c, const Heads& h, std::uint64_t seed) {
+  Fixture f{c, h, {}, {}, {}, {}, {}, {}, 1.0 / std::sqrt(double(h.d))};
+  std::mt19937_64 g(seed);
+  f.in = make_inputs(c, h, g);
+  f.qp = Kokkos::View<long*, Mem>("act/qp", c.sq), f.kp = Kokkos::View<long*, Mem>("act/kp", c.sk);
+  f.qd = Kokkos::View<int*, Mem>("act/qd", c.sq), f.kd = Kokkos::View<int*, Mem>("act/kd", c.sk);
+  auto copy = [](auto dev, const auto& vec) {
+    auto hv = Kokkos::create_mirror_view(dev);
+    for (size_t i = 0; i < vec.size(); ++i) hv(i) = vec[i];
+    Kokkos::deep_copy(dev, hv);
+  };
+  copy(f.qp, f.in.qpos), copy(f.kp, f.in.kpos), copy(f.qd, f.in.qdoc), copy(f.kd, f.in.kdoc);
+  switch (c.kind) {
+    case MaskKind::None: f.mask = AttnMask<Mem>::none(); break;
+    case MaskKind::Causal: f.mask = AttnMask<Mem>::causal(c.offset); break;
+    case MaskKind::Window: f.mask = AttnMask<Mem>::sliding_window(c.window, f.qp, f.kp); break;
+    case MaskKind::Document: f.mask = AttnMask<Mem>::document(f.qd, f.kd, f.qp, f.kp); break;
+    case MaskKind::General: f.mask = AttnMask<Mem>::general(c.causal, c.window, c.same_doc, f.qd, f.kd, f.qp, f.kp); break;
+  }
+  return f;
+}
+
+struct Outputs {
+  std::vector<double> o, lse, dq, dk, dv;
+  long fwd_tiles = -1, bwd_tiles = -1;
+};
+
+// The portable kernel in double on the bf16 inputs' exact values.
+Outputs reference(const Fixture& f, DV2<double>& lse_out, DV2<double>& D_out) {
+  const Case& c = f.c;
+  const Heads& h = f.h;
+  DV3<double> q = to_device3<double>(f.in.q, c.sq, h.n, h.d, "act/q"), k = to_device3<double>(f.in.k, c.sk, h.nkv, h.d, "act/k"),
+              v = to_device3<double>(f.in.v, c.sk, h.nkv, h.d, "act/v"),
+              dout = to_device3<double>(f.in.dout, c.sq, h.n, h.d, "act/do");
+  DV3<double> o("act/o", c.sq, h.n, h.d), dq("grads/dq", c.sq, h.n, h.d), dk("grads/dk", c.sk, h.nkv, h.d),
+      dv("grads/dv", c.sk, h.nkv, h.d);
+  lse_out = DV2<double>("act/lse", c.sq, h.n), D_out = DV2<double>("act/D", c.sq, h.n);
+  Outputs r;
+  r.fwd_tiles = flash_attention_forward<double, Mem>(q, k, v, f.mask, f.scale, o, lse_out);
+  attention_backward_rowsum<double, Mem>(dout, o, D_out);
+  r.bwd_tiles = flash_attention_backward<double, Mem>(q, k, v, dout, lse_out, D_out, f.mask, f.scale, dq, dk, dv, false);
+  r.o = to_host(o), r.lse = to_host(lse_out), r.dq = to_host(dq), r.dk = to_host(dk), r.dv = to_host(dv);
+  return r;
+}
+
+void expect_close(const std::vector<double>& x, const std::vector<double>& ref, double f, const std::string& what,
+                  double tol = 1e-2) {
+  const double e = rel_error(x, ref, f);
+  EXPECT_LT(e, tol) << what << ": relative error " << e;
+}
+
+// One case at one head configuration: forward, then backward (given the
+// reference's lse and D, so it is checked on its own), then the accumulate
+// modes.
+void check_case(const Case& c, const Heads& h, std::uint64_t seed, bool expect_cuda) {
+  SCOPED_TRACE(c.name + " sq=" + std::to_string(c.sq) + " sk=" + std::to_string(c.sk) + " heads " + std::to_string(h.n) +
+               ":" + std::to_string(h.nkv) + " d=" + std::to_string(h.d) + " seed " + std::to_string(seed));
+  Fixture f = make_fixture(c, h, seed);
+  DV2<double> lse_ref_d, D_ref_d;
+  const Outputs ref = reference(f, lse_ref_d, D_ref_d);
+
+  long empty = 0;
+  for (double x : ref.lse) empty += x == -std::numeric_limits<double>::infinity();
+  if (c.expect_empty) EXPECT_GT(empty, 0) << "the case should have rows with no visible key";
+
+  DV3<bf16> q = to_device3<bf16>(f.in.q, c.sq, h.n, h.d, "act/q"), k = to_device3<bf16>(f.in.k, c.sk, h.nkv, h.d, "act/k"),
+            v = to_device3<bf16>(f.in.v, c.sk, h.nkv, h.d, "act/v"),
+            dout = to_device3<bf16>(f.in.dout, c.sq, h.n, h.d, "act/do");
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const float scale = float(f.scale);
+
+  // ---- forward
+  DV3<float> o("act/o", c.sq, h.n, h.d);
+  DV2<float> lse("act/lse", c.sq, h.n);
+  Kokkos::deep_copy(o, nan), Kokkos::deep_copy(lse, nan);
+  const long calls0 = cuda::dispatch_count();
+  const long fwd_tiles = flash_attention_forward<bf16, Mem>(q, k, v, f.mask, scale, o, lse);
+  EXPECT_EQ(cuda::dispatch_count() - calls0, expect_cuda ? 1 : 0) << "forward dispatch";
+  EXPECT_EQ(fwd_tiles, ref.fwd_tiles) << "forward tile count";
+  const std::vector<double> ho = to_host(o), hl = to_host(lse);
+  expect_close(ho, ref.o, 1.0, "O");
+  long lse_bad = 0, zero_bad = 0;
+  double lse_err = 0;
+  for (long x = 0; x < c.sq * h.n; ++x) {
+    const bool ref_empty = ref.lse[x] == -std::numeric_limits<double>::infinity();
+    if (ref_empty) {
+      lse_bad += hl[x] != -std::numeric_limits<double>::infinity();
+      for (long e = 0; e < h.d; ++e) zero_bad += ho[x * h.d + e] != 0.0;
+    } else {
+      if (!std::isfinite(hl[x])) ++lse_bad;
+      else lse_err = std::max(lse_err, std::abs(hl[x] - ref.lse[x]));
+    }
+  }
+  EXPECT_EQ(lse_bad, 0) << "lse: -inf pattern differs from the reference, or not finite";
+  EXPECT_EQ(zero_bad, 0) << "rows with no visible key must have O exactly 0";
+  EXPECT_LT(lse_err, 1e-3) << "lse max abs error (nats)";
+
+  // ---- backward, on the reference's lse and D (rounded to float)
+  DV2<float> lse_f("act/lse_f", c.sq, h.n), D_f("act/D_f", c.sq, h.n);
+  {
+    auto hl2 = Kokkos::create_mirror_view(lse_f);
+    auto hD = Kokkos::create_mirror_view(D_f);
+    auto rD = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), D_ref_d);
+    for (long x = 0; x < c.sq * h.n; ++x) hl2.data()[x] = float(ref.lse[x]), hD.data()[x] = float(rD.data()[x]);
+    Kokkos::deep_copy(lse_f, hl2), Kokkos::deep_copy(D_f, hD);
+  }
+  DV3<float> dq("grads/dq", c.sq, h.n, h.d), dk("grads/dk", c.sk, h.nkv, h.d), dv("grads/dv", c.sk, h.nkv, h.d);
+  Kokkos::deep_copy(dq, nan), Kokkos::deep_copy(dk, nan), Kokkos::deep_copy(dv, nan);
+  const long calls1 = cuda::dispatch_count();
+  const long bwd_tiles =
+      flash_attention_backward<bf16, Mem>(q, k, v, dout, lse_f, D_f, f.mask, scale, dq, dk, dv, BackwardAccumulate(false));
+  EXPECT_EQ(cuda::dispatch_count() - calls1, expect_cuda ? 1 : 0) << "backward dispatch";
+  EXPECT_EQ(bwd_tiles, ref.bwd_tiles) << "backward tile count";
+  expect_close(to_host(dq), ref.dq, 1.0, "dQ");
+  expect_close(to_host(dk), ref.dk, 1.0, "dK");
+  expect_close(to_host(dv), ref.dv, 1.0, "dV");
+
+  // ---- accumulate: add into dQ only, then into dK/dV only
+  flash_attention_backward<bf16, Mem>(q, k, v, dout, lse_f, D_f, f.mask, scale, dq, dk, dv, BackwardAccumulate(true, false));
+  expect_close(to_host(dq), ref.dq, 2.0, "dQ after accumulate_dq");
+  expect_close(to_host(dk), ref.dk, 1.0, "dK overwritten (accumulate_dq only)");
+  expect_close(to_host(dv), ref.dv, 1.0, "dV overwritten (accumulate_dq only)");
+  flash_attention_backward<bf16, Mem>(q, k, v, dout, lse_f, D_f, f.mask, scale, dq, dk, dv, BackwardAccumulate(false, true));
+  expect_close(to_host(dq), ref.dq, 1.0, "dQ overwritten (accumulate_dkdv only)");
+  expect_close(to_host(dk), ref.dk, 2.0, "dK after accumulate_dkdv");
+  expect_close(to_host(dv), ref.dv, 2.0, "dV after accumulate_dkdv");
+}
+
+void run_all(long d) {
+  const std::uint64_t seed = run_seed();
+  const std::vector<Case> cs = cases();
+  const Heads heads[] = {{4, 4, d}, {8, 2, d}};  // GQA 1 and 4
+  std::uint64_t k = 0;
+  for (const Heads& h : heads)
+    for (const Case& c : cs) check_case(c, h, seed + 1000 * std::uint64_t(d) + (k++), d == 64 || d == 128);
+}
+
+TEST(AttentionCuda, MatchesPortableHeadDim64) { run_all(64); }
+TEST(AttentionCuda, MatchesPortableHeadDim128) { run_all(128); }
+
+// Other head dims fall back to the portable kernel (in bf16 storage), with
+// the same results and counts.
+TEST(AttentionCuda, HeadDim32FallsBackToPortable) {
+  const Case c{"causal_bottom_right", 300, 517, MaskKind::Causal, 517 - 300};
+  check_case(c, {8, 2, 32}, run_seed() + 7, false);
+  Case w{"window100", 300, 517, MaskKind::Window, 0, 100};
+  w.qshift = -(517 - 300) - 37, w.expect_empty = true;
+  check_case(w, {4, 4, 32}, run_seed() + 8, false);
+}
+
+// A tile count with other portable tile sizes follows the tiles argument.
+TEST(AttentionCuda, TileCountFollowsTiles) {
+  Case g{"general_causal_samedoc_pad", 300, 517, MaskKind::General};
+  g.causal = true, g.same_doc = true, g.padding = true;
+  const Heads h{8, 2, 64};
+  Fixture f = make_fixture(g, h, run_seed() + 9);
+  for (const AttnTiles t : {AttnTiles{16, 64}, AttnTiles{64, 16}, AttnTiles{7, 13}}) {
+    DV3<double> qd = to_device3<double>(f.in.q, g.sq, h.n, h.d, "act/q"), kd = to_device3<double>(f.in.k, g.sk, h.nkv, h.d, "act/k"),
+                vd = to_device3<double>(f.in.v, g.sk, h.nkv, h.d, "act/v");
+    DV3<double> od("act/o", g.sq, h.n, h.d);
+    DV2<double> ld("act/lse", g.sq, h.n);
+    const long want = flash_attention_forward<double, Mem>(qd, kd, vd, f.mask, f.scale, od, ld, t);
+    DV3<bf16> q = to_device3<bf16>(f.in.q, g.sq, h.n, h.d, "act/q"), k = to_device3<bf16>(f.in.k, g.sk, h.nkv, h.d, "act/k"),
+              v = to_device3<bf16>(f.in.v, g.sk, h.nkv, h.d, "act/v");
+    DV3<float> o("act/o", g.sq, h.n, h.d);
+    DV2<float> l("act/lse", g.sq, h.n);
+    const long calls0 = cuda::dispatch_count();
+    EXPECT_EQ((flash_attention_forward<bf16, Mem>(q, k, v, f.mask, float(f.scale), o, l, t)), want)
+        << "tiles " << t.br << " x " << t.bc;
+    EXPECT_EQ(cuda::dispatch_count() - calls0, 1);
+    EXPECT_GT(want, 0);
+  }
+}
+
+}  // namespace
