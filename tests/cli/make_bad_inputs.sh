@@ -33,3 +33,11 @@ for np in 1 4; do
   "$tool" flip fallback$np/ck.step00000002.h5 optim/m/model.embed_tokens.weight
   ln fallback$np/ck.step00000002.h5 fallback$np/ck.h5
 done
+# Token files (data.task = bin, uint16): a size that is not a multiple of the
+# dtype, an id beyond the tiny model's vocabulary (64), too short for a sequence.
+printf 'abc' > odd.bin
+python3 -c "
+import struct
+open('big_id.bin', 'wb').write(struct.pack('<400H', *([5] * 300 + [100] + [6] * 99)))
+open('short.bin', 'wb').write(struct.pack('<10H', *range(10)))
+"
