@@ -128,6 +128,31 @@ template <class F> void for_chunks(std::int64_t n, F f) {
   for (std::int64_t off = 0; off < n; off += kMaxMsg) f(off, std::min(kMaxMsg, n - off));
 }
 
+// A communicator of ours owns its MPI_Comm: rank and size are read off it,
+// a split makes another of the same backend, and it is freed at the end
+// (unless MPI is already finalized).
+template <class C> std::unique_ptr<Communicator> adopt(MPI_Comm c, const std::string& group) {
+  int r, s;
+  MPI_Comm_rank(c, &r);
+  MPI_Comm_size(c, &s);
+  return std::make_unique<C>(c, r, s, group);
+}
+template <class C> std::unique_ptr<Communicator> split_as(MPI_Comm comm, int color, int key, const std::string& group) {
+  MPI_Comm c;
+  MPI_Comm_split(comm, color, key, &c);
+  return adopt<C>(c, group);
+}
+template <class C> std::unique_ptr<Communicator> dup_as(MPI_Comm comm, const std::string& group) {
+  MPI_Comm c;
+  MPI_Comm_dup(comm, &c);
+  return adopt<C>(c, group);
+}
+void free_comm(MPI_Comm& c) {
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (!finalized && c != MPI_COMM_NULL) MPI_Comm_free(&c);
+}
+
 struct MpiRequest : Request::Impl {
   std::vector<MPI_Request> reqs;
   HostBytes staging;  // device builds: the host copy
@@ -156,21 +181,12 @@ class MpiCommunicator final : public Communicator {
  public:
   MpiCommunicator(MPI_Comm comm, int rank, int size, std::string group)
       : Communicator(rank, size, std::move(group)), comm_(comm) {}
-  ~MpiCommunicator() override {
-    int finalized = 0;
-    MPI_Finalized(&finalized);
-    if (!finalized && comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);
-  }
+  ~MpiCommunicator() override { free_comm(comm_); }
   MPI_Comm mpi_comm() const override { return comm_; }
   const char* backend() const override { return kDeviceIsHost ? "mpi" : "mpi-staging"; }
 
   std::unique_ptr<Communicator> split(int color, int key, const std::string& group) const override {
-    MPI_Comm c;
-    MPI_Comm_split(comm_, color, key, &c);
-    int r, s;
-    MPI_Comm_rank(c, &r);
-    MPI_Comm_size(c, &s);
-    return std::make_unique<MpiCommunicator>(c, r, s, group);
+    return split_as<MpiCommunicator>(comm_, color, key, group);
   }
 
   Request isend(ByteView buf, int peer, int tag) override {
@@ -317,20 +333,11 @@ class NullCommunicator final : public Communicator {
  public:
   NullCommunicator(MPI_Comm comm, int rank, int size, std::string group)
       : Communicator(rank, size, std::move(group)), comm_(comm) {}
-  ~NullCommunicator() override {
-    int finalized = 0;
-    MPI_Finalized(&finalized);
-    if (!finalized && comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);
-  }
+  ~NullCommunicator() override { free_comm(comm_); }
   MPI_Comm mpi_comm() const override { return comm_; }
   const char* backend() const override { return "null"; }
   std::unique_ptr<Communicator> split(int color, int key, const std::string& group) const override {
-    MPI_Comm c;
-    MPI_Comm_split(comm_, color, key, &c);
-    int r, s;
-    MPI_Comm_rank(c, &r);
-    MPI_Comm_size(c, &s);
-    return std::make_unique<NullCommunicator>(c, r, s, group);
+    return split_as<NullCommunicator>(comm_, color, key, group);
   }
   Request isend(ByteView, int, int) override { return Request(); }
   Request irecv(ByteView, int, int) override { return Request(); }
@@ -349,21 +356,11 @@ class NullCommunicator final : public Communicator {
 }  // namespace
 
 std::unique_ptr<Communicator> Communicator::null(MPI_Comm comm, const std::string& group) {
-  MPI_Comm c;
-  MPI_Comm_dup(comm, &c);
-  int r, s;
-  MPI_Comm_rank(c, &r);
-  MPI_Comm_size(c, &s);
-  return std::make_unique<NullCommunicator>(c, r, s, group);
+  return dup_as<NullCommunicator>(comm, group);
 }
 
 std::unique_ptr<Communicator> Communicator::mpi(MPI_Comm comm, const std::string& group) {
-  MPI_Comm c;
-  MPI_Comm_dup(comm, &c);
-  int r, s;
-  MPI_Comm_rank(c, &r);
-  MPI_Comm_size(c, &s);
-  return std::make_unique<MpiCommunicator>(c, r, s, group);
+  return dup_as<MpiCommunicator>(comm, group);
 }
 
 std::unique_ptr<Communicator> Communicator::create(MPI_Comm comm, const std::string& group) {
