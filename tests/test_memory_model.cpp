@@ -47,7 +47,7 @@ struct Measured {
 // One forward + backward (+ the ZeRO gradient reduction and update) of a
 // model on this rank's slots, with the peaks of the allocations it made.
 Measured measure(ActPolicy policy, long chunk, int zero_stage, long S, bool distributed, MemoryModelInput* in,
-                 std::int64_t* kept_after_forward = nullptr) {
+                 std::int64_t* kept_after_forward = nullptr, const parallel::AttnOptions& opt = {}) {
   auto& rt = Runtime::current();
   const ModelConfig mc = model_config();
   ModelOptions mo;
@@ -56,12 +56,14 @@ Measured measure(ActPolicy policy, long chunk, int zero_stage, long S, bool dist
   std::shared_ptr<AttentionOp<double>> attn;
   const parallel::SeqLayout* layout = nullptr;
   int block = 0;
+  // The method's packets are allocated when it is made: comm is counted from here.
+  const std::int64_t comm_base = MemoryTracker::global().current(kSpace, MemCategory::Comm);
   if (distributed) {
     auto mesh = Mesh::make(rt.world(), rt.world(), rt.size());
     parallel::AttnProblem pb;
     pb.layout = policy == ActPolicy::Half ? parallel::LayoutKind::Striped : parallel::LayoutKind::Zigzag;
     pb.seq = S, pb.heads = mc.heads, pb.kv_heads = mc.kv_heads, pb.head_dim = mc.head_dim;
-    auto sp = std::make_shared<SequenceParallelAttention<double>>(parallel::AttnOptions{}, pb, mesh, rt.topology(),
+    auto sp = std::make_shared<SequenceParallelAttention<double>>(opt, pb, mesh, rt.topology(),
                                                                    policy == ActPolicy::Half);
     layout = &sp->shards();
     block = mesh->cp_rank;
@@ -91,6 +93,8 @@ Measured measure(ActPolicy policy, long chunk, int zero_stage, long S, bool dist
     const bool state = c == int(MemCategory::Params) || c == int(MemCategory::Grads) || c == int(MemCategory::Optimizer);
     m.peak[size_t(c)] = state ? after.peak[size_t(c)] : after.peak[size_t(c)] - before.current[size_t(c)];
   }
+  m.peak[int(MemCategory::Comm)] = after.peak[int(MemCategory::Comm)] - comm_base;
+  in->attention = attn->comm_buffers();
   in->model = mc, in->slots = long(ls.tokens.size()), in->scalar_bytes = 8, in->policy = policy, in->loss_chunk = chunk;
   in->zero_stage = zero_stage, in->world = rt.size();
   return m;
@@ -173,6 +177,36 @@ TEST(MemoryModel, ZeroStagesWithin10Percent) {
     for (MemCategory c : {MemCategory::Params, MemCategory::Grads, MemCategory::Optimizer})
       expect_within(m.peak[int(c)], e.bytes[int(c)], std::string(mem_category_name(c)) + ", ZeRO " + std::to_string(stage));
   }
+}
+
+// Communication buffers: every method's packets and all-to-all / all-gather
+// buffers (from its own plan), and ZeRO's per-unit buffers, against the
+// tracker's comm peak over one step.
+TEST(MemoryModel, CommBuffersOfEveryMethodAndZeroStageWithin10Percent) {
+  const int P = Runtime::current().size();
+  const bool distributed = P > 1;
+  const ModelConfig c = model_config();
+  std::vector<parallel::AttnOptions> methods;
+  for (const char* name : {"burst", "ring", "loongtrain", "allgather", "ulysses", "usp"}) {
+    parallel::AttnOptions o;
+    o.method = name;
+    if (o.method == "ulysses" && (c.kv_heads % P != 0)) continue;  // no kv-head replication
+    if (o.method == "usp") {
+      if (P % 2 != 0) continue;
+      o.hp = 2;
+    }
+    if (o.method == "loongtrain") o.inner = P % 2 == 0 ? 2 : P;
+    methods.push_back(o);
+  }
+  for (const auto& o : distributed ? methods : std::vector<parallel::AttnOptions>{parallel::AttnOptions{}})
+    for (int stage : {0, 2, 3}) {
+      MemoryModelInput in;
+      const Measured m = measure(ActPolicy::Whole, 16, stage, 96, distributed, &in, nullptr, o);
+      const MemoryEstimate e = estimate_memory(in);
+      const std::string what = "comm, " + (distributed ? o.method : std::string("local")) + ", ZeRO " + std::to_string(stage);
+      if (distributed || stage > 0) EXPECT_GT(m.peak[int(MemCategory::Comm)], 0) << what;
+      expect_within(m.peak[int(MemCategory::Comm)], e.bytes[int(MemCategory::Comm)], what);
+    }
 }
 
 TEST(MemoryModel, HalfKeepsHalfOfWhatWholeKeeps) {

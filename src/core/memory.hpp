@@ -12,6 +12,15 @@
 
 namespace burst {
 
+// Communication buffers (memory category comm) a method holds on one rank,
+// from its plan and the shapes, not from the tracker: `persistent` for its
+// lifetime (ring packets, allocated when it is made), `transient` at the
+// peak of one call (all-to-all and all-gather buffers).
+struct CommBuffers {
+  std::int64_t persistent = 0, transient = 0;
+};
+
+
 enum class MemCategory : int { Params = 0, Grads, Optimizer, Activations, Comm, Workspace, Other, Count };
 constexpr int kMemCategories = static_cast<int>(MemCategory::Count);
 

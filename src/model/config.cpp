@@ -21,6 +21,34 @@ void ModelConfig::validate() const {
   BURST_CHECK_CONFIG(rms_eps > 0, "model rms_norm_eps = ", rms_eps, " must be > 0");
   BURST_CHECK_CONFIG(rope.head_dim == head_dim, "rope dimension ", rope.head_dim, " must equal head_dim ", head_dim);
   kernels::rope_table(rope, 1);  // checks the scaling parameters
+  for (std::size_t i = 0; i < nope_layers.size(); ++i) {
+    BURST_CHECK_CONFIG(nope_layers[i] >= 0 && nope_layers[i] < layers, "model NoPE layer ", nope_layers[i],
+                       " is not a layer index in [0, ", layers, ")");
+    for (std::size_t j = 0; j < i; ++j)
+      BURST_CHECK_CONFIG(nope_layers[j] != nope_layers[i], "model NoPE layer ", nope_layers[i], " is listed twice");
+  }
+  BURST_CHECK_CONFIG(sliding_window >= 0, "model sliding_window = ", sliding_window, " must be >= 0");
+  BURST_CHECK_CONFIG(window_layers.empty() || sliding_window >= 1, "model has ", window_layers.size(),
+                     " sliding-window layers but no sliding_window size");
+  for (std::size_t i = 0; i < window_layers.size(); ++i) {
+    BURST_CHECK_CONFIG(window_layers[i] >= 0 && window_layers[i] < layers, "model sliding-window layer ", window_layers[i],
+                       " is not a layer index in [0, ", layers, ")");
+    for (std::size_t j = 0; j < i; ++j)
+      BURST_CHECK_CONFIG(window_layers[j] != window_layers[i], "model sliding-window layer ", window_layers[i],
+                         " is listed twice");
+  }
+}
+
+bool ModelConfig::windowed(long layer) const {
+  for (long l : window_layers)
+    if (l == layer) return true;
+  return false;
+}
+
+bool ModelConfig::uses_rope(long layer) const {
+  for (long l : nope_layers)
+    if (l == layer) return false;
+  return true;
 }
 
 long ModelConfig::parameter_count() const {
@@ -35,7 +63,16 @@ std::string ModelConfig::describe() const {
   os << name << ": " << layers << " layers, hidden " << hidden << ", heads " << heads << " (kv " << kv_heads
      << ") x " << head_dim << ", ffn " << ffn << " ("
      << (mlp == MlpKind::SwiGLU ? "SwiGLU" : mlp == MlpKind::Gelu ? "GELU" : "GELU-tanh") << "), vocab " << vocab
-     << ", rope theta " << rope.theta << " (" << rope.scaling.type << ")" << (tie_embeddings ? ", tied" : "")
+     << ", rope theta " << rope.theta << " (" << rope.scaling.type << ")";
+  if (!nope_layers.empty()) {
+    os << ", NoPE layers";
+    for (long l : nope_layers) os << " " << l;
+  }
+  if (!window_layers.empty()) {
+    os << ", window " << sliding_window << " in layers";
+    for (long l : window_layers) os << " " << l;
+  }
+  os << (tie_embeddings ? ", tied" : "")
      << ", " << parameter_count() << " parameters";
   return os.str();
 }
@@ -151,6 +188,32 @@ ModelConfig model_from_hf_json(const std::string& text, const std::string& src) 
       c.rope.theta = get_double(j, "rope_theta", 10000.0);
       if (j.contains("rope_scaling") && j["rope_scaling"].is_object()) c.rope.scaling = parse_scaling(j["rope_scaling"], src);
     }
+    if (j.contains("no_rope_layers") && !j["no_rope_layers"].is_null()) {  // Llama 4, SmolLM3: 1 = RoPE, 0 = NoPE
+      const json& nr = j["no_rope_layers"];
+      BURST_CHECK_CONFIG(nr.is_array() && long(nr.size()) >= c.layers, src, ": 'no_rope_layers' must be a list of ",
+                         c.layers, " flags (1 = RoPE, 0 = NoPE), got ", nr.dump());
+      for (long l = 0; l < c.layers; ++l) {
+        BURST_CHECK_CONFIG(nr[l].is_number_integer() && (nr[l].get<long>() == 0 || nr[l].get<long>() == 1), src,
+                           ": 'no_rope_layers'[", l, "] must be 0 or 1, got ", nr[l].dump());
+        if (nr[l].get<long>() == 0) c.nope_layers.push_back(l);
+      }
+    }
+    if (j.contains("layer_types") && !j["layer_types"].is_null()) {  // Gemma 3, Qwen 3, gpt-oss
+      const json& lt = j["layer_types"];
+      BURST_CHECK_CONFIG(lt.is_array() && long(lt.size()) == c.layers, src, ": 'layer_types' must list ", c.layers,
+                         " layer kinds, got ", lt.dump());
+      for (long l = 0; l < c.layers; ++l) {
+        const std::string k = lt[l].is_string() ? lt[l].get<std::string>() : lt[l].dump();
+        BURST_CHECK_CONFIG(k == "sliding_attention" || k == "full_attention", src, ": 'layer_types'[", l, "] = ", k,
+                           " is not supported (sliding_attention, full_attention)");
+        if (k == "sliding_attention") c.window_layers.push_back(l);
+      }
+      if (!c.window_layers.empty()) {
+        BURST_CHECK_CONFIG(j.contains("sliding_window") && j["sliding_window"].is_number_integer(), src,
+                           ": 'layer_types' names sliding_attention layers but 'sliding_window' is not an integer");
+        c.sliding_window = j["sliding_window"].get<long>();
+      }
+    }
     c.validate();
     return c;
   } catch (const json::exception& e) {
@@ -193,6 +256,17 @@ std::string model_to_hf_json(const ModelConfig& c) {
       if (s.attention_factor > 0) r["attention_factor"] = s.attention_factor;
     }
     j["rope_scaling"] = r;
+  }
+  if (!c.nope_layers.empty()) {
+    std::vector<int> flags(std::size_t(c.layers), 1);
+    for (long l : c.nope_layers) flags[std::size_t(l)] = 0;
+    j["no_rope_layers"] = flags;
+  }
+  if (!c.window_layers.empty()) {
+    std::vector<std::string> kinds(std::size_t(c.layers), "full_attention");
+    for (long l : c.window_layers) kinds[std::size_t(l)] = "sliding_attention";
+    j["layer_types"] = kinds;
+    j["sliding_window"] = c.sliding_window;
   }
   j["attention_bias"] = false;
   j["mlp_bias"] = false;

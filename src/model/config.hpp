@@ -21,6 +21,18 @@ struct ModelConfig {
   MlpKind mlp = MlpKind::SwiGLU;
   bool tie_embeddings = false;
   kernels::RopeConfig rope;  // rope.head_dim == head_dim
+  // Layers whose attention takes no rotary embedding (NoPE, as the
+  // interleaved layers of Llama 4 / SmolLM3: Hugging Face `no_rope_layers`,
+  // where 0 marks such a layer). Empty: every layer uses RoPE.
+  std::vector<long> nope_layers;
+  bool uses_rope(long layer) const;
+  // Layers whose attention is a causal sliding window of `sliding_window`
+  // tokens (the query's own included), the rest attend to everything before
+  // them: Hugging Face `layer_types` ("sliding_attention" / "full_attention")
+  // with `sliding_window`, as Gemma 3, Qwen 3 and gpt-oss configs have it.
+  long sliding_window = 0;
+  std::vector<long> window_layers;
+  bool windowed(long layer) const;
 
   long q_dim() const { return heads * head_dim; }
   long kv_dim() const { return kv_heads * head_dim; }

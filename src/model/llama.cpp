@@ -119,10 +119,12 @@ void LlamaModel<T, Mem>::layer_forward(int l, const TokenBatch<Mem>& b, V2 x, La
   gemm('N', 'T', 1, a.h1, params_.mat(p + "self_attn.q_proj.weight"), 0, a.q);
   gemm('N', 'T', 1, a.h1, params_.mat(p + "self_attn.k_proj.weight"), 0, a.k);
   gemm('N', 'T', 1, a.h1, params_.mat(p + "self_attn.v_proj.weight"), 0, a.v);
-  double af = 1;
-  auto freqs = rope_freqs(s, &af);
-  kernels::rope_apply<T, Mem>(as3(a.q, s, n, d), b.positions, freqs, af, false);
-  kernels::rope_apply<T, Mem>(as3(a.k, s, nkv, d), b.positions, freqs, af, false);
+  if (cfg_.uses_rope(l)) {
+    double af = 1;
+    auto freqs = rope_freqs(s, &af);
+    kernels::rope_apply<T, Mem>(as3(a.q, s, n, d), b.positions, freqs, af, false);
+    kernels::rope_apply<T, Mem>(as3(a.k, s, nkv, d), b.positions, freqs, af, false);
+  }
   if (src == AttnSource::Compute) {
     a.o = act2<T, Mem>("attn.o", s, n * d);
     a.lse = act2<T, Mem>("attn.lse", s, n);
@@ -280,10 +282,12 @@ void LlamaModel<T, Mem>::layer_backward(int l, const TokenBatch<Mem>& b, LayerAc
   V2 dq = act2<T, Mem>("d.q", s, n * d), dk = act2<T, Mem>("d.k", s, nkv * d), dv = act2<T, Mem>("d.v", s, nkv * d);
   attn_->backward(l, b, as3(a.q, s, n, d), as3(a.k, s, nkv, d), as3(a.v, s, nkv, d), as3(a.o, s, n, d), a.lse,
                   as3(dO, s, n, d), as3(dq, s, n, d), as3(dk, s, nkv, d), as3(dv, s, nkv, d));
-  double af = 1;
-  auto freqs = rope_freqs(s, &af);
-  kernels::rope_apply<T, Mem>(as3(dq, s, n, d), b.positions, freqs, af, true);
-  kernels::rope_apply<T, Mem>(as3(dk, s, nkv, d), b.positions, freqs, af, true);
+  if (cfg_.uses_rope(l)) {
+    double af = 1;
+    auto freqs = rope_freqs(s, &af);
+    kernels::rope_apply<T, Mem>(as3(dq, s, n, d), b.positions, freqs, af, true);
+    kernels::rope_apply<T, Mem>(as3(dk, s, nkv, d), b.positions, freqs, af, true);
+  }
   V2 dh1 = act2<T, Mem>("d.h1", s, H);
   gemm('N', 'N', 1, dq, params_.mat(p + "self_attn.q_proj.weight"), 0, dh1);
   gemm('N', 'N', 1, dk, params_.mat(p + "self_attn.k_proj.weight"), 1, dh1);

@@ -7,12 +7,14 @@
 //                 rmsnorm -> MLP -> +res] -> rmsnorm -> lm_head -> cross-entropy
 #pragma once
 
+#include "core/memory.hpp"
 #include "core/views.hpp"
 #include "kernels/attention.hpp"
 #include "kernels/rope.hpp"
 #include "model/config.hpp"
 #include "model/params.hpp"
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -47,6 +49,8 @@ template <class T, class Mem = DeviceMem> class AttentionOp {
   // The forward of `layer` will be recomputed (or its O, lse are cached)
   // before its backward: drop whatever the method keeps between the two.
   virtual void release(int /*layer*/) {}
+  // The communication buffers behind it (none for local attention).
+  virtual CommBuffers comm_buffers() const { return {}; }
 };
 
 // Single-process causal attention (document-causal when the batch carries
@@ -70,6 +74,39 @@ template <class T, class Mem = DeviceMem> class LocalAttention : public Attentio
   kernels::AttnMask<Mem> mask(const TokenBatch<Mem>& b) const;
   double scale_;
   long window_;  // > 0: causal sliding window on positions
+};
+
+// Attention chosen per layer: the sliding-window layers of the model
+// (ModelConfig::window_layers) go to `local`, the rest to `global`. Both
+// must hold the same tokens in the same slots (one layout).
+template <class T, class Mem = DeviceMem> class PerLayerAttention : public AttentionOp<T, Mem> {
+ public:
+  using Op = AttentionOp<T, Mem>;
+  using typename Op::V3;
+  using typename Op::CV3;
+  using typename Op::V2;
+  PerLayerAttention(std::shared_ptr<Op> global, std::shared_ptr<Op> local, std::vector<bool> windowed)
+      : global_(std::move(global)), local_(std::move(local)), windowed_(std::move(windowed)) {}
+  void forward(int l, const TokenBatch<Mem>& b, CV3 q, CV3 k, CV3 v, V3 o, V2 lse) override {
+    op(l).forward(l, b, q, k, v, o, lse);
+  }
+  void backward(int l, const TokenBatch<Mem>& b, CV3 q, CV3 k, CV3 v, Kokkos::View<const T***, Layout, Mem> o,
+                Kokkos::View<const T**, Layout, Mem> lse, CV3 dout, V3 dq, V3 dk, V3 dv) override {
+    op(l).backward(l, b, q, k, v, o, lse, dout, dq, dk, dv);
+  }
+  void forward_first_half(int l, const TokenBatch<Mem>& b, CV3 q, CV3 k, CV3 v, V3 o, V2 lse) override {
+    op(l).forward_first_half(l, b, q, k, v, o, lse);
+  }
+  void release(int l) override { op(l).release(l); }
+  CommBuffers comm_buffers() const override {
+    const CommBuffers g = global_->comm_buffers(), w = local_->comm_buffers();
+    return {g.persistent + w.persistent, std::max(g.transient, w.transient)};
+  }
+
+ private:
+  Op& op(int l) { return size_t(l) < windowed_.size() && windowed_[size_t(l)] ? *local_ : *global_; }
+  std::shared_ptr<Op> global_, local_;
+  std::vector<bool> windowed_;
 };
 
 // Sequence-level selective checkpointing (ALGORITHMS.md section 7): what a

@@ -16,6 +16,7 @@
 
 #include "comm/communicator.hpp"
 #include "comm/topology.hpp"
+#include "core/memory.hpp"
 #include "parallel/layout.hpp"
 #include "parallel/ring_executor.hpp"
 
@@ -86,6 +87,7 @@ template <class T> class AttentionMethod {
   // Bytes this rank hands to the transport for one forward + backward,
   // derived from the method's schedule (not from any counter).
   virtual std::int64_t analytic_bytes() const = 0;
+  virtual CommBuffers comm_buffers() const = 0;
   // A description of the schedule in use ("burst flat ring, 4 rounds fwd, ...").
   virtual std::string describe() const = 0;
 

@@ -6,6 +6,7 @@
 #include "kernels/attention.hpp"
 #include "parallel/impl/ring_family.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <set>
@@ -79,6 +80,13 @@ template <class T> class UspAttention : public AttentionMethod<T> {
     const std::int64_t fwd = s * (nh * d * t + 2 * kh * d * t + nh * d * a + nh * a);
     const std::int64_t bwd = s * (nh * d * t + nh * d * a + 2 * kh * d * a);
     return (hp - 1) * (fwd + bwd) + ring_->analytic_bytes();
+  }
+  // The ring's packets, and one all-to-all buffer at a time: the largest is
+  // a local [s, n, d] tensor in Acc (o in forward, dq in backward).
+  CommBuffers comm_buffers() const override {
+    return {ring_->comm_buffers().persistent,
+            std::max<std::int64_t>(ring_->comm_buffers().transient,
+                                   s_ * n_ * d_ * std::int64_t(std::max(sizeof(T), sizeof(Acc))))};
   }
   std::string describe() const override {
     return name_ + ": all-to-all over " + std::to_string(hp_->size()) + " ranks, then " + ring_->describe();
@@ -165,6 +173,10 @@ template <class T> class AllGatherAttention : public AttentionMethod<T> {
   std::int64_t analytic_bytes() const override {
     const std::int64_t P = c_->size(), chunk = meta_.local() * nkv_ * d_;
     return (P - 1) * chunk * std::int64_t(4 * sizeof(T) + 2 * sizeof(Acc));
+  }
+  // Gathered K and V, [S, n_kv, d] each, alive together.
+  CommBuffers comm_buffers() const override {
+    return {0, 2 * meta_.local() * c_->size() * nkv_ * d_ * std::int64_t(sizeof(T))};
   }
   std::string describe() const override { return "allgather: K,V gathered from " + std::to_string(c_->size()) + " ranks, dK,dV reduce-scattered"; }
 

@@ -106,6 +106,14 @@ void RingFamily<T>::allocate(Pass& p, const std::vector<size_t>& read_spec, cons
   }
   p.read.resize(rd.size());
   p.partial.resize(pt.size());
+  // A packet: its fields at 64-byte offsets, then the 8-byte block id.
+  auto packet_bytes = [](const std::vector<size_t>& spec) {
+    std::int64_t b = 8;
+    for (size_t f : spec) b += std::int64_t((f + 63) / 64 * 64);
+    return b;
+  };
+  for (bool used : rd) planned_comm_ += used ? packet_bytes(read_spec) : 0;
+  for (bool used : pt) planned_comm_ += used ? packet_bytes(partial_spec) : 0;
   for (size_t i = 0; i < rd.size(); ++i)
     if (rd[i]) p.read[i] = Packet(read_spec, "comm/attn_read" + std::to_string(i));
   for (size_t i = 0; i < pt.size(); ++i)

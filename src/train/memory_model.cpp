@@ -57,6 +57,14 @@ MemoryEstimate estimate_memory(const MemoryModelInput& in) {
   m.bytes[int(MemCategory::Params)] = in.zero_stage >= 3 ? e * shard + params_held : e * N;
   m.bytes[int(MemCategory::Grads)] = in.zero_stage >= 2 ? e * shard + grads_held : e * N;
   m.bytes[int(MemCategory::Optimizer)] = 2 * e * (in.zero_stage >= 1 ? shard : N);
+
+  // ---- communication buffers (train/zero.cpp; the attention methods' own plan)
+  std::int64_t chunk_max = 0;
+  for (const UnitInfo& u : units) chunk_max = std::max<std::int64_t>(chunk_max, (u.size + W - 1) / W);
+  // Stages 1-2: after the update, a unit's chunk and the whole gathered unit;
+  // stage 3: a unit's reduce-scatter result (parameters gather as params).
+  const std::int64_t zero_comm = in.zero_stage == 0 ? 0 : in.zero_stage >= 3 ? e * chunk_max : e * chunk_max * (W + 1);
+  m.bytes[int(MemCategory::Comm)] = in.attention.persistent + std::max(in.attention.transient, zero_comm);
   return m;
 }
 

@@ -8,8 +8,11 @@
 // LM head (a [s, V] logits + gradient pair, or one chunk of the fused head),
 // and the top layer's backward (its recompute and backward temporaries).
 // Parameters, gradients, optimizer: whole, or the ZeRO shard plus the units
-// gathered at once. Attention's ring buffers (comm) and work buffers are
-// the method's and are reported as measured.
+// gathered at once. Communication buffers: the attention methods' (their
+// persistent ring packets, and the largest all-to-all or all-gather buffer
+// of one call, from each method's own plan: AttentionOp::comm_buffers) and
+// ZeRO's (one unit's reduce-scatter or all-gather buffers), the transient
+// ones never alive together. Work buffers stay measured only.
 #pragma once
 
 #include "core/memory.hpp"
@@ -29,6 +32,7 @@ struct MemoryModelInput {
   long loss_chunk = 0;       // 0: the plain head
   int zero_stage = 0;
   int world = 1;             // ZeRO group size
+  CommBuffers attention;     // every attention op the run holds (AttentionOp::comm_buffers)
 };
 
 struct MemoryEstimate {

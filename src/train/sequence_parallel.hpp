@@ -66,6 +66,11 @@ template <class T> class SequenceParallelAttention : public AttentionOp<T, Devic
                 Kokkos::View<const T**, Layout, DeviceMem> lse, CV3 dout, V3 dq, V3 dk, V3 dv) override;
   void forward_first_half(int layer, const TokenBatch<DeviceMem>& b, CV3 q, CV3 k, CV3 v, V3 o, V2 lse) override;
   void release(int layer) override { method_->release(layer); }
+  CommBuffers comm_buffers() const override {
+    CommBuffers b = method_->comm_buffers();
+    if (half_) b.persistent += half_->comm_buffers().persistent, b.transient = std::max(b.transient, half_->comm_buffers().transient);
+    return b;
+  }
 
  private:
   std::shared_ptr<Mesh> mesh_;

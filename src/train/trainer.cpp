@@ -35,6 +35,13 @@ ConfigSchema train_schema() {
   ConfigSchema s;
   s.string("model.preset", "tiny", {}, "model preset (tiny, 125M, 1B, 7B, 14B), unless model.config is given")
       .string("model.config", "", {}, "Hugging Face config.json (overrides the preset)")
+      .int_list("model.nope_layers", {}, 0, 1 << 20,
+                "layers whose attention takes no rotary embedding (NoPE, as Llama 4's interleaved layers; added to the "
+                "config's own)")
+      .int_list("model.window_layers", {}, 0, 1 << 20,
+                "layers whose attention is a causal sliding window of model.sliding_window tokens (added to the config's own)")
+      .integer("model.sliding_window", 0, 0, 1 << 30,
+               "tokens a sliding-window layer sees, its own included (0: the config's)")
       .real("model.init_std", 0.02, 1e-6, 10, "std of the normal initialisation of matrices")
       .string("model.init_from", "", {},
               "start from these weights (burst import-hf output, a weights file or a checkpoint's params) instead of a "
@@ -165,6 +172,11 @@ template <class T> struct TrainerImpl {
     local_batch = cfg.get_int("train.batch") / mesh->dp;
     mc = cfg.get_string("model.config").empty() ? model_preset(cfg.get_string("model.preset"))
                                                 : model_from_hf_file(cfg.get_string("model.config"));
+    for (auto l : cfg.get_int_list("model.nope_layers"))
+      if (mc.uses_rope(long(l))) mc.nope_layers.push_back(long(l));
+    for (auto l : cfg.get_int_list("model.window_layers"))
+      if (!mc.windowed(long(l))) mc.window_layers.push_back(long(l));
+    if (cfg.get_int("model.sliding_window") > 0) mc.sliding_window = cfg.get_int("model.sliding_window");
     mc.validate();
     BURST_CHECK_CONFIG(cfg.get_int("train.seq_len") <= mc.max_position_embeddings * 64, "train.seq_len = ",
                        cfg.get_int("train.seq_len"), " is beyond what the model's positions were built for");
@@ -264,12 +276,22 @@ template <class T> struct TrainerImpl {
     return ls;
   }
 
-  // docs: document lengths (empty: one document).
+  // docs: document lengths (empty: one document). The model's sliding-window
+  // layers get a second op over the same layout with their window.
   std::shared_ptr<AttentionOp<T, Mem>> make_attention_op(long seq, const std::vector<long>& docs,
                                                          const parallel::SeqLayout** lay_out, std::string* description) {
     const double scale = 1.0 / std::sqrt(double(mc.head_dim));
     const long window = cfg.get_int("train.attention_window");
-    if (mesh->cp == 1) return std::make_shared<LocalAttention<T, Mem>>(scale, window);
+    std::vector<bool> windowed(size_t(mc.layers), false);
+    for (long l : mc.window_layers) windowed[size_t(l)] = window == 0;  // train.attention_window rules every layer
+    const bool per_layer = std::find(windowed.begin(), windowed.end(), true) != windowed.end();
+    BURST_CHECK_CONFIG(!per_layer || docs.empty(), "the model's sliding-window layers with packed documents are not supported");
+    if (mesh->cp == 1) {
+      auto global = std::make_shared<LocalAttention<T, Mem>>(scale, window);
+      if (!per_layer) return global;
+      return std::make_shared<PerLayerAttention<T, Mem>>(
+          global, std::make_shared<LocalAttention<T, Mem>>(scale, mc.sliding_window), windowed);
+    }
     parallel::AttnOptions ao;
     ao.method = cfg.get_string("parallel.method");
     ao.ring = cfg.get_string("parallel.ring");
@@ -300,7 +322,14 @@ template <class T> struct TrainerImpl {
     if (rank == 0 && sp->shards().padding() > 0)
       std::printf("layout %s pads %ld slots of %ld tokens over %d cp ranks\n", parallel::layout_name(pb.layout),
                   sp->shards().padding(), seq, mesh->cp);
-    return sp;
+    if (!per_layer) return sp;
+    // The window layers: the same layout (the slots must agree), their mask.
+    parallel::AttnProblem pw = pb;
+    pw.mask = parallel::MaskSpec{parallel::MaskType::Window, mc.sliding_window};
+    auto local = std::make_shared<SequenceParallelAttention<T>>(ao, pw, mesh, rt.topology(), policy == ActPolicy::Half);
+    BURST_CHECK_CONFIG(local->shards().slot == sp->shards().slot, "the sliding-window layers' layout differs from the others'");
+    *description += "; window layers: " + local->method().describe();
+    return std::make_shared<PerLayerAttention<T, Mem>>(sp, local, windowed);
   }
 
   // This rank's slots of a sequence.
@@ -548,14 +577,23 @@ template <class T> struct TrainerImpl {
     in.loss_chunk = model->options().loss_chunk;
     in.zero_stage = zero->stage();
     in.world = size;
+    // Every op the run holds keeps its packets; the step measured runs only
+    // the ops of the current length (or of its document sets).
+    auto add = [&](const LengthSetup& su, bool runs) {
+      const CommBuffers b = su.op->comm_buffers();
+      in.attention.persistent += b.persistent;
+      if (runs) in.attention.transient = std::max(in.attention.transient, b.transient);
+    };
+    for (const auto& [len, su] : setups) add(su, len == seq_len);
+    for (const auto& [docs, su] : doc_setups) add(su, true);
     const MemoryEstimate est = estimate_memory(in);
     if (rank != 0) return;
     std::string measured;
     for (MemCategory c : {MemCategory::Params, MemCategory::Grads, MemCategory::Optimizer, MemCategory::Activations,
                           MemCategory::Comm, MemCategory::Workspace})
       measured += (measured.empty() ? "" : ", ") + std::string(mem_category_name(c)) + " " + format_bytes(mem.peak[int(c)]);
-    std::printf("memory per rank, first step: measured peak %s\n                  analytic model %s (comm and work: "
-                "the attention method's buffers, measured only)\n",
+    std::printf("memory per rank, first step: measured peak %s\n                  analytic model %s (work buffers: "
+                "measured only)\n",
                 measured.c_str(), est.report().c_str());
     if (logf)
       for (int c = 0; c < kMemCategories; ++c)

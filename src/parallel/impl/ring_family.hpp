@@ -33,6 +33,7 @@ template <class T> class RingFamily : public AttentionMethod<T> {
   void backward(int slot, CV3 q, CV3 k, CV3 v, CAV3 o, CAV2 lse, CV3 dout, AV3 dq, AV3 dk, AV3 dv) override;
   std::string describe() const override;
   std::int64_t analytic_bytes() const override;
+  CommBuffers comm_buffers() const override { return {planned_comm_, 0}; }
   int forward_rounds() const { return fwd_.rounds; }
   int backward_rounds() const { return bwd_.rounds; }
 
@@ -53,6 +54,7 @@ template <class T> class RingFamily : public AttentionMethod<T> {
   Acc scale_;
   int me_ = 0;
   Pass fwd_, bwd_;
+  std::int64_t planned_comm_ = 0;  // bytes of the packets the two programs name
   AV3 ob_;
   AV2 lseb_, D_;
   AV3 tmp_a_, tmp_b_;  // bf16 partials: contributions in Acc before rounding
