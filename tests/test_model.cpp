@@ -161,6 +161,33 @@ TEST(Model, HuggingFaceConfigBothForms) {
   EXPECT_EQ(err(R"({"vocab_size": 10, "hidden_size": 8, "num_hidden_layers": 1, "num_attention_heads": 3,
                    "num_key_value_heads": 2, "intermediate_size": 4, "head_dim": 4})"),
             "model num_attention_heads = 3 must be divisible by num_key_value_heads = 2");
+  // NoPE layers (Llama 4 / SmolLM3 no_rope_layers) and sliding-window
+  // layers (layer_types + sliding_window), through our writer and back.
+  const std::string mixed = R"({"vocab_size": 1000, "hidden_size": 64, "num_hidden_layers": 3,
+    "num_attention_heads": 4, "num_key_value_heads": 2, "intermediate_size": 128, "no_rope_layers": [1, 1, 0],
+    "layer_types": ["sliding_attention", "full_attention", "full_attention"], "sliding_window": 512})";
+  ModelConfig m = model_from_hf_json(mixed, "mixed.json");
+  EXPECT_EQ(m.nope_layers, std::vector<long>({2}));
+  EXPECT_EQ(m.window_layers, std::vector<long>({0}));
+  EXPECT_EQ(m.sliding_window, 512);
+  EXPECT_TRUE(m.uses_rope(0) && m.uses_rope(1) && !m.uses_rope(2));
+  EXPECT_TRUE(m.windowed(0) && !m.windowed(1));
+  ModelConfig mr = model_from_hf_json(model_to_hf_json(m), "rt.json");
+  EXPECT_EQ(mr.nope_layers, m.nope_layers);
+  EXPECT_EQ(mr.window_layers, m.window_layers);
+  EXPECT_EQ(mr.sliding_window, 512);
+  EXPECT_EQ(model_to_hf_json(mr), model_to_hf_json(m));
+  const std::string base = R"({"vocab_size": 10, "hidden_size": 8, "num_hidden_layers": 2, "num_attention_heads": 2,
+                   "num_key_value_heads": 2, "intermediate_size": 4, )";
+  EXPECT_EQ(err(base + R"("no_rope_layers": [1, 2]})"), "bad.json: 'no_rope_layers'[1] must be 0 or 1, got 2");
+  EXPECT_EQ(err(base + R"("no_rope_layers": [1]})"),
+            "bad.json: 'no_rope_layers' must be a list of 2 flags (1 = RoPE, 0 = NoPE), got [1]");
+  EXPECT_EQ(err(base + R"("layer_types": ["sliding_attention", "full_attention"]})"),
+            "bad.json: 'layer_types' names sliding_attention layers but 'sliding_window' is not an integer");
+  EXPECT_EQ(err(base + R"("layer_types": ["chunked_attention", "full_attention"], "sliding_window": 4})"),
+            "bad.json: 'layer_types'[0] = chunked_attention is not supported (sliding_attention, full_attention)");
+  EXPECT_EQ(err(base + R"("layer_types": ["sliding_attention", "full_attention"], "sliding_window": 0})"),
+            "model has 1 sliding-window layers but no sliding_window size");
   EXPECT_EQ(err("{not json"), err("{not json"));
   EXPECT_NE(err("{not json").find("cannot parse bad.json as JSON"), std::string::npos);
 }

@@ -5,6 +5,7 @@
 // bit for bit.
 #include "comm/runtime.hpp"
 #include "core/error.hpp"
+#include "data/source.hpp"
 #include "io/h5.hpp"
 #include "tools/corrupt.hpp"
 #include "train/checkpoint_files.hpp"
@@ -381,4 +382,73 @@ TEST(Train, StartsFromGivenWeights) {
   }
   MPI_Barrier(rt.world());
   EXPECT_ANY_THROW(train(rt, config({"model.init_from=/nonexistent/weights.h5"}), false));
+}
+
+TEST(Train, NoPEAndSlidingWindowLayersKeepTheLossTraceUnderSequenceParallelism) {
+  // Layer 0 a sliding window of 5 tokens with RoPE, layer 1 global with no
+  // rotary embedding (NoPE): under cp = all ranks, burst and ring, each
+  // layout, whole and half, the loss trace equals the 1-rank run (1e-9), and
+  // differs from the model without them (the options act).
+  auto& rt = Runtime::current();
+  const int P = rt.size();
+  const std::string one = tmp("irope_one.h5"), many = tmp("irope_many.h5"), plain = tmp("irope_plain.h5");
+  const std::vector<std::string> arch = {"model.window_layers=[0]", "model.sliding_window=5", "model.nope_layers=[1]"};
+  auto with = [&](std::vector<std::string> a, const std::vector<std::string>& b) {
+    a.insert(a.end(), b.begin(), b.end());
+    return a;
+  };
+  if (rt.rank() == 0) {
+    train(rt, config(with(arch, {"io.run_log=" + one})), false, MPI_COMM_SELF);
+    train(rt, config({"io.run_log=" + plain}), false, MPI_COMM_SELF);
+    std::vector<double> a = losses(one), b = losses(plain);
+    double diff = 0;
+    for (size_t i = 0; i < a.size(); ++i) diff = std::max(diff, std::fabs(a[i] - b[i]));
+    EXPECT_GT(diff, 1e-4) << "the NoPE / window layers change nothing";
+  }
+  MPI_Barrier(rt.world());
+  const std::string cp = "parallel.cp=" + std::to_string(P);
+  std::vector<std::vector<std::string>> runs = {
+      {cp, "parallel.method=burst"},
+      {cp, "parallel.method=ring", "parallel.layout=contiguous", "train.activation=whole"},
+  };
+  if (32 % (2 * P) == 0) runs.push_back({cp, "parallel.method=burst", "train.activation=half", "train.loss_chunk=8"});
+  for (auto sets : runs) {
+    std::string what;
+    for (auto& s : sets) what += s + " ";
+    sets = with(with(sets, arch), {"io.run_log=" + many});
+    train(rt, config(sets), false);
+    if (rt.rank() == 0) {
+      std::vector<double> a = losses(one), b = losses(many);
+      ASSERT_EQ(a.size(), b.size()) << what;
+      for (size_t i = 0; i < a.size(); ++i) EXPECT_NEAR(a[i], b[i], 1e-9 * std::fabs(a[i])) << what << "step " << i;
+    }
+    MPI_Barrier(rt.world());
+  }
+  if (rt.rank() == 0) std::remove(one.c_str()), std::remove(many.c_str()), std::remove(plain.c_str());
+  MPI_Barrier(rt.world());
+}
+
+TEST(Train, RandomPositionsChangeTrainingPositionsOnly) {
+  // data.random_positions: training sequences get sorted distinct positions
+  // below the range (deterministic), held-out ones keep 0..n-1, the tokens
+  // stay the inner task's; a range below the length is refused by name.
+  Config c = config({"data.random_positions=1000"});
+  auto src = data::make_source(c, 64, 32);
+  auto base = data::make_source(config({}), 64, 32);
+  for (std::uint64_t i = 0; i < 20; ++i) {
+    data::Sequence s = src->make(7, 0, i), t = src->make(7, 0, i), b = base->make(7, 0, i), h = src->make(7, 1, i);
+    EXPECT_EQ(s.tokens, b.tokens);
+    EXPECT_EQ(s.positions, t.positions);
+    for (size_t j = 1; j < s.positions.size(); ++j) EXPECT_LT(s.positions[j - 1], s.positions[j]);
+    EXPECT_GE(s.positions.front(), 0);
+    EXPECT_LT(s.positions.back(), 1000);
+    EXPECT_NE(s.positions, b.positions);
+    for (size_t j = 0; j < h.positions.size(); ++j) EXPECT_EQ(h.positions[j], long(j));
+  }
+  try {
+    data::make_source(config({"data.random_positions=16"}), 64, 32);
+    ADD_FAILURE() << "a range shorter than the sequence was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("data.random_positions = 16"), std::string::npos) << e.what();
+  }
 }

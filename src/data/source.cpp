@@ -6,6 +6,8 @@
 #include "kernels/cross_entropy.hpp"
 
 #include <cmath>
+#include <random>
+#include <set>
 #include <limits>
 
 namespace burst::data {
@@ -30,11 +32,21 @@ void add_data_schema(ConfigSchema& s) {
               "h5: the 1-D dataset of document start offsets ('' or absent = one document)")
       .real("data.heldout_fraction", 0.05, 0, 0.5,
             "text, bin, h5: the last fraction of the tokens held out for evaluation (0 = evaluate on the training tokens)")
-      .boolean("data.restart_positions", false, "text, bin, h5: RoPE positions restart at 0 at each document");
+      .boolean("data.restart_positions", false, "text, bin, h5: RoPE positions restart at 0 at each document")
+      .integer("data.random_positions", 0, 0, 1ll << 40,
+               "randomized positions (Ruoss et al. 2023): each training sequence's RoPE positions are a sorted random "
+               "sample of distinct values in [0, this), so short sequences show the distances of long ones; held-out "
+               "sequences keep 0, 1, 2, ... (0 = off)");
   s.rule([](const Config& c) -> std::string {
     const std::string task = c.get_string("data.task");
     if ((task == "text" || task == "bin" || task == "h5") && c.get_string("data.path").empty())
       return "data.task = " + task + " needs data.path (the file to read)";
+    return "";
+  });
+  s.rule([](const Config& c) -> std::string {
+    const long r = c.get_int("data.random_positions");
+    if (r > 0 && c.get_bool("data.restart_positions"))
+      return "data.random_positions and data.restart_positions cannot be combined";
     return "";
   });
   s.rule([](const Config& c) -> std::string {
@@ -102,9 +114,55 @@ class CorpusSource : public TokenSource {
  private:
   CorpusSampler sampler_;
 };
+
+// Training sequences (stream 0) of the inner source get positions drawn as a
+// sorted sample of distinct values in [0, range): Floyd's algorithm, from a
+// generator of its own, so the tokens are those of the inner source.
+class RandomPositions : public TokenSource {
+ public:
+  RandomPositions(std::unique_ptr<TokenSource> inner, long range) : inner_(std::move(inner)), range_(range) {
+    seq_len = inner_->seq_len, vocab_needed = inner_->vocab_needed;
+    BURST_CHECK_CONFIG(range_ >= seq_len, "data.random_positions = ", range_, " must be at least the sequence length ",
+                       seq_len, " (positions are distinct)");
+  }
+  Sequence make(std::uint64_t seed, std::uint64_t stream, std::uint64_t index) const override {
+    Sequence s = inner_->make(seed, stream, index);
+    if (stream != 0) return s;
+    BURST_CHECK(s.doc_ids.empty(), ErrorKind::Config, "data.random_positions needs sequences of one document");
+    std::mt19937_64 g(sequence_seed(seed ^ 0x5851F42D4C957F2Dull, stream + 7, index));
+    const long n = long(s.positions.size());
+    std::set<long> pick;
+    for (long j = range_ - n; j < range_; ++j) {
+      const long t = long(g() % std::uint64_t(j + 1));
+      if (!pick.insert(t).second) pick.insert(j);
+    }
+    long i = 0;
+    for (long p : pick) s.positions[size_t(i++)] = p;
+    return s;
+  }
+  std::string describe() const override {
+    return str_cat(inner_->describe(), "; training positions: sorted random samples of [0, ", range_, ")");
+  }
+  double chance_loss() const override { return inner_->chance_loss(); }
+
+ private:
+  std::unique_ptr<TokenSource> inner_;
+  long range_;
+};
+
+std::unique_ptr<TokenSource> make_inner_source(const Config& cfg, long vocab, long seq_len);
 }  // namespace
 
 std::unique_ptr<TokenSource> make_source(const Config& cfg, long vocab, long seq_len) {
+  auto s = make_inner_source(cfg, vocab, seq_len);
+  const long range = cfg.get_int("data.random_positions");
+  if (range > 0) return std::make_unique<RandomPositions>(std::move(s), range);
+  return s;
+}
+
+namespace {
+
+std::unique_ptr<TokenSource> make_inner_source(const Config& cfg, long vocab, long seq_len) {
   const std::string task = cfg.get_string("data.task");
   BURST_CHECK_CONFIG(seq_len >= 1, "seq_len = ", seq_len, " must be >= 1");
   if (task == "passkey") {
@@ -135,5 +193,6 @@ std::unique_ptr<TokenSource> make_source(const Config& cfg, long vocab, long seq
   else BURST_FAIL(ErrorKind::Config, "unknown data.task '", task, "'");
   return std::make_unique<CorpusSource>(std::move(c), seq_len, heldout, restart);
 }
+}  // namespace
 
 }  // namespace burst::data
