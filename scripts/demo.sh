@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # Set up a fresh machine and run the main job on its embedded default, under
 # `mpiexec -n 4` with one OpenMP thread per rank:
-#   stage 1  the tiny LLaMA on the passkey task at 128 tokens: 2 data-parallel
-#            replicas x 2 sequence-parallel ranks, burst attention, `whole`
-#            checkpointing, fused LM head (experiments/configs/passkey_tiny.toml)
-#   stage 2  that model carried to 2048-token sequences over 4 sequence-
-#            parallel ranks, evaluated at 2048 and 4096 tokens
+#   stage 1  the tiny LLaMA on the passkey task at 128 tokens: 4 data-parallel
+#            replicas, `whole` checkpointing, fused LM head, PoSE-spread
+#            training positions (experiments/configs/passkey_tiny.toml)
+#   stage 2  that model trained on 2048-token sequences over 4 sequence-
+#            parallel ranks with burst attention and `whole` checkpointing,
+#            evaluated at 2048 and 4096 tokens
 #            (experiments/configs/passkey_long.toml)
 #   control  stage 1 with attention restricted to a 4-token window, shorter
 #            than any key distance the task draws (>= 4): it must stay at chance

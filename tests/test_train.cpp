@@ -445,6 +445,22 @@ TEST(Train, RandomPositionsChangeTrainingPositionsOnly) {
     EXPECT_NE(s.positions, b.positions);
     for (size_t j = 0; j < h.positions.size(); ++j) EXPECT_EQ(h.positions[j], long(j));
   }
+  // PoSE: 3 chunks of consecutive positions, increasing, at most 2 skips.
+  auto pose = data::make_source(config({"data.random_positions=1000", "data.position_chunks=3"}), 64, 32);
+  long skipped = 0;
+  for (std::uint64_t i = 0; i < 20; ++i) {
+    data::Sequence s = pose->make(7, 0, i), h = pose->make(7, 1, i);
+    long gaps = 0;
+    for (size_t j = 1; j < s.positions.size(); ++j) {
+      EXPECT_LT(s.positions[j - 1], s.positions[j]);
+      gaps += s.positions[j] - s.positions[j - 1] != 1;
+    }
+    EXPECT_LE(gaps, 2);
+    skipped += gaps;
+    EXPECT_LT(s.positions.back(), 1000);
+    for (size_t j = 0; j < h.positions.size(); ++j) EXPECT_EQ(h.positions[j], long(j));
+  }
+  EXPECT_GT(skipped, 20);
   try {
     data::make_source(config({"data.random_positions=16"}), 64, 32);
     ADD_FAILURE() << "a range shorter than the sequence was accepted";

@@ -5,6 +5,7 @@
 #include "data/token_files.hpp"
 #include "kernels/cross_entropy.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 #include <set>
@@ -36,7 +37,11 @@ void add_data_schema(ConfigSchema& s) {
       .integer("data.random_positions", 0, 0, 1ll << 40,
                "randomized positions (Ruoss et al. 2023): each training sequence's RoPE positions are a sorted random "
                "sample of distinct values in [0, this), so short sequences show the distances of long ones; held-out "
-               "sequences keep 0, 1, 2, ... (0 = off)");
+               "sequences keep 0, 1, 2, ... (0 = off)")
+      .integer("data.position_chunks", 0, 0, 1 << 20,
+               "with data.random_positions: 0 = every position drawn (Ruoss et al.); c >= 1 = PoSE (Zhu et al. 2023): "
+               "the sequence cut at c - 1 random points into chunks of consecutive positions, each chunk shifted by a "
+               "sorted random skip, so neighbours stay neighbours and the chunks lie far apart");
   s.rule([](const Config& c) -> std::string {
     const std::string task = c.get_string("data.task");
     if ((task == "text" || task == "bin" || task == "h5") && c.get_string("data.path").empty())
@@ -120,7 +125,8 @@ class CorpusSource : public TokenSource {
 // generator of its own, so the tokens are those of the inner source.
 class RandomPositions : public TokenSource {
  public:
-  RandomPositions(std::unique_ptr<TokenSource> inner, long range) : inner_(std::move(inner)), range_(range) {
+  RandomPositions(std::unique_ptr<TokenSource> inner, long range, long chunks)
+      : inner_(std::move(inner)), range_(range), chunks_(chunks) {
     seq_len = inner_->seq_len, vocab_needed = inner_->vocab_needed;
     BURST_CHECK_CONFIG(range_ >= seq_len, "data.random_positions = ", range_, " must be at least the sequence length ",
                        seq_len, " (positions are distinct)");
@@ -131,6 +137,22 @@ class RandomPositions : public TokenSource {
     BURST_CHECK(s.doc_ids.empty(), ErrorKind::Config, "data.random_positions needs sequences of one document");
     std::mt19937_64 g(sequence_seed(seed ^ 0x5851F42D4C957F2Dull, stream + 7, index));
     const long n = long(s.positions.size());
+    if (chunks_ > 0) {
+      // Cut points (distinct, in (0, n)), then one skip per chunk: a sorted
+      // sample, with repetition, of [0, range - n].
+      std::set<long> cuts;
+      const long c = std::min(chunks_, n);
+      while (long(cuts.size()) < c - 1) cuts.insert(1 + long(g() % std::uint64_t(n - 1)));
+      std::vector<long> skip(static_cast<size_t>(c), 0L);
+      for (auto& u : skip) u = long(g() % std::uint64_t(range_ - n + 1));
+      std::sort(skip.begin(), skip.end());
+      long chunk = 0;
+      for (long t = 0; t < n; ++t) {
+        if (cuts.count(t)) ++chunk;
+        s.positions[size_t(t)] = t + skip[size_t(chunk)];
+      }
+      return s;
+    }
     std::set<long> pick;
     for (long j = range_ - n; j < range_; ++j) {
       const long t = long(g() % std::uint64_t(j + 1));
@@ -141,13 +163,15 @@ class RandomPositions : public TokenSource {
     return s;
   }
   std::string describe() const override {
+    if (chunks_ > 0)
+      return str_cat(inner_->describe(), "; training positions: ", chunks_, " chunks with random skips in [0, ", range_, ")");
     return str_cat(inner_->describe(), "; training positions: sorted random samples of [0, ", range_, ")");
   }
   double chance_loss() const override { return inner_->chance_loss(); }
 
  private:
   std::unique_ptr<TokenSource> inner_;
-  long range_;
+  long range_, chunks_;
 };
 
 std::unique_ptr<TokenSource> make_inner_source(const Config& cfg, long vocab, long seq_len);
@@ -156,7 +180,7 @@ std::unique_ptr<TokenSource> make_inner_source(const Config& cfg, long vocab, lo
 std::unique_ptr<TokenSource> make_source(const Config& cfg, long vocab, long seq_len) {
   auto s = make_inner_source(cfg, vocab, seq_len);
   const long range = cfg.get_int("data.random_positions");
-  if (range > 0) return std::make_unique<RandomPositions>(std::move(s), range);
+  if (range > 0) return std::make_unique<RandomPositions>(std::move(s), range, cfg.get_int("data.position_chunks"));
   return s;
 }
 

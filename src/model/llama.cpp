@@ -19,7 +19,18 @@ using kernels::gemm;
 
 template <class T, class Mem> kernels::AttnMask<Mem> LocalAttention<T, Mem>::mask(const TokenBatch<Mem>& b) const {
   if (b.doc_ids.extent(0) > 0) return kernels::AttnMask<Mem>::document(b.doc_ids, b.doc_ids, b.positions, b.positions);
-  if (window_ > 0) return kernels::AttnMask<Mem>::sliding_window(window_, b.positions, b.positions);
+  if (window_ > 0) {
+    // The window counts tokens (index order), as under sequence parallelism,
+    // whatever positions RoPE is given (data.random_positions spreads them).
+    const long s = b.seq_len();
+    if (long(index_.extent(0)) != s) {
+      index_ = Kokkos::View<long*, Layout, Mem>(mem_label(MemCategory::Workspace, "attn.index"), size_t(s));
+      auto ix = index_;
+      Kokkos::parallel_for(
+          "burst::attn_index", Kokkos::RangePolicy<typename Mem::execution_space>(0, s), KOKKOS_LAMBDA(const long i) { ix(i) = i; });
+    }
+    return kernels::AttnMask<Mem>::sliding_window(window_, index_, index_);
+  }
   return kernels::AttnMask<Mem>::causal(0);
 }
 

@@ -73,7 +73,8 @@ template <class T, class Mem = DeviceMem> class LocalAttention : public Attentio
  private:
   kernels::AttnMask<Mem> mask(const TokenBatch<Mem>& b) const;
   double scale_;
-  long window_;  // > 0: causal sliding window on positions
+  long window_;  // > 0: causal sliding window of this many tokens
+  mutable Kokkos::View<long*, Layout, Mem> index_;  // 0..s-1, the window's token order
 };
 
 // Attention chosen per layer: the sliding-window layers of the model
