@@ -29,7 +29,8 @@ double collective_time(const Cluster& c, int P, double total) {
 
 }  // namespace
 
-StepResult simulate_step(const Cluster& c, const Calibration& k, const StepConfig& s) {
+StepResult simulate_step(const Cluster& cluster, const Calibration& k, const StepConfig& s) {
+  const Cluster c = cluster.shared_by(s.P);  // attention_cost below shares the unshared cluster itself
   const ModelShape& m = s.model;
   BURST_CHECK_CONFIG(s.policy == "keep" || s.policy == "full" || s.policy == "whole" || s.policy == "half", "--policy '", s.policy,
                      "': expected keep, full, whole or half");
@@ -40,7 +41,7 @@ StepResult simulate_step(const Cluster& c, const Calibration& k, const StepConfi
   const int P = s.P;
   const double tok = s.S / P, L = double(m.layers), h = double(m.hidden), V = double(m.vocab);
   const AttnProblem ap{P, s.S, m.heads, m.kv_heads, m.head_dim};
-  const AttnCost at = attention_cost(c, s.attn, ap);
+  const AttnCost at = attention_cost(cluster, s.attn, ap);
   StepResult r;
   r.attention = at.describe;
 
