@@ -122,6 +122,8 @@ Calibration load_calibration(const std::string& file) {
   k.lm_fused_bytes_per_logit = num(t, "lm_head.fused_bytes_per_logit", file, 0, 1e3);
   k.lm_unfused_bytes_per_logit = num(t, "lm_head.unfused_bytes_per_logit", file, 0, 1e3);
   k.lm_unfused_mem_per_logit = num(t, "lm_head.unfused_memory_bytes_per_logit", file, 0, 1e3);
+  k.lm_inplace_bytes_per_logit = num(t, "lm_head.inplace_ce_bytes_per_logit", file, 0, 1e3);
+  k.lm_inplace_mem_per_logit = num(t, "lm_head.inplace_ce_memory_bytes_per_logit", file, 0, 1e3);
   k.lm_chunk_tokens = num(t, "lm_head.chunk_tokens", file, 1, 1e9);
   k.opt_gpu_bytes_per_param = num(t, "optimizer.gpu_bytes_per_param", file, 0, 1e3);
   k.opt_cpu_bytes_per_param = num(t, "optimizer.cpu_bytes_per_param", file, 0, 1e3);

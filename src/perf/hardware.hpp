@@ -66,6 +66,8 @@ struct Calibration {
   double lm_fused_bytes_per_logit = 0;    // HBM traffic per logit element, fused chunked loss
   double lm_unfused_bytes_per_logit = 0;  // HBM traffic per logit element, plain logits + cross-entropy
   double lm_unfused_mem_per_logit = 0;    // peak extra bytes per logit element, plain
+  double lm_inplace_bytes_per_logit = 0;  // HBM traffic per logit, plain logits + in-place cross-entropy (flash-attn)
+  double lm_inplace_mem_per_logit = 0;    // peak extra bytes per logit element, same
   double lm_chunk_tokens = 0;      // fused loss chunk
   double opt_gpu_bytes_per_param = 0;     // AdamW on the GPU: HBM bytes per parameter
   double opt_cpu_bytes_per_param = 0;     // CPU Adam: host memory bytes per parameter
