@@ -65,6 +65,8 @@ def elementwise_passes(d, kpath, template):
     share = min(1.0, C.last_cpu_share)
     with h5py.File(log_h5, "r") as f:
         step_s = float(np.median(f["log/seconds"][1:]))
+        if "log/cpu_seconds" in f:  # the timed steps' own CPU share
+            share = min(1.0, float(np.median(f["log/cpu_seconds"][1:] / f["log/seconds"][1:])))
     preds = []
     for passes in (0.0, 1.0):
         with open(kpath, "w") as f:
@@ -105,8 +107,10 @@ def main():
     with h5py.File(a_h5, "r") as f:
         seq = f["attention/seq"][:].astype(float)
         tf, tb = f["attention/fwd_seconds"][:], f["attention/bwd_seconds"][:]
+        # per point: the CPU share of the timed rounds themselves (else the whole run's)
+        point_share = np.minimum(1.0, f["attention/cpu_share"][:]) if "attention/cpu_share" in f else np.full(len(seq), share_attn)
     F = 4 * seq ** 2 / 2 * HEADS * D
-    comb = 3.5 * F / (tf + tb) / share_attn
+    comb = 3.5 * F / (tf + tb) / point_share
     # 1 / rate = 1 / r_inf + (t0 / r_inf) / t: a straight line in 1/t.
     A = np.vstack([np.ones_like(seq), 1 / seq]).T
     (a0, a1), *_ = np.linalg.lstsq(A, 1 / comb, rcond=None)
@@ -136,7 +140,7 @@ hbm_tb_per_s = {bw / 1e12:.6g}     # measured: 64 MiB copy, read + write
 memory_gib = 16
 
 [attention]
-rate_inf_tflops = {r_inf / 1e12:.6g}   # measured fit: bench attention {HEADS}x{D} causal at t = {ATTN_SEQ}, per CPU-second (share {share_attn:.2f})
+rate_inf_tflops = {r_inf / 1e12:.6g}   # measured fit: bench attention {HEADS}x{D} causal at t = {ATTN_SEQ}, per CPU-second (shares {', '.join(f'{x:.2f}' for x in point_share)})
 t0_tokens = {t0:.6g}
 fwd_over_bwd = {fwd_over_bwd:.4g}    # measured: median fwd / bwd rate (2.5x convention)
 
@@ -172,6 +176,7 @@ cores = {cores}                 # ranks of a run share these cores (one OpenMP t
         f["attention_fwd_s"] = tf
         f["attention_bwd_s"] = tb
         f["attention_combined_gflops"] = comb / 1e9
+        f["attention_cpu_share"] = point_share
         f["attention_fit_gflops"] = r_inf * seq / (seq + t0) / 1e9
         f.attrs["attn_rate_inf_gflops"] = r_inf / 1e9
         f.attrs["attn_t0_tokens"] = t0

@@ -104,13 +104,16 @@ def run_train(name, cfg, runs, out):
         wall = C.mpiexec(P, ["train"] + C.set_args(keys), os.path.join(wd, f"{label}.log"), gpus_per_node=G)
         with h5py.File(log_h5, "r") as f:
             secs = np.array(f["log/seconds"][:], dtype=float)
+            cpu = np.array(f["log/cpu_seconds"][:], dtype=float) if "log/cpu_seconds" in f else None
             meas_mem = {k[len("mem_peak_"):]: float(f["log/" + k][0]) for k in f["log"].keys() if k.startswith("mem_peak_")}
             model_mem = {k[len("mem_model_"):]: float(v) for k, v in f.attrs.items() if k.startswith("mem_model_")}
             phases = {k[len("time_"):]: float(np.median(f["log/" + k][1:])) for k in f["log"].keys() if k.startswith("time_")}
         measured = float(np.median(secs[1:])) if len(secs) > 1 else float(secs[0])
         pred_h5 = os.path.join(wd, f"{label}_pred.h5")
         sargs = sim_args_train(keys, P, G, model_abs)
-        share = C.last_cpu_share
+        # CPU seconds per wall second of the timed steps (rank 0's), else the whole run's (all ranks)
+        share = float(np.median(cpu[1:] / secs[1:])) if cpu is not None and len(secs) > 1 else C.last_cpu_share
+        share_run = C.last_cpu_share
         # Nominal: the machine's cores to this run alone. Load-aware: the cores
         # this run's ranks actually got (CPU seconds per wall second, summed).
         C.simulate(sargs, pred_h5)
@@ -127,7 +130,7 @@ def run_train(name, cfg, runs, out):
                    error_nominal=C.rel_err(nominal, measured), steps=len(secs), wall_s=wall,
                    measured_tokens_per_s_per_rank=S / measured / P, predicted_tokens_per_s_per_rank=S / predicted / P,
                    measured_mem_bytes=sum(meas_mem.values()), model_mem_bytes=sum(model_mem.values()),
-                   calibration_point=int(r.get("calibration_point", 0)), cpu_share=share,
+                   calibration_point=int(r.get("calibration_point", 0)), cpu_share=share, cpu_share_run=share_run,
                    load_average=os.getloadavg()[0])
         # The engine's analytic model covers parameters, gradients, optimizer and
         # activations; the attention method's buffers (comm, workspace) it
@@ -183,6 +186,8 @@ def run_attention(name, cfg, runs, out):
             for cname in cases:
                 a = {k: (v.decode() if isinstance(v, bytes) else v) for k, v in f[cname].attrs.items()}
                 meth, layout, mask, ring = a["method"], a["layout"], a["mask"], a["ring"]
+                # the cores this case got (per-case CPU accounting of the bench), else the whole run's
+                case_share = float(a["cpu_share"]) if "cpu_share" in a else share
                 S, win = int(a["seq"]), int(a["window"])
                 measured = float(a["total_s_median"])
                 sargs = ["--model", model_json, "--seq", str(S), "--gpus", str(P), "--gpus-per-node", str(G or P),
@@ -208,7 +213,7 @@ def run_attention(name, cfg, runs, out):
                     C.simulate(sargs, ph5)
                     p = read_pred(ph5, "attention")
                     nominal = float(p["fwd_s"]) + float(p["bwd_s"])
-                    pred_txt = C.simulate(sargs + ["--host-cores", f"{share * P:.4f}"], ph5)
+                    pred_txt = C.simulate(sargs + ["--host-cores", f"{case_share * P:.4f}"], ph5)
                     p = read_pred(ph5, "attention")
                     predicted = float(p["fwd_s"]) + float(p["bwd_s"])
                     pred_gf = float(p["gflops_per_rank"])
@@ -216,7 +221,7 @@ def run_attention(name, cfg, runs, out):
                            ring=ring, seq=S, window=win, measured_step_s=measured, predicted_step_s=predicted,
                            error=C.rel_err(predicted, measured) if not why else float("nan"),
                            predicted_nominal_step_s=nominal, error_nominal=C.rel_err(nominal, measured) if not why else float("nan"),
-                           cpu_share=share, load_average=os.getloadavg()[0],
+                           cpu_share=case_share, load_average=os.getloadavg()[0],
                            measured_gflops_per_rank=float(a["tflops_per_rank"]) * 1e3, predicted_gflops_per_rank=pred_gf,
                            measured_fwd_s=float(a["fwd_s_median"]), measured_bwd_s=float(a["bwd_s_median"]),
                            bytes_sent=float(np.max(f[cname]["bytes_sent"][:])), not_modelled=why,
