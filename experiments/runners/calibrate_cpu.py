@@ -146,7 +146,7 @@ fwd_over_bwd = {fwd_over_bwd:.4g}    # measured: median fwd / bwd rate (2.5x con
 
 [links]
 efficiency = 1.0
-nvlink_gb_per_s = {beta / 1e9:.6g}   # measured: bench pingpong least-squares beta
+nvlink_gb_per_s = {beta / 1e9:.6g}   # measured: bench pingpong, largest message beyond alpha
 nvlink_latency_us = {alpha * 1e6:.4g}  # measured: bench pingpong alpha
 ib_hca_gbit_per_s = {beta * 8 / 1e9:.6g}
 ib_latency_us = {alpha * 1e6:.4g}
