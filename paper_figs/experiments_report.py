@@ -12,6 +12,7 @@ memory vs sequence length, predicted vs measured for every run.
 import argparse
 import glob
 import math
+import textwrap
 import os
 
 import h5py
@@ -131,14 +132,16 @@ def fig_bars(t, out, fname, title):
     axes[0].bar(x + 0.2, t["predicted_step_s"], 0.4, label="model")
     axes[0].set_ylabel("seconds per step")
     axes[0].legend()
-    axes[1].bar(x - 0.2, np.array(t["measured_mem_bytes"]) / MiB, 0.4, label="measured (tracker)")
-    axes[1].bar(x + 0.2, np.array(t["model_mem_bytes"]) / MiB, 0.4, label="engine memory model")
+    mm = np.array(t.get("measured_mem_modelled_bytes", t["measured_mem_bytes"])) / MiB
+    axes[1].bar(x - 0.27, np.array(t["measured_mem_bytes"]) / MiB, 0.27, label="measured, all (incl. method buffers)", color="C7")
+    axes[1].bar(x, mm, 0.27, label="measured, categories the model covers", color="C0")
+    axes[1].bar(x + 0.27, np.array(t["model_mem_bytes"]) / MiB, 0.27, label="engine memory model", color="C1")
     axes[1].set_ylabel("peak memory per rank, MiB")
-    axes[1].legend()
+    axes[1].legend(fontsize=9)
     for ax in axes:
         ax.set_xticks(x)
         ax.set_xticklabels(t["label"], rotation=25, ha="right")
-    fig.suptitle(title)
+    fig.suptitle(textwrap.fill(title, 110), fontsize=11)
     fig.tight_layout()
     fig.savefig(os.path.join(out, fname), dpi=110)
     plt.close(fig)
@@ -162,15 +165,17 @@ def fig_scaling(t, out):
 
 
 def fig_attention(t, out, fname, title):
-    labels = [f"{m}\n{l} {k}\nS={int(s)}" for m, l, k, s in zip(t["method"], t["layout"], t["mask"], t["seq"])]
+    short = {"contiguous": "contig.", "document": "doc.", "zigzag": "zigzag", "striped": "striped"}
+    labels = [f"{m}\n{short.get(l, l)}\n{short.get(k, k)}\nS={int(s)}" for m, l, k, s in
+              zip(t["method"], t["layout"], t["mask"], t["seq"])]
     x = np.arange(len(labels))
-    fig, ax = plt.subplots(figsize=(max(8, 0.9 * len(labels)), 5.5))
+    fig, ax = plt.subplots(figsize=(max(9, 1.15 * len(labels)), 6))
     ax.bar(x - 0.2, t["measured_gflops_per_rank"], 0.4, label="measured")
     ax.bar(x + 0.2, np.nan_to_num(np.array(t["predicted_gflops_per_rank"], dtype=float)), 0.4, label="model (0: not modelled)")
     ax.set_xticks(x)
-    ax.set_xticklabels(labels, fontsize=8)
-    ax.set_ylabel("fwd+bwd GFLOP/s per rank (paper convention, visible area)")
-    ax.set_title(title)
+    ax.set_xticklabels(labels, fontsize=9)
+    ax.set_ylabel("fwd+bwd GFLOP/s per rank\n(paper convention, visible area)")
+    ax.set_title(textwrap.fill(title, 90), fontsize=11)
     ax.legend()
     fig.tight_layout()
     fig.savefig(os.path.join(out, fname), dpi=110)
@@ -182,13 +187,18 @@ def fig_memory(t, out):
     for pol, c in (("keep", "C0"), ("whole", "C1")):
         i = [j for j in range(len(t["label"])) if t["policy"][j] == pol]
         S = [t["seq"][j] for j in i]
-        ax.plot(S, [t["measured_mem_bytes"][j] / MiB for j in i], "o-", color=c, label=f"{pol}: measured")
+        mm = t.get("measured_mem_modelled_bytes", t["measured_mem_bytes"])
+        ax.plot(S, [t["measured_mem_bytes"][j] / MiB for j in i], "^:", color=c, label=f"{pol}: measured, all")
+        ax.plot(S, [mm[j] / MiB for j in i], "o-", color=c, label=f"{pol}: measured, modelled categories")
         ax.plot(S, [t["model_mem_bytes"][j] / MiB for j in i], "s--", color=c, label=f"{pol}: engine memory model")
     ax.set_xscale("log", base=2)
+    seqs = sorted(set(int(x) for x in t["seq"]))
+    ax.set_xticks(seqs)
+    ax.set_xticklabels([str(x) for x in seqs])
     ax.set_xlabel("sequence length (tokens, 4 ranks)")
     ax.set_ylabel("peak memory per rank, MiB")
-    ax.set_title("Memory vs sequence length (burst)")
-    ax.legend()
+    ax.set_title("Memory vs sequence length (burst, 4 ranks)")
+    ax.legend(fontsize=9)
     fig.tight_layout()
     fig.savefig(os.path.join(out, "exp_memory_vs_seq.png"), dpi=110)
     plt.close(fig)
