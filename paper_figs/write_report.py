@@ -10,6 +10,7 @@ import argparse
 import datetime
 import os
 import socket
+import tomllib
 
 import h5py
 
@@ -35,15 +36,18 @@ def main():
             A = f.attrs
             L += ["## This machine as the model sees it (measured in this run, before any comparison)", "",
                   "| constant | value | from |", "|---|---|---|",
-                  f"| GEMM rate per thread | {float(f['gemm_gflops'][:].mean()):.2f} GFLOP/s | `burst bench gemm`, n = 128, 256 |",
-                  f"| attention rate curve | r_inf {A['attn_rate_inf_gflops']:.3f} GFLOP/s, t0 {A['attn_t0_tokens']:.0f} tokens, "
+                  f"| GEMM rate per CPU-second | {tomllib.loads(A['cluster_toml'])['gpu']['peak_bf16_tflops'] * 1e3:.2f} GFLOP/s "
+                  f"(measured {', '.join(f'{g:.1f}' for g in f['gemm_gflops'][:])} at CPU share {A.get('cpu_share_gemm', float('nan')):.2f}) "
+                  f"| `burst bench gemm`, n = 128, 256 |",
+                  f"| attention rate curve (per CPU-second) | r_inf {A['attn_rate_inf_gflops']:.3f} GFLOP/s, t0 {A['attn_t0_tokens']:.0f} tokens, "
                   f"fwd/bwd {A['attn_fwd_over_bwd']:.3f} | `burst bench attention` 8 x 16 causal at "
                   f"{', '.join(str(int(s)) for s in f['attention_seq'][:])} tokens |",
                   f"| MPI alpha, beta | {A['mpi_alpha_s'] * 1e6:.1f} us, {A['mpi_beta_bytes_per_s'] / 1e9:.2f} GB/s | `burst bench pingpong` |",
                   f"| memory bandwidth | {A['mem_bandwidth_bytes_per_s'] / 1e9:.1f} GB/s | 64 MiB copy |",
                   f"| elementwise passes | {A['elementwise_passes']:.1f} | one-rank train step, {int(A['elementwise_seq'])} tokens "
                   f"(the analogue of the paper's one-GPU point) |" if "elementwise_passes" in A.keys() else "",
-                  f"| cores shared by the ranks | {A['cores']} | os.cpu_count() |", ""]
+                  f"| cores shared by the ranks | {A['cores']} | os.cpu_count(); each run is predicted with the share of them it got "
+                  f"(CPU seconds per wall second, kernel accounting) |", ""]
     L += ["## Part 1: the paper's scale (model) vs published", "",
           "Figures: `simulate/*.png`. Acceptance: tokens/s within 15%, BurstEngine's memory within 10%, OOM where "
           "the paper saw OOM; misses are marked by their error.", ""]
