@@ -105,6 +105,7 @@ def run_train(name, cfg, runs, out):
         with h5py.File(log_h5, "r") as f:
             secs = np.array(f["log/seconds"][:], dtype=float)
             cpu = np.array(f["log/cpu_seconds"][:], dtype=float) if "log/cpu_seconds" in f else None
+            wait = np.array(f["log/comm_wait_seconds"][:], dtype=float) if "log/comm_wait_seconds" in f else None
             meas_mem = {k[len("mem_peak_"):]: float(f["log/" + k][0]) for k in f["log"].keys() if k.startswith("mem_peak_")}
             model_mem = {k[len("mem_model_"):]: float(v) for k, v in f.attrs.items() if k.startswith("mem_model_")}
             phases = {k[len("time_"):]: float(np.median(f["log/" + k][1:])) for k in f["log"].keys() if k.startswith("time_")}
@@ -135,6 +136,8 @@ def run_train(name, cfg, runs, out):
         # The engine's analytic model covers parameters, gradients, optimizer and
         # activations; the attention method's buffers (comm, workspace) it
         # leaves to the tracker. Compare like with like.
+        # rank 0's time blocked in waits and blocking collectives per step (median after the first)
+        row["measured_comm_wait_s"] = float(np.median(wait[1:])) if wait is not None and len(wait) > 1 else float("nan")
         row["measured_mem_modelled_bytes"] = sum(v for k, v in meas_mem.items() if k in model_mem)
         row["mem_error"] = (C.rel_err(row["model_mem_bytes"], row["measured_mem_modelled_bytes"])
                             if row["model_mem_bytes"] else float("nan"))
