@@ -11,6 +11,7 @@
 #include "kernels/attention.hpp"
 
 #include <algorithm>
+#include <ctime>
 #include <cmath>
 #include <cstdio>
 #include <random>
@@ -63,7 +64,15 @@ int cmd_bench_attention(Runtime& rt, const BenchGemmOptions& opt) {
   const kernels::AttnTiles tiles{cfg.get_int("bench.tile"), cfg.get_int("bench.tile")};
   const double peak = cfg.get_real("bench.peak_gflops");
   const auto& seqs = cfg.get_int_list("bench.seq");
-  std::vector<double> tf, tb, gf, gb;
+  std::vector<double> tf, tb, gf, gb, share;
+  // CPU seconds of this process per wall second over the timed rounds: below
+  // 1 when other jobs share the machine (the experiment runners' calibration
+  // divides rates by it: rates per CPU-second).
+  auto cpu_now = [] {
+    timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return double(ts.tv_sec) + 1e-9 * double(ts.tv_nsec);
+  };
   std::vector<std::int64_t> sz(seqs.begin(), seqs.end());
   if (rt.rank() == 0)
     std::printf("flash attention (portable kernel), float, %ld heads (kv %ld) x %ld, %s, on %s\n%8s %10s %10s %12s %12s %8s\n", n,
@@ -84,7 +93,9 @@ int cmd_bench_attention(Runtime& rt, const BenchGemmOptions& opt) {
     const auto mask = causal ? kernels::AttnMask<Mem>::causal(0) : kernels::AttnMask<Mem>::none();
     const float scale = 1.0f / std::sqrt(float(d));
     std::vector<double> f, b;
+    double cpu_sum = 0, wall_sum = 0;
     for (int r = 0; r <= reps; ++r) {  // first round is warm-up
+      const double c0 = cpu_now();
       Timer t;
       kernels::flash_attention_forward<float, Mem>(q, k, v, mask, scale, o, lse, tiles);
       Kokkos::fence();
@@ -92,8 +103,9 @@ int cmd_bench_attention(Runtime& rt, const BenchGemmOptions& opt) {
       kernels::attention_backward_rowsum<float, Mem>(dout, o, D);
       kernels::flash_attention_backward<float, Mem>(q, k, v, dout, lse, D, mask, scale, dq, dk, dv, false, tiles);
       Kokkos::fence();
-      if (r > 0) f.push_back(t1), b.push_back(t.seconds() - t1);
+      if (r > 0) f.push_back(t1), b.push_back(t.seconds() - t1), cpu_sum += cpu_now() - c0, wall_sum += t.seconds();
     }
+    share.push_back(wall_sum > 0 ? cpu_sum / wall_sum / double(Kokkos::DefaultExecutionSpace::concurrency()) : 1.0);
     std::sort(f.begin(), f.end());
     std::sort(b.begin(), b.end());
     const double fwd_flops = 4.0 * double(S) * double(S) * double(n) * double(d) * (causal ? 0.5 : 1.0);
@@ -111,6 +123,7 @@ int cmd_bench_attention(Runtime& rt, const BenchGemmOptions& opt) {
     h.write("attention/bwd_seconds", tb);
     h.write("attention/fwd_gflops", gf);
     h.write("attention/bwd_gflops", gb);
+    h.write("attention/cpu_share", share);
     h.set_attr("/", "benchmark", std::string("attention"));
     h.set_attr("/", "kernel", std::string("portable flash attention (kernels/attention.hpp)"));
     h.set_attr("/", "execution_space", std::string(Kokkos::DefaultExecutionSpace::name()));

@@ -27,6 +27,7 @@
 #include "parallel/attention_method.hpp"
 
 #include <algorithm>
+#include <ctime>
 #include <cmath>
 #include <cstdio>
 #include <random>
@@ -208,7 +209,18 @@ template <class T> int run_all(Runtime& rt, const Config& cfg, const std::string
       continue;
     }
     auto world = Communicator::create(rt.world(), "world");
+    // CPU seconds per wall second of this rank over the timed case: below 1
+    // when ranks share cores with each other or with other jobs (the
+    // experiment runners predict each case with the cores it got).
+    auto cpu_now = [] {
+      timespec ts;
+      clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+      return double(ts.tv_sec) + 1e-9 * double(ts.tv_nsec);
+    };
+    const double cpu0 = cpu_now();
+    Timer case_wall;
     const Timing total = time_method<T>(rt, ao, pb, *world, warmup, reps);
+    const double cpu_share_rank = (cpu_now() - cpu0) / std::max(1e-9, case_wall.seconds());
     Timing compute;
     {
       auto none = Communicator::null(rt.world(), "null");
@@ -227,6 +239,7 @@ template <class T> int run_all(Runtime& rt, const Config& cfg, const std::string
     const auto bytes = gather(rt, total.bytes), analytic = gather(rt, total.analytic);
     const auto exposed = gather(rt, total.exposed);
     const auto comm_bytes = gather(rt, comm.bytes);
+    const auto shares = gather(rt, cpu_share_rank);
     const auto stable = gather(rt, int(total.bytes_stable && comm.bytes == total.bytes));
     if (rt.rank() == 0) {
       bool ok = true;
@@ -266,6 +279,9 @@ template <class T> int run_all(Runtime& rt, const Config& cfg, const std::string
       h5->set_attr(g, "tflops_per_rank_bwd", tflops_bwd);
       h5->set_attr(g, "tflops_per_rank", tflops);
       h5->set_attr(g, "overlap_ratio", overlap);
+      double share_sum = 0;
+      for (double x : shares) share_sum += x;
+      h5->set_attr(g, "cpu_share", share_sum / double(P));
       h5->set_attr(g, "bytes_match_schedule", std::int64_t(ok));
     }
   }

@@ -21,6 +21,9 @@ int cmd_bench_gemm(Runtime& rt, const BenchGemmOptions& opt);
 int cmd_bench_attention(Runtime& rt, const BenchGemmOptions& opt);
 // Its distributed part (bench.methods given): bench_attention_dist.cpp.
 int bench_attention_methods(Runtime& rt, const Config& cfg, const std::string& output);
+// MPI alpha-beta between ranks 0 and 1 (--config, --set, --output).
+int cmd_bench_pingpong(Runtime& rt, const BenchGemmOptions& opt);
+void fit_alpha_beta(const std::vector<double>& bytes, const std::vector<double>& t, double* alpha, double* beta);
 
 struct AttnCheckOptions {
   std::string method = "burst", layout = "zigzag", mask = "causal", ring = "auto", backward = "auto";

@@ -41,6 +41,11 @@ int main(int argc, char** argv) {
   attn->add_option("--config", attn_opt.config, "TOML run file with a [bench] table")->check(CLI::ExistingFile);
   attn->add_option("--set", attn_opt.sets, "override a key: --set bench.seq=[512,1024]");
   attn->add_option("--output", attn_opt.output, "HDF5 output (default: bench.output)");
+  cli::BenchGemmOptions pp_opt;
+  auto* pp = bench->add_subcommand("pingpong", "MPI one-way time between ranks 0 and 1 per message size, alpha-beta fit");
+  pp->add_option("--config", pp_opt.config, "TOML run file with a [bench] table")->check(CLI::ExistingFile);
+  pp->add_option("--set", pp_opt.sets, "override a key: --set bench.bytes=[8,65536]");
+  pp->add_option("--output", pp_opt.output, "HDF5 output (default: bench.output)");
 
   cli::AttnCheckOptions ac;
   int ranks_per_node = 0;
@@ -88,6 +93,9 @@ int main(int argc, char** argv) {
   sim->add_option("--fused-loss", so.fused_loss, "on | off")->capture_default_str();
   sim->add_option("--zero", so.zero, "ZeRO stage 0-3 over all GPUs")->capture_default_str();
   sim->add_option("--offload", so.offload, "optimizer on the host (CPU Adam): on | off")->capture_default_str();
+  sim->add_option("--gpus-per-node", so.gpus_per_node, "override the cluster's ranks per node (emulated nodes, BURST_GPUS_PER_NODE)");
+  sim->add_option("--host-cores", so.host_cores, "CPU clusters: cores the ranks share (override host.cores; may be fractional)");
+  sim->add_flag("--attention-only", so.attention_only, "one layer's distributed attention, fwd + bwd (burst bench attention's case)");
   sim->add_option("--table", so.table, "paper (every table of the paper) | calibration (the calibration points)");
   sim->add_option("--output", so.output, "HDF5 output");
   sim->add_option("--data-dir", so.data_dir, "directory holding clusters/ and perf_calibration.toml (default: the source tree's experiments/)");
@@ -157,6 +165,7 @@ int main(int argc, char** argv) {
     if (*info) rc = cli::cmd_info(*rt);
     else if (*gemm) rc = cli::cmd_bench_gemm(*rt, gemm_opt);
     else if (*attn) rc = cli::cmd_bench_attention(*rt, attn_opt);
+    else if (*pp) rc = cli::cmd_bench_pingpong(*rt, pp_opt);
     else if (*chk) rc = cli::cmd_attn_check(*rt, ac);
     else if (*impc) rc = cli::cmd_import_hf(*rt, imp);
     else if (*expc) rc = cli::cmd_export_hf(*rt, exp);

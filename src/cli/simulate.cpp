@@ -319,6 +319,11 @@ int cmd_simulate(const SimulateOptions& o) {
   const std::string dir = o.data_dir.empty() ? default_data_dir() : o.data_dir;
   Ctx x;
   x.cl = load_cluster(o.cluster, dir);
+  if (o.gpus_per_node > 0) {
+    BURST_CHECK_CONFIG(o.gpus_per_node <= 4096, "--gpus-per-node ", o.gpus_per_node, " is out of range");
+    x.cl.gpus_per_node = o.gpus_per_node;
+  }
+  if (o.host_cores > 0) x.cl.host_cores = o.host_cores;
   x.k = load_calibration(o.calibration.empty() ? dir + "/perf_calibration.toml" : o.calibration);
   BURST_CHECK_CONFIG(o.table.empty() || o.table == "paper" || o.table == "calibration", "--table '", o.table,
                      "': expected paper or calibration");
@@ -371,6 +376,35 @@ int cmd_simulate(const SimulateOptions& o) {
   s.fused_loss = on_off(o.fused_loss, "--fused-loss");
   s.zero = o.zero;
   s.offload = on_off(o.offload, "--offload");
+  if (o.attention_only) {
+    const AttnProblem p{s.P, s.S, s.model.heads, s.model.kv_heads, s.model.head_dim};
+    const AttnCost a = attention_cost(x.cl, s.attn, p);
+    const double area = visible_area(s.S, s.attn.causal, double(s.attn.window));
+    const double gflops = 3.5 * 4 * area * double(p.n * p.d) / p.P / (a.fwd.time + a.bwd.time) / 1e9;
+    std::printf("%s, %s tokens on %d x %s, heads %ld (kv %ld) x %ld: %s\n  fwd %.5f s (compute %.5f), bwd %.5f s (compute %.5f), "
+                "%.3f GFLOP/s per rank (paper convention, visible area)\n",
+                s.model.name.c_str(), seq_label(s.S).c_str(), s.P, x.cl.name.c_str(), p.n, p.nkv, p.d, a.describe.c_str(), a.fwd.time,
+                a.fwd.compute, a.bwd.time, a.bwd.compute, gflops);
+    if (!o.output.empty()) {
+      io::H5File f = io::H5File::create(o.output);
+      f.set_attr("/", "cluster", x.cl.name);
+      f.set_attr("/", "cluster_file", x.cl.file);
+      f.create_group("attention");
+      f.set_attr("attention", "method", s.attn.method);
+      f.set_attr("attention", "describe", a.describe);
+      f.set_attr("attention", "seq", s.S);
+      f.set_attr("attention", "gpus", s.P);
+      f.set_attr("attention", "fwd_s", a.fwd.time);
+      f.set_attr("attention", "bwd_s", a.bwd.time);
+      f.set_attr("attention", "fwd_compute_s", a.fwd.compute);
+      f.set_attr("attention", "bwd_compute_s", a.bwd.compute);
+      f.set_attr("attention", "bytes_per_rank", a.fwd.bytes_intra + a.fwd.bytes_inter + a.bwd.bytes_intra + a.bwd.bytes_inter +
+                                                    a.fwd.a2a_bytes + a.bwd.a2a_bytes);
+      f.set_attr("attention", "gflops_per_rank", gflops);
+      f.set_attr("attention", "host_cores", x.cl.host_cores);
+    }
+    return 0;
+  }
   const StepResult r = simulate_step(x.cl, x.k, s);
   print_result(s, r, x.cl);
   if (!o.output.empty()) {
@@ -379,6 +413,7 @@ int cmd_simulate(const SimulateOptions& o) {
     f.set_attr("/", "cluster_file", x.cl.file);
     f.set_attr("/", "calibration_file", x.k.file);
     write_prediction(f, "run", s, r);
+    f.set_attr("run", "host_cores", x.cl.host_cores);
     std::printf("wrote %s\n", o.output.c_str());
   }
   return 0;

@@ -11,6 +11,9 @@ struct SimulateOptions {
   std::string placement = "head-first", partial = "fp32", mask = "causal";
   int gpus = 32, hp = 0, inner = 0, zero = 3;
   long window = 0;
+  int gpus_per_node = 0;
+  double host_cores = 0;       // > 0: override the cluster's host.cores (cores a CPU run actually had)       // > 0: override the cluster's (emulated nodes on one host)
+  bool attention_only = false; // time one layer's distributed attention (fwd + bwd) instead of a step
   std::string table, output, data_dir, calibration;
 };
 int cmd_simulate(const SimulateOptions& o);

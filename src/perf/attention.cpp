@@ -258,8 +258,9 @@ void validate_attention(const AttnConfig& a, const AttnProblem& p, int G) {
   }
 }
 
-AttnCost attention_cost(const Cluster& c, const AttnConfig& a, const AttnProblem& p) {
-  validate_attention(a, p, c.gpus_per_node);
+AttnCost attention_cost(const Cluster& cluster, const AttnConfig& a, const AttnProblem& p) {
+  validate_attention(a, p, cluster.gpus_per_node);
+  const Cluster c = cluster.shared_by(p.P);
   const int P = p.P, G = c.gpus_per_node;
   const double s = p.S / P, nd = double(p.n) * double(p.d), kvd = double(p.nkv) * double(p.d);
   std::vector<int> world(static_cast<size_t>(P), 0);

@@ -22,6 +22,14 @@ double Cluster::attn_rate_bwd(double t) const {
   const double k = attn_fwd_over_bwd, rb = (1.0 / k + 2.5) / 3.5;
   return attn_rate(t) * rb;
 }
+Cluster Cluster::shared_by(int P) const {
+  Cluster c = *this;
+  if (host_cores > 0 && double(P) > host_cores) {
+    const double f = host_cores / double(P);
+    c.gemm_fraction *= f, c.attn_rate_inf *= f, c.hbm_bw *= f, c.host_mem_bw *= f;
+  }
+  return c;
+}
 Link Cluster::ib_all_gpus() const {
   return {ib_latency, std::min(ib_hca_bw, hcas_per_node * ib_hca_bw / gpus_per_node) * link_efficiency};
 }
@@ -84,11 +92,11 @@ Cluster load_cluster(const std::string& name_or_path, const std::string& dir) {
   c.name = t["name"].value_or(name_or_path);
   c.gpus_per_node = int(num(t, "node.gpus", file, 1, 64));
   c.hcas_per_node = int(num(t, "node.ib_hcas", file, 0, 64));
-  c.peak_flops = num(t, "gpu.peak_bf16_tflops", file, 1, 1e5) * 1e12;
+  c.peak_flops = num(t, "gpu.peak_bf16_tflops", file, 1e-6, 1e5) * 1e12;
   c.gemm_fraction = num(t, "gpu.gemm_fraction", file, 0.01, 1);
-  c.hbm_bw = num(t, "gpu.hbm_tb_per_s", file, 0.01, 1e3) * 1e12;
+  c.hbm_bw = num(t, "gpu.hbm_tb_per_s", file, 1e-6, 1e3) * 1e12;
   c.mem_capacity = num(t, "gpu.memory_gib", file, 1, 1e5) * 1073741824.0;
-  c.attn_rate_inf = num(t, "attention.rate_inf_tflops", file, 1, 1e5) * 1e12;
+  c.attn_rate_inf = num(t, "attention.rate_inf_tflops", file, 1e-9, 1e5) * 1e12;
   c.attn_t0 = num(t, "attention.t0_tokens", file, 0, 1e9);
   c.attn_fwd_over_bwd = num(t, "attention.fwd_over_bwd", file, 0.1, 10);
   c.link_efficiency = num(t, "links.efficiency", file, 0.01, 1);
@@ -99,6 +107,7 @@ Cluster load_cluster(const std::string& name_or_path, const std::string& dir) {
   c.pcie_bw = num(t, "links.pcie_gb_per_s", file, 0.1, 1e5) * 1e9;
   c.pcie_latency = num(t, "links.pcie_latency_us", file, 0, 1e6) * 1e-6;
   c.host_mem_bw = num(t, "host.memory_gb_per_s", file, 0.1, 1e5) * 1e9;
+  if (t.at_path("host.cores")) c.host_cores = num(t, "host.cores", file, 0.01, 1e6);
   return c;
 }
 
@@ -113,6 +122,8 @@ Calibration load_calibration(const std::string& file) {
   k.lm_fused_bytes_per_logit = num(t, "lm_head.fused_bytes_per_logit", file, 0, 1e3);
   k.lm_unfused_bytes_per_logit = num(t, "lm_head.unfused_bytes_per_logit", file, 0, 1e3);
   k.lm_unfused_mem_per_logit = num(t, "lm_head.unfused_memory_bytes_per_logit", file, 0, 1e3);
+  k.lm_inplace_bytes_per_logit = num(t, "lm_head.inplace_ce_bytes_per_logit", file, 0, 1e3);
+  k.lm_inplace_mem_per_logit = num(t, "lm_head.inplace_ce_memory_bytes_per_logit", file, 0, 1e3);
   k.lm_chunk_tokens = num(t, "lm_head.chunk_tokens", file, 1, 1e9);
   k.opt_gpu_bytes_per_param = num(t, "optimizer.gpu_bytes_per_param", file, 0, 1e3);
   k.opt_cpu_bytes_per_param = num(t, "optimizer.cpu_bytes_per_param", file, 0, 1e3);

@@ -32,6 +32,15 @@ struct Cluster {
   int hcas_per_node = 0;
   double pcie_bw = 0, pcie_latency = 0;      // GPU <-> host, one direction
   double host_mem_bw = 0;                    // the node's CPU memory bandwidth (CPU Adam)
+  // CPU machines (optional key host.cores): every rank of a run shares these
+  // cores (ranks of one host, one thread each), so with P ranks each rank
+  // computes at min(1, cores / P) of its single-core rates. 0: one device
+  // per rank (GPUs), nothing shared.
+  double host_cores = 0;  // may be fractional: the cores a run actually got (other jobs on the host)
+
+  // This cluster as seen by one of P ranks: compute rates (GEMM, attention,
+  // memory passes) divided among the host's cores when P exceeds them.
+  Cluster shared_by(int P) const;
 
   double gemm_rate() const { return peak_flops * gemm_fraction; }
   double attn_rate(double t) const { return attn_rate_inf * t / (t + attn_t0); }
@@ -57,6 +66,8 @@ struct Calibration {
   double lm_fused_bytes_per_logit = 0;    // HBM traffic per logit element, fused chunked loss
   double lm_unfused_bytes_per_logit = 0;  // HBM traffic per logit element, plain logits + cross-entropy
   double lm_unfused_mem_per_logit = 0;    // peak extra bytes per logit element, plain
+  double lm_inplace_bytes_per_logit = 0;  // HBM traffic per logit, plain logits + in-place cross-entropy (flash-attn)
+  double lm_inplace_mem_per_logit = 0;    // peak extra bytes per logit element, same
   double lm_chunk_tokens = 0;      // fused loss chunk
   double opt_gpu_bytes_per_param = 0;     // AdamW on the GPU: HBM bytes per parameter
   double opt_cpu_bytes_per_param = 0;     // CPU Adam: host memory bytes per parameter

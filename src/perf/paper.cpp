@@ -35,6 +35,10 @@ std::vector<Framework> paper_frameworks(int P) {
     f[size_t(i)].config.policy = "full";
     f[size_t(i)].config.fused_loss = false;
   }
+  // LoongTrain runs in InternEvo, whose loss is flash-attn's CrossEntropyLoss
+  // with inplace_backward=True (internlm_init_CrossEntropyLoss): bf16 logits,
+  // the gradient written into them, no fp32 copy.
+  f[1].config.inplace_ce = f[2].config.inplace_ce = true;
   for (auto& x : f) x.config.offload = offload;
   return f;
 }

@@ -29,7 +29,8 @@ double collective_time(const Cluster& c, int P, double total) {
 
 }  // namespace
 
-StepResult simulate_step(const Cluster& c, const Calibration& k, const StepConfig& s) {
+StepResult simulate_step(const Cluster& cluster, const Calibration& k, const StepConfig& s) {
+  const Cluster c = cluster.shared_by(s.P);  // attention_cost below shares the unshared cluster itself
   const ModelShape& m = s.model;
   BURST_CHECK_CONFIG(s.policy == "keep" || s.policy == "full" || s.policy == "whole" || s.policy == "half", "--policy '", s.policy,
                      "': expected keep, full, whole or half");
@@ -40,7 +41,7 @@ StepResult simulate_step(const Cluster& c, const Calibration& k, const StepConfi
   const int P = s.P;
   const double tok = s.S / P, L = double(m.layers), h = double(m.hidden), V = double(m.vocab);
   const AttnProblem ap{P, s.S, m.heads, m.kv_heads, m.head_dim};
-  const AttnCost at = attention_cost(c, s.attn, ap);
+  const AttnCost at = attention_cost(cluster, s.attn, ap);
   StepResult r;
   r.attention = at.describe;
 
@@ -71,7 +72,7 @@ StepResult simulate_step(const Cluster& c, const Calibration& k, const StepConfi
   // ---- LM head and loss (embedding lookup/scatter is elementwise on s x h: folded in)
   const double logits = tok * V, gemm1 = 2 * tok * h * V / c.gemm_rate();
   if (s.fused_loss) r.t_lm_head = k.lm_fused_gemms * gemm1 + logits * k.lm_fused_bytes_per_logit / c.hbm_bw;
-  else r.t_lm_head = 3 * gemm1 + logits * k.lm_unfused_bytes_per_logit / c.hbm_bw;
+  else r.t_lm_head = 3 * gemm1 + logits * (s.inplace_ce ? k.lm_inplace_bytes_per_logit : k.lm_unfused_bytes_per_logit) / c.hbm_bw;
   const double head_params = V * h;  // LM head weight; the embedding is gathered and reduced the same way
   const double head_comm = s.zero >= 3 ? 2 * collective_time(c, P, 2 * head_params) : 0.0;
   const double head_reduce = (s.zero >= 2 ? 2 * collective_time(c, P, 2 * head_params) : 4 * collective_time(c, P, s.grad_bytes * head_params));
@@ -107,11 +108,24 @@ StepResult simulate_step(const Cluster& c, const Calibration& k, const StepConfi
   else add("checkpoints", L * 2 * tok * h);
   const double cache = tok * double(m.heads * m.head_dim) * 2 + tok * double(m.heads) * 4;  // O bf16 + lse fp32
   add("attention_cache", s.policy == "whole" ? L * cache : s.policy == "half" ? L * cache / 2 : 0.0);
-  // The block in backward: its recomputed activations, plus the largest set
-  // of gradient buffers alive at once (MLP intermediates and dx, bf16).
-  add("layer_working", (s.policy == "keep" ? 0.0 : act) + 2 * tok * ((m.gated ? 3 : 2) * double(m.ffn) + 2 * h));
-  add("attention_buffers", at.buffer_bytes);
-  add("lm_head", s.fused_loss ? k.lm_chunk_tokens * V * 4 * 2 + 4 * head_params : logits * k.lm_unfused_mem_per_logit);
+  // The block in backward has two peaks, not one sum: while its MLP runs
+  // backward, the recomputed activations plus the MLP's gradient buffers
+  // (intermediates and dx, bf16); while its attention runs backward (after
+  // the MLP's saved tensors and gradients are freed), what attention and the
+  // projections before it still hold (norm1 out, q k v, rotated q k, dO,
+  // lse, the residual's gradient) plus the method's buffers. Under `whole`
+  // the attention output is the cache's O, not a new buffer (`half`: half of it).
+  const double qd = double(m.heads * m.head_dim), kvd = double(m.kv_heads * m.head_dim);
+  const double o_cached = s.policy == "whole" ? 2 * tok * qd : s.policy == "half" ? tok * qd : 0.0;
+  const double act_layer = s.policy == "keep" ? 0.0 : act - o_cached;
+  const double mlp_peak = act_layer + 2 * tok * ((m.gated ? 3 : 2) * double(m.ffn) + 2 * h);
+  const double attn_held = (s.policy == "keep" ? 0.0 : 2 * tok * (h + (qd + 2 * kvd) + (qd + kvd) + qd) + 4 * tok * double(m.heads)) +
+                           2 * tok * h;
+  const bool attn_wins = attn_held + at.buffer_bytes > mlp_peak;
+  add("layer_working", attn_wins ? attn_held : mlp_peak);
+  add("attention_buffers", attn_wins ? at.buffer_bytes : 0.0);
+  add("lm_head", s.fused_loss ? k.lm_chunk_tokens * V * 4 * 2 + 4 * head_params
+                              : logits * (s.inplace_ce ? k.lm_inplace_mem_per_logit : k.lm_unfused_mem_per_logit));
   double sum = 0;
   for (auto& kv : r.memory) sum += kv.second;
   add("allocator_slack", sum * (k.allocator_slack - 1));

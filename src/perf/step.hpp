@@ -20,6 +20,7 @@ struct StepConfig {
   AttnConfig attn;
   std::string policy = "whole";  // keep | full | whole | half (ALGORITHMS.md section 7)
   bool fused_loss = true;
+  bool inplace_ce = false;       // plain head with flash-attn's cross-entropy (gradient written into the logits)
   int zero = 3;                  // 0..3 over all P ranks
   bool offload = false;          // optimizer state and step on the host (CPU Adam)
   double grad_bytes = 2;         // bytes per gradient element when not sharded (Megatron keeps fp32: 4)

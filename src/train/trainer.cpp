@@ -25,11 +25,20 @@
 #include <map>
 #include <cmath>
 #include <csignal>
+#include <ctime>
 #include <cstdio>
 #include <filesystem>
 #include <limits>
 
 namespace burst {
+
+namespace {
+double process_cpu_seconds() {
+  timespec ts;
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return double(ts.tv_sec) + 1e-9 * double(ts.tv_nsec);
+}
+}  // namespace
 
 ConfigSchema train_schema() {
   ConfigSchema s;
@@ -662,15 +671,20 @@ template <class T> struct TrainerImpl {
       watchdog.arm(step);
       PhaseTimes times;
       MemoryTracker::global().reset_peaks();
+      const double cpu0 = process_cpu_seconds(), wait0 = CommStats::get().wait_seconds();
       Timer t;
       StepStats st = train_step(times);
       const double secs = t.seconds();
+      const double cpu_secs = process_cpu_seconds() - cpu0;  // this rank's CPU time: < secs when cores are shared
+      const double wait_secs = CommStats::get().wait_seconds() - wait0;  // blocked in waits and blocking collectives
       if (!st.nonfinite.empty()) on_nonfinite_step(st, ckpt, log.get(), res);
       ++step;
       res.last_loss = st.loss;
       std::vector<std::pair<std::string, double>> row = {
           {"step", double(step - 1)}, {"loss", st.loss}, {"lr", st.lr}, {"grad_norm", st.grad_norm},
-          {"skipped", st.nonfinite.empty() ? 0.0 : 1.0}, {"seconds", secs}, {"tokens_per_s", double(st.tokens) / secs}};
+          {"skipped", st.nonfinite.empty() ? 0.0 : 1.0}, {"seconds", secs}, {"cpu_seconds", cpu_secs},
+          {"comm_wait_seconds", wait_secs},
+          {"tokens_per_s", double(st.tokens) / secs}};
       const double flops_per_seq = paper_flops(mc, double(seq_len), true);
       const double gflops = flops_per_seq * double(local_batch) / double(mesh->cp) / secs / 1e9;  // per rank
       row.push_back({"gflops_per_rank", gflops});

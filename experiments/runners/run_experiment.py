@@ -1,0 +1,291 @@
+#!/usr/bin/python3
+"""Run one paper experiment at the scale of this machine and write
+experiments/results/exp_<name>.h5.
+
+    /usr/bin/python3 experiments/runners/run_experiment.py <name>    (or scripts/run_experiment.sh <name>)
+
+<name> picks experiments/configs/exp_<name>.toml. Two kinds:
+
+- kind = "train": every run is `mpiexec -n P burst train` for a few steps of
+  the experiments' model (experiments/configs/exp_model.json) on one
+  sequence per step (dp = 1, cp = P); measured = median step time after the
+  first step; predicted = `burst simulate` (src/perf) of the same
+  configuration on this machine's cluster description
+  (experiments/results/calibration/cpu.toml, from calibrate_cpu.py).
+- kind = "attention": `mpiexec -n P burst bench attention` with the
+  distributed methods (forward + backward of one layer's attention), each
+  case predicted by `burst simulate --attention-only`.
+
+The HDF5 file holds the experiment's TOML and the cluster description as
+root attributes and one group per run under runs/ with its settings, the
+measurement and the prediction as attributes, plus flat datasets (label,
+measured, predicted, error) for the figure scripts.
+"""
+import argparse
+import itertools
+import json
+import math
+import os
+import sys
+
+import h5py
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(__file__))
+import common as C  # noqa: E402
+
+SIM_KEYS = {  # train key -> simulate flag (the same names the engine and the model use)
+    "parallel.method": "--method", "parallel.ring": "--ring", "parallel.backward": "--backward",
+    "parallel.partial": "--partial", "parallel.hp": "--hp", "parallel.inner": "--inner",
+    "parallel.placement": "--placement", "parallel.usp_inner": "--usp-inner",
+    "train.activation": "--policy", "train.zero": "--zero",
+}
+
+
+def expand_runs(cfg):
+    """Runs from [[run]] entries and/or a [matrix] (method x seq x ranks)."""
+    runs = []
+    for r in cfg.get("run", []):
+        runs.append(dict(r))
+    m = cfg.get("matrix")
+    if m:
+        extra = cfg.get("methods", {})
+        for method, seq, ranks in itertools.product(m["method"], m["seq"], m["ranks"]):
+            sets = {"parallel.method": method, "train.seq_len": seq}
+            sets.update(extra.get(method, {}))
+            runs.append({"label": f"{method}_S{seq}_np{ranks}", "ranks": ranks, "set": sets})
+    for r in runs:
+        r.setdefault("set", {})
+        r.setdefault("gpus_per_node", 0)
+        if "seq" in r:
+            r["set"]["train.seq_len"] = r["seq"]
+    return runs
+
+
+def sim_args_train(keys, ranks, gpus_per_node, model):
+    a = ["--model", model, "--seq", str(keys["train.seq_len"]), "--gpus", str(ranks),
+         "--gpus-per-node", str(gpus_per_node or ranks), "--offload", "off",
+         "--fused-loss", "on" if int(keys.get("train.loss_chunk", 0)) > 0 else "off"]
+    keys = dict(keys)
+    keys.setdefault("train.zero", 0)
+    keys.setdefault("train.activation", "keep")
+    for k, flag in SIM_KEYS.items():
+        if k in keys:
+            a += [flag, str(keys[k])]
+    w = int(keys.get("train.attention_window", 0))
+    if w > 0:
+        a += ["--mask", "window", "--window", str(w)]
+    return a
+
+
+def read_pred(path, group):
+    with h5py.File(path, "r") as f:
+        return {k: (v.decode() if isinstance(v, bytes) else v) for k, v in f[group].attrs.items()}
+
+
+def run_train(name, cfg, runs, out):
+    base = C.flatten(cfg.get("train", {}))
+    wd = C.work_dir(name)
+    model = base.get("model.config", os.path.join(C.CONFIGS, "exp_model.json"))
+    model_abs = model if os.path.isabs(model) else os.path.join(C.ROOT, model)
+    rows = []
+    for i, r in enumerate(runs):
+        keys = dict(base)
+        keys.update(r["set"])
+        label = r["label"]
+        log_h5 = os.path.join(wd, f"{label}.h5")
+        if os.path.exists(log_h5):
+            os.remove(log_h5)
+        keys["io.run_log"] = log_h5
+        keys["model.config"] = model_abs
+        P, G = int(r["ranks"]), int(r.get("gpus_per_node", 0))
+        keys["parallel.cp"] = P
+        keys["train.batch"] = 1
+        wall = C.mpiexec(P, ["train"] + C.set_args(keys), os.path.join(wd, f"{label}.log"), gpus_per_node=G)
+        with h5py.File(log_h5, "r") as f:
+            secs = np.array(f["log/seconds"][:], dtype=float)
+            cpu = np.array(f["log/cpu_seconds"][:], dtype=float) if "log/cpu_seconds" in f else None
+            wait = np.array(f["log/comm_wait_seconds"][:], dtype=float) if "log/comm_wait_seconds" in f else None
+            meas_mem = {k[len("mem_peak_"):]: float(f["log/" + k][0]) for k in f["log"].keys() if k.startswith("mem_peak_")}
+            model_mem = {k[len("mem_model_"):]: float(v) for k, v in f.attrs.items() if k.startswith("mem_model_")}
+            phases = {k[len("time_"):]: float(np.median(f["log/" + k][1:])) for k in f["log"].keys() if k.startswith("time_")}
+        measured = float(np.median(secs[1:])) if len(secs) > 1 else float(secs[0])
+        pred_h5 = os.path.join(wd, f"{label}_pred.h5")
+        sargs = sim_args_train(keys, P, G, model_abs)
+        # CPU seconds per wall second of the timed steps (rank 0's), else the whole run's (all ranks)
+        share = float(np.median(cpu[1:] / secs[1:])) if cpu is not None and len(secs) > 1 else C.last_cpu_share
+        share_run = C.last_cpu_share
+        # Nominal: the machine's cores to this run alone. Load-aware: the cores
+        # this run's ranks actually got (CPU seconds per wall second, summed).
+        C.simulate(sargs, pred_h5)
+        nominal = float(read_pred(pred_h5, "run")["t_total"])
+        pred_txt = C.simulate(sargs + ["--host-cores", f"{share * P:.4f}"], pred_h5)
+        p = read_pred(pred_h5, "run")
+        predicted = float(p["t_total"])
+        err = C.rel_err(predicted, measured)
+        S = int(keys["train.seq_len"])
+        row = dict(label=label, ranks=P, gpus_per_node=G or P, seq=S, method=keys.get("parallel.method", "burst"),
+                   policy=keys.get("train.activation", "keep"), loss_chunk=int(keys.get("train.loss_chunk", 0)),
+                   window=int(keys.get("train.attention_window", 0)), measured_step_s=measured,
+                   predicted_step_s=predicted, error=err, predicted_nominal_step_s=nominal,
+                   error_nominal=C.rel_err(nominal, measured), steps=len(secs), wall_s=wall,
+                   measured_tokens_per_s_per_rank=S / measured / P, predicted_tokens_per_s_per_rank=S / predicted / P,
+                   measured_mem_bytes=sum(meas_mem.values()), model_mem_bytes=sum(model_mem.values()),
+                   calibration_point=int(r.get("calibration_point", 0)), cpu_share=share, cpu_share_run=share_run,
+                   load_average=os.getloadavg()[0])
+        # The engine's analytic model covers parameters, gradients, optimizer and
+        # activations; the attention method's buffers (comm, workspace) it
+        # leaves to the tracker. Compare like with like.
+        # rank 0's time blocked in waits and blocking collectives per step (median after the first)
+        row["measured_comm_wait_s"] = float(np.median(wait[1:])) if wait is not None and len(wait) > 1 else float("nan")
+        row["measured_mem_modelled_bytes"] = sum(v for k, v in meas_mem.items() if k in model_mem)
+        row["mem_error"] = (C.rel_err(row["model_mem_bytes"], row["measured_mem_modelled_bytes"])
+                            if row["model_mem_bytes"] else float("nan"))
+        rows.append(row)
+        g = out.create_group(f"runs/{i:02d}_{label}")
+        C.write_attrs(g, row)
+        g.attrs["train_settings"] = json.dumps(keys)
+        g.attrs["simulate_args"] = " ".join(sargs)
+        g.attrs["prediction_text"] = pred_txt
+        for k, v in p.items():
+            g.attrs["pred_" + k] = v
+        g.create_dataset("step_seconds", data=secs)
+        for k, v in meas_mem.items():
+            g.attrs["mem_peak_" + k] = v
+        for k, v in model_mem.items():
+            g.attrs["mem_model_" + k] = v
+        for k, v in phases.items():
+            g.attrs["phase_s_" + k] = v
+        print(f"  {label:34s} measured {measured:8.4f} s/step  predicted {predicted:8.4f}  error {100 * err:+6.1f}%"
+              f" (nominal {100 * row['error_nominal']:+6.1f}%)"
+              f"  mem {row['measured_mem_bytes'] / 2**20:7.2f} MiB (model {row['model_mem_bytes'] / 2**20:7.2f})"
+              f"  cpu/rank {row['cpu_share']:.2f} load {row['load_average']:.1f}", flush=True)
+    return rows
+
+
+def run_attention(name, cfg, runs, out):
+    """Each entry: ranks, methods, seq list, layouts, masks, extra bench keys."""
+    base = C.flatten(cfg.get("bench", {}))
+    wd = C.work_dir(name)
+    rows = []
+    idx = 0
+    for r in runs:
+        keys = dict(base)
+        keys.update(r["set"])
+        P, G = int(r["ranks"]), int(r.get("gpus_per_node", 0))
+        h5 = os.path.join(wd, f"{r['label']}.h5")
+        C.mpiexec(P, ["bench", "attention"] + C.set_args(keys) + ["--output", h5], os.path.join(wd, f"{r['label']}.log"),
+                  gpus_per_node=G)
+        share = C.last_cpu_share
+        heads, kvh, d = int(keys.get("bench.heads", 8)), int(keys.get("bench.kv_heads", 8)), int(keys.get("bench.head_dim", 16))
+        model_json = os.path.join(wd, f"attn_h{heads}_kv{kvh}_d{d}.json")
+        with open(model_json, "w") as f:  # the model needs a shape: one layer of these heads
+            json.dump({"model_type": "llama", "vocab_size": 64, "hidden_size": heads * d, "num_hidden_layers": 1,
+                       "num_attention_heads": heads, "num_key_value_heads": kvh, "head_dim": d,
+                       "intermediate_size": 4 * heads * d, "max_position_embeddings": 1 << 20, "hidden_act": "silu"}, f)
+        with h5py.File(h5, "r") as f:
+            cases = []
+            f.visititems(lambda n, o: cases.append(n) if isinstance(o, h5py.Group) and "total_s_median" in o.attrs else None)
+            for cname in cases:
+                a = {k: (v.decode() if isinstance(v, bytes) else v) for k, v in f[cname].attrs.items()}
+                meth, layout, mask, ring = a["method"], a["layout"], a["mask"], a["ring"]
+                # the cores this case got (per-case CPU accounting of the bench), else the whole run's
+                case_share = float(a["cpu_share"]) if "cpu_share" in a else share
+                S, win = int(a["seq"]), int(a["window"])
+                measured = float(a["total_s_median"])
+                sargs = ["--model", model_json, "--seq", str(S), "--gpus", str(P), "--gpus-per-node", str(G or P),
+                         "--method", meth, "--attention-only"]
+                for k, flag in (("bench.backward", "--backward"), ("bench.partial", "--partial"), ("bench.hp", "--hp"),
+                                ("bench.inner", "--inner")):
+                    if k in keys and keys[k] not in (0, ""):
+                        sargs += [flag, str(keys[k])]
+                if ring not in ("-", "auto"):
+                    sargs += ["--ring", ring]
+                why = ""
+                if mask == "causal" and layout in ("zigzag", "striped"):
+                    pass
+                elif mask == "full":
+                    sargs += ["--mask", "full"]
+                elif mask == "window" and layout == "contiguous" and meth in ("ring", "burst", "loongtrain"):
+                    sargs += ["--mask", "window", "--window", str(win)]
+                else:
+                    why = f"not modelled: the model knows causal (zigzag), full, and a window on the contiguous layout; this is {mask} on {layout}"
+                predicted, pred_gf, pred_txt, nominal = float("nan"), float("nan"), "", float("nan")
+                if not why:
+                    ph5 = os.path.join(wd, f"{r['label']}_{idx}_pred.h5")
+                    C.simulate(sargs, ph5)
+                    p = read_pred(ph5, "attention")
+                    nominal = float(p["fwd_s"]) + float(p["bwd_s"])
+                    pred_txt = C.simulate(sargs + ["--host-cores", f"{case_share * P:.4f}"], ph5)
+                    p = read_pred(ph5, "attention")
+                    predicted = float(p["fwd_s"]) + float(p["bwd_s"])
+                    pred_gf = float(p["gflops_per_rank"])
+                row = dict(label=f"{meth}_{layout}_{mask}_{ring}_S{S}_np{P}", ranks=P, method=meth, layout=layout, mask=mask,
+                           ring=ring, seq=S, window=win, measured_step_s=measured, predicted_step_s=predicted,
+                           error=C.rel_err(predicted, measured) if not why else float("nan"),
+                           predicted_nominal_step_s=nominal, error_nominal=C.rel_err(nominal, measured) if not why else float("nan"),
+                           cpu_share=case_share, load_average=os.getloadavg()[0],
+                           measured_gflops_per_rank=float(a["tflops_per_rank"]) * 1e3, predicted_gflops_per_rank=pred_gf,
+                           measured_fwd_s=float(a["fwd_s_median"]), measured_bwd_s=float(a["bwd_s_median"]),
+                           bytes_sent=float(np.max(f[cname]["bytes_sent"][:])), not_modelled=why,
+                           describe=a.get("describe", ""))
+                rows.append(row)
+                g = out.create_group(f"runs/{idx:02d}_{row['label']}")
+                C.write_attrs(g, row)
+                g.attrs["simulate_args"] = " ".join(sargs)
+                g.attrs["prediction_text"] = pred_txt
+                idx += 1
+                e = "" if why else f"error {100 * row['error']:+6.1f}% (nominal {100 * row['error_nominal']:+6.1f}%)"
+                print(f"  {row['label']:44s} measured {measured:8.4f} s  predicted {predicted:8.4f}  {e}"
+                      f"  {row['measured_gflops_per_rank']:.2f} GFLOP/s/rank{'  (' + why + ')' if why else ''}", flush=True)
+    return rows
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("name")
+    ap.add_argument("--only", help="run only labels containing this text (debugging)")
+    args = ap.parse_args()
+    cfg_path, cfg = C.load_config(args.name)
+    if args.name.endswith(".toml"):  # a config file given by path (tests): exp_<stem>.h5
+        args.name = os.path.basename(args.name)[:-5].removeprefix("exp_")
+    runs = expand_runs(cfg)
+    if args.only:
+        runs = [r for r in runs if args.only in r["label"]]
+    kind = cfg["experiment"].get("kind", "train")
+    out_path = os.path.join(C.results_dir(), f"exp_{args.name}.h5")
+    cl, kal = C.cpu_cluster_paths()
+    print(f"experiment {args.name} ({kind}): {len(runs)} configuration(s) -> {out_path}", flush=True)
+    tmp = out_path + ".tmp"
+    with h5py.File(tmp, "w") as out:
+        C.write_attrs(out, C.machine_attrs())
+        out.attrs["experiment"] = args.name
+        out.attrs["kind"] = kind
+        out.attrs["description"] = cfg["experiment"].get("description", "")
+        out.attrs["config_file"] = os.path.relpath(cfg_path, C.ROOT)
+        out.attrs["config"] = open(cfg_path).read()
+        out.attrs["cluster_toml"] = open(cl).read()
+        out.attrs["calibration_toml"] = open(kal).read()
+        out.attrs["measured_convention"] = ("train: median step seconds after the first step (rank 0's step timer); "
+                                            "attention: median over repeats of the slowest rank's fwd + bwd")
+        rows = run_train(args.name, cfg, runs, out) if kind == "train" else run_attention(args.name, cfg, runs, out)
+        t = out.create_group("table")
+        for key in rows[0].keys() if rows else []:
+            vals = [r[key] for r in rows]
+            if isinstance(vals[0], str):
+                t.create_dataset(key, data=np.array(vals, dtype=h5py.string_dtype()))
+            else:
+                t.create_dataset(key, data=np.array(vals, dtype=float))
+        errs = [abs(r["error"]) for r in rows if not math.isnan(r["error"]) and not r.get("calibration_point", 0)]
+        out.attrs["runs"] = len(rows)
+        out.attrs["max_abs_error"] = max(errs) if errs else float("nan")
+        out.attrs["within_25pct"] = sum(e <= 0.25 for e in errs)
+        out.attrs["predicted_runs"] = len(errs)
+    os.replace(tmp, out_path)
+    if errs:
+        print(f"  {len(errs)} predicted runs: max |error| {100 * max(errs):.1f}%, {sum(e <= 0.25 for e in errs)} within 25%")
+    print(f"wrote {out_path}")
+
+
+if __name__ == "__main__":
+    main()

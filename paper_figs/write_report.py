@@ -1,0 +1,69 @@
+#!/usr/bin/python3
+"""Assemble REPORT.md from what scripts/reproduce_paper.sh produced: the
+calibration of this machine, the paper-scale predictions beside the published
+numbers (simulate/simulate_tables.md, error of every cell), and the real runs
+made here with the model's prediction of each (figures/experiments_tables.md).
+
+    /usr/bin/python3 paper_figs/write_report.py experiments/results --elapsed SECONDS --out experiments/results/REPORT.md
+"""
+import argparse
+import datetime
+import os
+import socket
+import tomllib
+
+import h5py
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("results")
+    ap.add_argument("--elapsed", type=float, default=float("nan"))
+    ap.add_argument("--out", required=True)
+    a = ap.parse_args()
+    r = a.results
+    L = ["# BurstEngine: reproducing the paper (REPORT)", "",
+         f"Written {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC on {socket.gethostname()} "
+         f"({os.cpu_count()} cores) by `scripts/reproduce_paper.sh`; the script ran for {a.elapsed:.0f} s "
+         f"({a.elapsed / 60:.1f} min) of wall time after set-up.", "",
+         "Two halves: (1) the paper's tables at the paper's scale (32 and 64 A800s) from the performance and memory "
+         "model (src/perf, `burst simulate`), beside the published numbers; (2) every experiment run for real at the "
+         "scale of this machine (at most 8 MPI ranks on its cores), each run beside the same model's prediction for "
+         "this machine.", ""]
+    cal = os.path.join(r, "calibration", "calibration.h5")
+    if os.path.exists(cal):
+        with h5py.File(cal, "r") as f:
+            A = f.attrs
+            L += ["## This machine as the model sees it (measured in this run, before any comparison)", "",
+                  "| constant | value | from |", "|---|---|---|",
+                  f"| GEMM rate per CPU-second | {tomllib.loads(A['cluster_toml'])['gpu']['peak_bf16_tflops'] * 1e3:.2f} GFLOP/s "
+                  f"(measured {', '.join(f'{g:.1f}' for g in f['gemm_gflops'][:])} at CPU share {A.get('cpu_share_gemm', float('nan')):.2f}) "
+                  f"| `burst bench gemm`, n = 128, 256 |",
+                  f"| attention rate curve (per CPU-second) | r_inf {A['attn_rate_inf_gflops']:.3f} GFLOP/s, t0 {A['attn_t0_tokens']:.0f} tokens, "
+                  f"fwd/bwd {A['attn_fwd_over_bwd']:.3f} | `burst bench attention` 8 x 16 causal at "
+                  f"{', '.join(str(int(s)) for s in f['attention_seq'][:])} tokens |",
+                  f"| MPI alpha, beta | {A['mpi_alpha_s'] * 1e6:.1f} us, {A['mpi_beta_bytes_per_s'] / 1e9:.2f} GB/s | `burst bench pingpong` |",
+                  f"| memory bandwidth | {A['mem_bandwidth_bytes_per_s'] / 1e9:.1f} GB/s | 64 MiB copy |",
+                  f"| elementwise passes | {A['elementwise_passes']:.1f} | one-rank train step, {int(A['elementwise_seq'])} tokens "
+                  f"(the analogue of the paper's one-GPU point) |" if "elementwise_passes" in A.keys() else "",
+                  f"| cores shared by the ranks | {A['cores']} | os.cpu_count(); each run is predicted with the share of them it got "
+                  f"(CPU seconds per wall second, kernel accounting) |", ""]
+    L += ["## Part 1: the paper's scale (model) vs published", "",
+          "Figures: `simulate/*.png`. Acceptance: tokens/s within 15%, BurstEngine's memory within 10%, OOM where "
+          "the paper saw OOM; misses are marked by their error.", ""]
+    st = os.path.join(r, "simulate", "simulate_tables.md")
+    if os.path.exists(st):
+        body = open(st).read().split("\n")
+        L += [("#" + x if x.startswith("#") else x) for x in body[1:]]
+    L += ["## Part 2: real runs on this machine vs the model", "", "Figures: `figures/exp_*.png`.", ""]
+    et = os.path.join(r, "figures", "experiments_tables.md")
+    if os.path.exists(et):
+        body = open(et).read().split("\n")
+        L += [("#" + x if x.startswith("#") else x) for x in body[1:]]
+    with open(a.out, "w") as fo:
+        fo.write("\n".join(L) + "\n")
+    print(f"wrote {a.out}")
+
+
+if __name__ == "__main__":
+    main()
