@@ -33,6 +33,7 @@ struct HostBatch {
   std::vector<std::int32_t> tokens, labels;
   std::vector<long> pos;
   std::vector<int> docs;
+  std::vector<long> index;
 };
 
 template <class T> Kokkos::View<T*, Layout, Mem> dev(const std::vector<T>& v, const char* name) {
@@ -49,6 +50,7 @@ TokenBatch<Mem> to_device(const HostBatch& h) {
   b.labels = dev(h.labels, "act/labels");
   b.positions = dev(h.pos, "act/pos");
   if (!h.docs.empty()) b.doc_ids = dev(h.docs, "act/docs");
+  if (!h.index.empty()) b.index = dev(h.index, "act/index");
   return b;
 }
 }  // namespace
@@ -59,10 +61,14 @@ TEST(Model, GradientsMatchFiniteDifferencesEverywhere) {
     bool tied;
     long kv;
     bool docs;
+    long log_scale;    // ModelConfig::attn_log_scale
+    bool given_index;  // TokenBatch::index set (else the row number)
   };
-  for (Variant var : {Variant{MlpKind::SwiGLU, false, 1, false}, Variant{MlpKind::Gelu, true, 2, true},
-                      Variant{MlpKind::GeluTanh, false, 2, false}}) {
+  for (Variant var : {Variant{MlpKind::SwiGLU, false, 1, false, 3, false}, Variant{MlpKind::Gelu, true, 2, true, 0, false},
+                      Variant{MlpKind::GeluTanh, false, 2, false, 2, true}}) {
     ModelConfig cfg = small_config(var.mlp, var.tied, var.kv);
+    cfg.attn_log_scale = var.log_scale;
+    if (var.log_scale == 2) cfg.nope_layers = {1};
     const double scale = 1.0 / std::sqrt(double(cfg.head_dim));
     LlamaModel<double, Mem> model(cfg, std::make_shared<LocalAttention<double, Mem>>(scale));
     init_params(model.params(), 7, 0.5);
@@ -74,6 +80,7 @@ TEST(Model, GradientsMatchFiniteDifferencesEverywhere) {
       hb.labels.push_back(i % 4 == 1 ? kernels::kIgnoreIndex : int(g() % cfg.vocab));
       hb.pos.push_back(var.docs ? (i < 4 ? i : i - 4) : i + 3);
       if (var.docs) hb.docs.push_back(i < 4 ? 0 : 1);
+      if (var.given_index) hb.index.push_back(i + 5);
     }
     TokenBatch<Mem> b = to_device(hb);
     Kokkos::deep_copy(model.grads().flat(), 0.0);

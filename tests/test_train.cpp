@@ -412,6 +412,23 @@ TEST(Train, NoPEAndSlidingWindowLayersKeepTheLossTraceUnderSequenceParallelism) 
       {cp, "parallel.method=ring", "parallel.layout=contiguous", "train.activation=whole"},
   };
   if (32 % (2 * P) == 0) runs.push_back({cp, "parallel.method=burst", "train.activation=half", "train.loss_chunk=8"});
+  // With the log-length attention scale too: its own 1-rank reference.
+  const std::string one_log = tmp("irope_one_log.h5");
+  if (rt.rank() == 0) train(rt, config(with(arch, {"model.attn_log_scale=4", "io.run_log=" + one_log})), false, MPI_COMM_SELF);
+  MPI_Barrier(rt.world());
+  for (auto sets : std::vector<std::vector<std::string>>{{cp, "parallel.method=burst", "train.activation=whole"},
+                                                        {cp, "parallel.method=ring", "parallel.layout=striped"}}) {
+    sets = with(with(sets, arch), {"model.attn_log_scale=4", "io.run_log=" + many});
+    train(rt, config(sets), false);
+    if (rt.rank() == 0) {
+      std::vector<double> a = losses(one_log), b = losses(many), c = losses(one);
+      ASSERT_EQ(a.size(), b.size());
+      for (size_t i = 0; i < a.size(); ++i) EXPECT_NEAR(a[i], b[i], 1e-9 * std::fabs(a[i])) << "log scale, step " << i;
+      EXPECT_GT(std::fabs(a.back() - c.back()), 1e-6) << "the log-length scale changes nothing";
+    }
+    MPI_Barrier(rt.world());
+  }
+  if (rt.rank() == 0) std::remove(one_log.c_str());
   for (auto sets : runs) {
     std::string what;
     for (auto& s : sets) what += s + " ";

@@ -27,6 +27,8 @@ void ModelConfig::validate() const {
     for (std::size_t j = 0; j < i; ++j)
       BURST_CHECK_CONFIG(nope_layers[j] != nope_layers[i], "model NoPE layer ", nope_layers[i], " is listed twice");
   }
+  BURST_CHECK_CONFIG(attn_log_scale == 0 || attn_log_scale >= 2, "model attn_log_scale = ", attn_log_scale,
+                     " must be 0 (off) or a length >= 2");
   BURST_CHECK_CONFIG(sliding_window >= 0, "model sliding_window = ", sliding_window, " must be >= 0");
   BURST_CHECK_CONFIG(window_layers.empty() || sliding_window >= 1, "model has ", window_layers.size(),
                      " sliding-window layers but no sliding_window size");
@@ -68,6 +70,7 @@ std::string ModelConfig::describe() const {
     os << ", NoPE layers";
     for (long l : nope_layers) os << " " << l;
   }
+  if (attn_log_scale > 0) os << ", log-n attention scale beyond " << attn_log_scale;
   if (!window_layers.empty()) {
     os << ", window " << sliding_window << " in layers";
     for (long l : window_layers) os << " " << l;
@@ -198,6 +201,11 @@ ModelConfig model_from_hf_json(const std::string& text, const std::string& src) 
         if (nr[l].get<long>() == 0) c.nope_layers.push_back(l);
       }
     }
+    if (j.contains("burst_attn_log_scale") && !j["burst_attn_log_scale"].is_null()) {
+      BURST_CHECK_CONFIG(j["burst_attn_log_scale"].is_number_integer(), src, ": 'burst_attn_log_scale' must be an integer, got ",
+                         j["burst_attn_log_scale"].dump());
+      c.attn_log_scale = j["burst_attn_log_scale"].get<long>();
+    }
     if (j.contains("layer_types") && !j["layer_types"].is_null()) {  // Gemma 3, Qwen 3, gpt-oss
       const json& lt = j["layer_types"];
       BURST_CHECK_CONFIG(lt.is_array() && long(lt.size()) == c.layers, src, ": 'layer_types' must list ", c.layers,
@@ -262,6 +270,7 @@ std::string model_to_hf_json(const ModelConfig& c) {
     for (long l : c.nope_layers) flags[std::size_t(l)] = 0;
     j["no_rope_layers"] = flags;
   }
+  if (c.attn_log_scale > 0) j["burst_attn_log_scale"] = c.attn_log_scale;
   if (!c.window_layers.empty()) {
     std::vector<std::string> kinds(std::size_t(c.layers), "full_attention");
     for (long l : c.window_layers) kinds[std::size_t(l)] = "sliding_attention";

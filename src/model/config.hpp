@@ -33,6 +33,13 @@ struct ModelConfig {
   long sliding_window = 0;
   std::vector<long> window_layers;
   bool windowed(long layer) const;
+  // > 0: log-length attention scaling (in the spirit of Scalable-Softmax and
+  // Llama 4's attention temperature): the query of token index i (counted
+  // from the sequence start, so it sees n = i + 1 keys) is multiplied by
+  // max(1, ln n / ln attn_log_scale), so a key's logit margin grows with the
+  // number of competitors instead of drowning among them. Not a Hugging Face
+  // key: written as "burst_attn_log_scale".
+  long attn_log_scale = 0;
 
   long q_dim() const { return heads * head_dim; }
   long kv_dim() const { return kv_heads * head_dim; }

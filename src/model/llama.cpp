@@ -50,6 +50,25 @@ void LocalAttention<T, Mem>::backward(int, const TokenBatch<Mem>& b, CV3 q, CV3 
 
 // ------------------------------------------------------------------- model
 
+namespace {
+// x [s, w] rows times max(1, ln(i + 1) / ln(ref)), i the token index of the
+// row (b.index, or the row number): ModelConfig::attn_log_scale. The same
+// factor scales dq in backward.
+template <class T, class Mem>
+void log_length_scale(Kokkos::View<T**, Layout, Mem> x, Kokkos::View<const long*, Layout, Mem> index, long ref) {
+  const long s = long(x.extent(0)), w = long(x.extent(1));
+  const bool given = index.extent(0) > 0;
+  const double inv = 1.0 / std::log(double(ref));
+  Kokkos::parallel_for(
+      "burst::log_length_scale", Kokkos::RangePolicy<typename Mem::execution_space>(0, s * w), KOKKOS_LAMBDA(const long x_) {
+        const long i = x_ / w, c = x_ % w;
+        const double n = double(given ? index(i) : i) + 1.0;
+        const double f = kx::log(n) * inv;
+        if (f > 1.0) x(i, c) = T(double(x(i, c)) * f);
+      });
+}
+}  // namespace
+
 ActPolicy parse_act_policy(const std::string& name) {
   if (name == "keep") return ActPolicy::Keep;
   if (name == "full") return ActPolicy::Full;
@@ -136,6 +155,7 @@ void LlamaModel<T, Mem>::layer_forward(int l, const TokenBatch<Mem>& b, V2 x, La
     kernels::rope_apply<T, Mem>(as3(a.q, s, n, d), b.positions, freqs, af, false);
     kernels::rope_apply<T, Mem>(as3(a.k, s, nkv, d), b.positions, freqs, af, false);
   }
+  if (cfg_.attn_log_scale > 0) log_length_scale<T, Mem>(a.q, b.index, cfg_.attn_log_scale);
   if (src == AttnSource::Compute) {
     a.o = act2<T, Mem>("attn.o", s, n * d);
     a.lse = act2<T, Mem>("attn.lse", s, n);
@@ -152,6 +172,7 @@ void LlamaModel<T, Mem>::layer_forward(int l, const TokenBatch<Mem>& b, V2 x, La
     bh.labels = decltype(bh.labels)(b.labels.data(), h);
     bh.positions = decltype(bh.positions)(b.positions.data(), h);
     if (b.doc_ids.extent(0) > 0) bh.doc_ids = decltype(bh.doc_ids)(b.doc_ids.data(), h);
+    if (b.index.extent(0) > 0) bh.index = decltype(bh.index)(b.index.data(), h);
     attn_->forward_first_half(l, bh, V3(a.q.data(), h, n, d), V3(a.k.data(), h, nkv, d), V3(a.v.data(), h, nkv, d),
                               V3(o.data(), h, n, d), V2(lse.data(), h, n));
     a.o = o, a.lse = lse;
@@ -293,6 +314,7 @@ void LlamaModel<T, Mem>::layer_backward(int l, const TokenBatch<Mem>& b, LayerAc
   V2 dq = act2<T, Mem>("d.q", s, n * d), dk = act2<T, Mem>("d.k", s, nkv * d), dv = act2<T, Mem>("d.v", s, nkv * d);
   attn_->backward(l, b, as3(a.q, s, n, d), as3(a.k, s, nkv, d), as3(a.v, s, nkv, d), as3(a.o, s, n, d), a.lse,
                   as3(dO, s, n, d), as3(dq, s, n, d), as3(dk, s, nkv, d), as3(dv, s, nkv, d));
+  if (cfg_.attn_log_scale > 0) log_length_scale<T, Mem>(dq, b.index, cfg_.attn_log_scale);
   if (cfg_.uses_rope(l)) {
     double af = 1;
     auto freqs = rope_freqs(s, &af);

@@ -28,6 +28,7 @@ template <class Mem = DeviceMem> struct TokenBatch {
   Kokkos::View<const std::int32_t*, Layout, Mem> labels;  // [s], kIgnoreIndex where no loss
   Kokkos::View<const long*, Layout, Mem> positions;       // [s] RoPE positions (global)
   Kokkos::View<const int*, Layout, Mem> doc_ids;          // [s] or empty (one document)
+  Kokkos::View<const long*, Layout, Mem> index;           // [s] token index in the whole sequence, or empty (0..s-1)
   long seq_len() const { return long(tokens.extent(0)); }
 };
 

@@ -41,12 +41,15 @@ Mesh::~Mesh() {
 }
 
 LocalSequence local_slots(const parallel::SeqLayout* layout, int block, const data::Sequence& s) {
-  if (layout == nullptr) return {s.tokens, s.labels, s.positions, s.doc_ids};
+  std::vector<long> natural(s.tokens.size());
+  for (size_t i = 0; i < natural.size(); ++i) natural[i] = long(i);
+  if (layout == nullptr) return {s.tokens, s.labels, s.positions, s.doc_ids, natural};
   BURST_CHECK(long(s.tokens.size()) == layout->seq, ErrorKind::Internal, "a sequence of ", s.tokens.size(),
               " tokens on a layout of ", layout->seq);
   return {layout->to_block(block, s.tokens, 1, std::int32_t(0)),
           layout->to_block(block, s.labels, 1, std::int32_t(kernels::kIgnoreIndex)), layout->to_block(block, s.positions, 1, 0L),
-          s.doc_ids.empty() ? std::vector<int>() : layout->to_block(block, s.doc_ids, 1, -1)};
+          s.doc_ids.empty() ? std::vector<int>() : layout->to_block(block, s.doc_ids, 1, -1),
+          layout->to_block(block, natural, 1, 0L)};
 }
 
 TokenBatch<DeviceMem> to_device(const LocalSequence& s) {
@@ -61,6 +64,7 @@ TokenBatch<DeviceMem> to_device(const LocalSequence& s) {
   b.labels = put(s.labels, "labels");
   b.positions = put(s.positions, "positions");
   if (!s.doc_ids.empty()) b.doc_ids = put(s.doc_ids, "doc_ids");
+  if (!s.index.empty()) b.index = put(s.index, "index");
   return b;
 }
 

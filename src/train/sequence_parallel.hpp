@@ -39,6 +39,7 @@ struct LocalSequence {
   std::vector<std::int32_t> tokens, labels;
   std::vector<long> positions;
   std::vector<int> doc_ids;  // empty: one document; padding slots -1
+  std::vector<long> index;   // token index in the sequence (padding slots 0)
 };
 LocalSequence local_slots(const parallel::SeqLayout* layout, int block, const data::Sequence& s);
 TokenBatch<DeviceMem> to_device(const LocalSequence& s);

@@ -49,6 +49,9 @@ ConfigSchema train_schema() {
                 "config's own)")
       .int_list("model.window_layers", {}, 0, 1 << 20,
                 "layers whose attention is a causal sliding window of model.sliding_window tokens (added to the config's own)")
+      .integer("model.attn_log_scale", 0, 0, 1 << 30,
+               "log-length attention scaling: queries times max(1, ln n / ln this), n the keys a token sees (0: the "
+               "config's)")
       .integer("model.sliding_window", 0, 0, 1 << 30,
                "tokens a sliding-window layer sees, its own included (0: the config's)")
       .real("model.init_std", 0.02, 1e-6, 10, "std of the normal initialisation of matrices")
@@ -186,6 +189,7 @@ template <class T> struct TrainerImpl {
     for (auto l : cfg.get_int_list("model.window_layers"))
       if (!mc.windowed(long(l))) mc.window_layers.push_back(long(l));
     if (cfg.get_int("model.sliding_window") > 0) mc.sliding_window = cfg.get_int("model.sliding_window");
+    if (cfg.get_int("model.attn_log_scale") > 0) mc.attn_log_scale = cfg.get_int("model.attn_log_scale");
     mc.validate();
     BURST_CHECK_CONFIG(cfg.get_int("train.seq_len") <= mc.max_position_embeddings * 64, "train.seq_len = ",
                        cfg.get_int("train.seq_len"), " is beyond what the model's positions were built for");

@@ -58,6 +58,15 @@ void WeightsReader::require_model(const ModelConfig& mc) const {
                     config_.describe(), "; expected ", mc.describe());
 }
 
+void WeightsReader::require_weights_of(const ModelConfig& mc) const {
+  auto weights_only = [](ModelConfig c) {
+    c.nope_layers.clear(), c.window_layers.clear(), c.sliding_window = 0, c.attn_log_scale = 0;
+    return model_to_hf_json(c);
+  };
+  BURST_CHECK_INPUT(weights_only(config_) == weights_only(mc), "weights file '", path_, "' holds another model: ",
+                    config_.describe(), "; expected ", mc.describe());
+}
+
 std::vector<double> WeightsReader::read(const ParamInfo& p) const {
   const io::H5File& f = impl_->f;
   const std::string name = "params/" + p.name;
@@ -75,7 +84,7 @@ std::vector<double> WeightsReader::read(const ParamInfo& p) const {
 
 template <class T, class Mem> void load_weights(const std::string& path, const ModelConfig& mc, FlatTensors<T, Mem>& params) {
   WeightsReader r(path);
-  r.require_model(mc);
+  r.require_weights_of(mc);
   auto h = Kokkos::create_mirror_view(params.flat());
   for (const ParamInfo& p : params.table()) {
     const std::vector<double> x = r.read(p);

@@ -40,6 +40,10 @@ class WeightsReader {
   std::vector<double> read(const ParamInfo& p) const;
   // Error(Input) unless the file holds the model `mc` (same config.json).
   void require_model(const ModelConfig& mc) const;
+  // Error(Input) unless the file holds the weights of `mc`: the same config
+  // but for how attention uses them (NoPE layers, sliding-window layers,
+  // the log-length scale), which fine-tuning may change.
+  void require_weights_of(const ModelConfig& mc) const;
 
  private:
   struct Impl;
@@ -51,7 +55,7 @@ class WeightsReader {
 };
 
 // Fills `params` (the table of the model `mc`) from the weights in `path`,
-// refusing another model or a damaged file. Every rank may call it.
+// refusing another model (WeightsReader::require_weights_of) or a damaged file. Every rank may call it.
 template <class T, class Mem> void load_weights(const std::string& path, const ModelConfig& mc, FlatTensors<T, Mem>& params);
 
 // Writes a params-only weights file (format 2, checksums, content =
