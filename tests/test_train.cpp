@@ -7,6 +7,7 @@
 #include "core/error.hpp"
 #include "data/source.hpp"
 #include "io/h5.hpp"
+#include "model/config.hpp"
 #include "tools/corrupt.hpp"
 #include "train/checkpoint_files.hpp"
 #include "train/trainer.hpp"
@@ -374,6 +375,27 @@ TEST(Train, StartsFromGivenWeights) {
                                           "train.min_lr=0"}), false);
   const TrainResult again = train(rt, config({"model.init_from=" + ck, "train.steps=1", "train.lr=0", "train.min_lr=0"}), false);
   EXPECT_EQ(r.eval_loss, again.eval_loss);  // deterministic
+  // The same weights under another use of attention (fine-tuning with the
+  // log-length scale, a NoPE layer): accepted, and the loss changes; another
+  // shape (one more layer): refused by name.
+  const TrainResult scaled = train(rt, config({"model.init_from=" + ck, "train.steps=1", "train.lr=0", "train.min_lr=0",
+                                               "model.attn_log_scale=4", "model.nope_layers=[1]"}), false);
+  EXPECT_NE(scaled.eval_loss, r.eval_loss);
+  try {
+    ModelConfig deeper = model_preset("tiny");
+    deeper.layers = 3;
+    const std::string json = tmp("deeper.json");
+    if (rt.rank() == 0) {
+      std::FILE* f = std::fopen(json.c_str(), "w");
+      std::fputs(model_to_hf_json(deeper).c_str(), f);
+      std::fclose(f);
+    }
+    MPI_Barrier(rt.world());
+    train(rt, config({"model.init_from=" + ck, "model.config=" + json, "train.steps=1"}), false);
+    ADD_FAILURE() << "weights of another model were accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("holds another model"), std::string::npos) << e.what();
+  }
   if (rt.rank() == 0) {
     const std::vector<double> a = losses(fresh), b = losses(from);
     EXPECT_LT(b[0], a[0]);  // the trained weights, not a random start
