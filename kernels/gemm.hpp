@@ -88,7 +88,9 @@ void gemm(char ta, char tb, accum_t<typename CV::non_const_value_type> alpha, co
 #endif
 #ifdef BURST_HAVE_KOKKOSKERNELS
   constexpr bool host = std::is_same<typename CV::memory_space, Kokkos::HostSpace>::value;
-  constexpr bool blas_type = std::is_same<T, float>::value || std::is_same<T, double>::value;
+  constexpr bool blas_type = (std::is_same<T, float>::value || std::is_same<T, double>::value) &&
+                             std::is_same<typename AV::non_const_value_type, T>::value &&
+                             std::is_same<typename BV::non_const_value_type, T>::value;  // not bf16 x bf16 -> float
   if constexpr (host && blas_type) {
     if (A.extent(0) > 0 && A.extent(1) > 0 && B.extent(0) > 0 && B.extent(1) > 0) {
       const char tas[2] = {ta, 0}, tbs[2] = {tb, 0};
