@@ -1,6 +1,7 @@
-// Cross-entropy over logits [N, V] with an ignore index. The fused LM-head
-// variant (never materialising [s, V]) belongs to distributed training; this
-// one is its reference and serves small vocabularies.
+// Cross-entropy over logits [N, V] with an ignore index. The fused LM head
+// (kernels/lm_head_loss.hpp) calls it per chunk of tokens. On CUDA builds,
+// bf16 / float device views go to one kernel per call (online LSE, loss and
+// gradient in place: kernels/cuda/cross_entropy_cuda.hpp).
 #pragma once
 
 #include "core/error.hpp"
@@ -17,6 +18,16 @@ struct LossSum {
   long valid = 0;   // tokens whose target is not the ignore index
 };
 
+}  // namespace burst::kernels
+
+#ifdef BURST_HAVE_CUDA
+#define BURST_CROSS_ENTROPY_HPP_INCLUDES_CUDA
+#include "kernels/cuda/cross_entropy_cuda.hpp"  // one-kernel online LSE for bf16 / float device views
+#undef BURST_CROSS_ENTROPY_HPP_INCLUDES_CUDA
+#endif
+
+namespace burst::kernels {
+
 // Per-token losses into `loss` (0 for ignored tokens) and, when dlogits is
 // non-empty, dlogits = (softmax - onehot) * grad_scale (grad_scale is
 // 1 / N_valid of the whole group for a mean loss; 0 for ignored rows).
@@ -31,6 +42,11 @@ LossSum cross_entropy(Kokkos::View<const T**, Layout, Mem> logits, Kokkos::View<
                     target.extent(0), " targets and ", loss.extent(0), " loss entries");
   const bool grad = dlogits.extent(0) > 0;
   if (grad) BURST_CHECK_INPUT(long(dlogits.extent(0)) == N && long(dlogits.extent(1)) == V, "cross_entropy: dlogits shape");
+#ifdef BURST_HAVE_CUDA
+  if constexpr (cuda::ce_dispatches<T, Mem>()) {
+    if (cuda::ce_usable<T, Mem>(logits, dlogits)) return cuda::cross_entropy_cuda<T, Mem>(logits, target, loss, dlogits, grad_scale);
+  }
+#endif
   long bad = N;  // the Min reducer starts from the largest long: no bad row leaves bad >= N
   Kokkos::parallel_reduce(
       "burst::cross_entropy_check", Kokkos::RangePolicy<Exec>(0, N),

@@ -4,9 +4,10 @@
 // Dispatch (the kokkos-kernels spec / impl / tpl split):
 //  - host memory, float or double, Kokkos Kernels present: KokkosBlas::gemm,
 //    which hands the call to the BLAS TPL (OpenBLAS);
+//  - CUDA builds, device views of bf16 (C bf16 or float, fp32 accumulation),
+//    float (plain fp32, no TF32) or double: cuBLASLt (kernels/cuda/gemm_cuda.hpp);
 //  - everything else: gemm_portable, a plain Kokkos kernel accumulating in
-//    accum_t<T> (bf16 -> float). The CUDA backend replaces this for device
-//    views with cuBLASLt (kernels/cuda/).
+//    accum_t<T> (bf16 -> float).
 #pragma once
 
 #include "core/error.hpp"
@@ -23,6 +24,16 @@ namespace burst::kernels {
 struct GemmShape {
   long m, n, k;
 };
+
+}  // namespace burst::kernels
+
+#ifdef BURST_HAVE_CUDA
+#define BURST_GEMM_HPP_INCLUDES_CUDA
+#include "kernels/cuda/gemm_cuda.hpp"  // cuBLASLt for device views (the tpl layer)
+#undef BURST_GEMM_HPP_INCLUDES_CUDA
+#endif
+
+namespace burst::kernels {
 
 template <class AV, class BV, class CV>
 GemmShape gemm_shape(char ta, char tb, const AV& A, const BV& B, const CV& C) {
@@ -65,10 +76,21 @@ template <class AV, class BV, class CV>
 void gemm(char ta, char tb, accum_t<typename CV::non_const_value_type> alpha, const AV& A, const BV& B,
           accum_t<typename CV::non_const_value_type> beta, const CV& C) {
   using T = typename CV::non_const_value_type;
-  gemm_shape(ta, tb, A, B, C);
+  const GemmShape shape = gemm_shape(ta, tb, A, B, C);
+  (void)shape;
+#ifdef BURST_HAVE_CUDA
+  if constexpr (cuda::gemm_dispatches<AV, BV, CV>()) {
+    if (cuda::gemm_usable(shape, A, B, C)) {
+      cuda::gemm_lt(ta, tb, shape, double(alpha), A, B, double(beta), C);
+      return;
+    }
+  }
+#endif
 #ifdef BURST_HAVE_KOKKOSKERNELS
   constexpr bool host = std::is_same<typename CV::memory_space, Kokkos::HostSpace>::value;
-  constexpr bool blas_type = std::is_same<T, float>::value || std::is_same<T, double>::value;
+  constexpr bool blas_type = (std::is_same<T, float>::value || std::is_same<T, double>::value) &&
+                             std::is_same<typename AV::non_const_value_type, T>::value &&
+                             std::is_same<typename BV::non_const_value_type, T>::value;  // not bf16 x bf16 -> float
   if constexpr (host && blas_type) {
     if (A.extent(0) > 0 && A.extent(1) > 0 && B.extent(0) > 0 && B.extent(1) > 0) {
       const char tas[2] = {ta, 0}, tbs[2] = {tb, 0};

@@ -4,6 +4,12 @@
 #include "core/error.hpp"
 #include "core/views.hpp"
 
+#ifdef BURST_HAVE_CUDA
+#define BURST_RMSNORM_HPP_INCLUDES_CUDA
+#include "kernels/cuda/rmsnorm_cuda.hpp"  // block-per-row kernels for bf16 / float device views
+#undef BURST_RMSNORM_HPP_INCLUDES_CUDA
+#endif
+
 namespace burst::kernels {
 
 // x, y [N, H]; w [H]; rstd [N] (saved for backward).
@@ -18,6 +24,16 @@ void rmsnorm_forward(Kokkos::View<const T**, Layout, Mem> x, Kokkos::View<const 
                     "rmsnorm: x is [", N, ", ", H, "], w [", w.extent(0), "], y [", y.extent(0), ", ", y.extent(1),
                     "], rstd [", rstd.extent(0), "]");
   BURST_CHECK_INPUT(eps > 0, "rmsnorm: eps = ", eps, " must be > 0");
+#ifdef BURST_HAVE_CUDA
+  if constexpr (cuda::rmsnorm_dispatches<T, Mem>()) {
+    if (cuda::all_contiguous(x, w, y, rstd)) {
+      cuda::check(rn::rmsnorm_forward(cuda::rn_dtype<T>(), N, H, x.data(), w.data(), float(eps), y.data(), rstd.data(),
+                                      Kokkos::Cuda().cuda_stream()),
+                  "rmsnorm forward (kernels/cuda)");
+      return;
+    }
+  }
+#endif
   Kokkos::parallel_for(
       "burst::rmsnorm_forward", Kokkos::RangePolicy<Exec>(0, N), KOKKOS_LAMBDA(const long i) {
         Acc ss = 0;
@@ -40,6 +56,17 @@ void rmsnorm_backward(Kokkos::View<const T**, Layout, Mem> dy, Kokkos::View<cons
   BURST_CHECK_INPUT(dy.extent(0) == x.extent(0) && dy.extent(1) == x.extent(1) && dx.extent(0) == x.extent(0) &&
                         dx.extent(1) == x.extent(1) && long(dw.extent(0)) == H && long(rstd.extent(0)) == N,
                     "rmsnorm backward: shapes of dy, x, dx, dw, rstd disagree");
+#ifdef BURST_HAVE_CUDA
+  if constexpr (cuda::rmsnorm_dispatches<T, Mem>()) {
+    if (cuda::all_contiguous(dy, x, w, rstd, dx, dw)) {
+      void* ws = cuda::workspace(rn::rmsnorm_backward_workspace(N, H));
+      cuda::check(rn::rmsnorm_backward(cuda::rn_dtype<T>(), N, H, dy.data(), x.data(), w.data(), rstd.data(), dx.data(),
+                                       dw.data(), ws, Kokkos::Cuda().cuda_stream()),
+                  "rmsnorm backward (kernels/cuda)");
+      return;
+    }
+  }
+#endif
   Kokkos::parallel_for(
       "burst::rmsnorm_backward_dx", Kokkos::RangePolicy<Exec>(0, N), KOKKOS_LAMBDA(const long i) {
         const Acc r = rstd(i);

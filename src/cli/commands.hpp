@@ -19,6 +19,10 @@ struct BenchGemmOptions {
 int cmd_bench_gemm(Runtime& rt, const BenchGemmOptions& opt);
 // Same options: --config, --set, --output.
 int cmd_bench_attention(Runtime& rt, const BenchGemmOptions& opt);
+// The fused LM head + cross-entropy (bench_ce.cpp); same options.
+int cmd_bench_ce(Runtime& rt, const BenchGemmOptions& opt);
+// The memory-bound layer kernels against their byte floors (bench_kernels.cpp).
+int cmd_bench_kernels(Runtime& rt, const BenchGemmOptions& opt);
 // Its distributed part (bench.methods given): bench_attention_dist.cpp.
 int bench_attention_methods(Runtime& rt, const Config& cfg, const std::string& output);
 // MPI alpha-beta between ranks 0 and 1 (--config, --set, --output).

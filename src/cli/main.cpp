@@ -46,6 +46,16 @@ int main(int argc, char** argv) {
   pp->add_option("--config", pp_opt.config, "TOML run file with a [bench] table")->check(CLI::ExistingFile);
   pp->add_option("--set", pp_opt.sets, "override a key: --set bench.bytes=[8,65536]");
   pp->add_option("--output", pp_opt.output, "HDF5 output (default: bench.output)");
+  cli::BenchGemmOptions ce_opt;
+  auto* cebench = bench->add_subcommand("ce", "the fused chunked LM head + cross-entropy (forward and backward)");
+  cebench->add_option("--config", ce_opt.config, "TOML run file with a [bench] table")->check(CLI::ExistingFile);
+  cebench->add_option("--set", ce_opt.sets, "override a key: --set bench.chunks=[2048]");
+  cebench->add_option("--output", ce_opt.output, "HDF5 output (default: bench.output)");
+  cli::BenchGemmOptions kern_opt;
+  auto* kbench = bench->add_subcommand("kernels", "the memory-bound layer kernels (RMSNorm, SwiGLU, RoPE, AdamW) vs their byte floors");
+  kbench->add_option("--config", kern_opt.config, "TOML run file with a [bench] table")->check(CLI::ExistingFile);
+  kbench->add_option("--set", kern_opt.sets, "override a key: --set bench.tokens=4096");
+  kbench->add_option("--output", kern_opt.output, "HDF5 output (default: bench.output)");
 
   cli::AttnCheckOptions ac;
   int ranks_per_node = 0;
@@ -166,6 +176,8 @@ int main(int argc, char** argv) {
     else if (*gemm) rc = cli::cmd_bench_gemm(*rt, gemm_opt);
     else if (*attn) rc = cli::cmd_bench_attention(*rt, attn_opt);
     else if (*pp) rc = cli::cmd_bench_pingpong(*rt, pp_opt);
+    else if (*cebench) rc = cli::cmd_bench_ce(*rt, ce_opt);
+    else if (*kbench) rc = cli::cmd_bench_kernels(*rt, kern_opt);
     else if (*chk) rc = cli::cmd_attn_check(*rt, ac);
     else if (*impc) rc = cli::cmd_import_hf(*rt, imp);
     else if (*expc) rc = cli::cmd_export_hf(*rt, exp);

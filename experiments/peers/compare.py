@@ -1,0 +1,67 @@
+#!/usr/bin/env python3
+"""Side-by-side ratios of our benchmarks and the PyTorch peers of one device run.
+
+  compare.py DIR     DIR holds gemm_bf16.h5, ce_bf16.h5 (burst bench) and peers_*.json
+                     (experiments/peers/peers.py); whatever is there is compared.
+"""
+import glob
+import json
+import os
+import sys
+
+import h5py
+
+
+def main():
+    d = sys.argv[1]
+    peers = {}
+    for p in sorted(glob.glob(os.path.join(d, "peers_*.json"))):
+        with open(p) as fh:
+            peers.update(json.load(fh))
+    g = os.path.join(d, "gemm_bf16.h5")
+    if os.path.exists(g) and "gemm" in peers:
+        with h5py.File(g, "r") as f:
+            labels = f.attrs["shape_labels"]
+            labels = (labels.decode() if isinstance(labels, bytes) else str(labels)).split(";")
+            tf = f["gemm/tflops"][0]
+        torch_tf = {r["label"]: r["tflops"] for r in peers["gemm"]}
+        print(f"\n{'GEMM bf16 (TFLOP/s)':30s} {'burst':>8s} {'torch':>8s} {'ratio':>7s}")
+        for lab, t in zip(labels, tf):
+            key = lab if lab in torch_tf else ("NN:8192^3" if lab.startswith("NN:8192") else None)
+            if key in torch_tf:
+                print(f"{lab:30s} {t:8.1f} {torch_tf[key]:8.1f} {t / torch_tf[key]:7.3f}")
+    c = os.path.join(d, "ce_bf16.h5")
+    if os.path.exists(c):
+        with h5py.File(c, "r") as f:
+            chunks, sec, extra = f["ce/chunks"][:], f["ce/seconds"][:], f["ce/extra_peak_bytes"][:]
+            N, H, V = int(f.attrs["tokens"]), int(f.attrs["hidden"]), int(f.attrs["vocab"])
+        ce = peers.get("ce", {})
+        naive = ce.get("naive", {}).get("ms")
+        print(f"\nLM head + CE, N={N} H={H} V={V}, fwd+bwd     s     extra GiB   naive torch / this")
+        if naive:
+            print(f"{'torch naive':24s} {naive / 1e3:9.4f} {ce['naive']['extra_peak_bytes'] / 2**30:10.2f}   1.000")
+        for r in ce.get("chunked", []):
+            print(f"{'torch chunked ' + str(r['chunk']):24s} {r['ms'] / 1e3:9.4f} {r['extra_peak_bytes'] / 2**30:10.2f}"
+                  f"   {naive / r['ms'] if naive else float('nan'):.3f}")
+        for ch, s, e in zip(chunks, sec, extra):
+            print(f"{'burst fused ' + str(ch):24s} {s:9.4f} {e / 2**30:10.2f}   {naive / 1e3 / s if naive else float('nan'):.3f}")
+    k = os.path.join(d, "kernels_bf16.h5")
+    if os.path.exists(k):
+        with h5py.File(k, "r") as f:
+            names = f.attrs["kernel_names"]
+            names = (names.decode() if isinstance(names, bytes) else str(names)).split(";")
+            sec = f["kernels/seconds"][:]
+        tk = {r["kernel"]: r["ms"] for r in peers.get("kernels", [])}
+        print(f"\n{'memory-bound kernel (ms)':24s} {'burst':>9s} {'torch':>9s} {'torch/burst':>11s}")
+        for n, s_ in zip(names, sec):
+            t = tk.get(n)
+            print(f"{n:24s} {s_ * 1e3:9.4f} {t if t else float('nan'):9.4f} {t / (s_ * 1e3) if t else float('nan'):11.3f}")
+    for r in peers.get("sdpa", []):
+        print(f"sdpa {r['impl']:6s} {r['kernel']} S={r['seq']} {'causal' if r['causal'] else 'full':6s} {r['tflops']:7.1f} TFLOP/s")
+    for r in peers.get("block", []):
+        if "tflops" in r:
+            print(f"block {r['model']} {r['mode']:7s} {r['ms']:9.3f} ms {r['tflops']:7.1f} TFLOP/s")
+
+
+if __name__ == "__main__":
+    main()

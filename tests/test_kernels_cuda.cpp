@@ -1,0 +1,310 @@
+// The CUDA kernels behind kernels::gemm (cuBLASLt), cross_entropy (one-kernel
+// online LSE), lm_head_cross_entropy (the two together, chunked) and
+// rmsnorm_forward / rmsnorm_backward, against double-precision references
+// computed on the host from the same (rounded) inputs: fresh random inputs
+// each run (the seed is printed), outputs poisoned with NaN before each call
+// where the kernel overwrites them, odd sizes (vector and scalar paths,
+// strided views), and that the CUDA paths were the ones taken. bf16
+// tolerances: 1e-2 relative (norm-wise) for bf16 outputs, tighter for fp32.
+// Registered on CUDA builds only (label gpu).
+#include "core/error.hpp"
+#include "kernels/cross_entropy.hpp"
+#include "kernels/gemm.hpp"
+#include "kernels/lm_head_loss.hpp"
+#include "kernels/rmsnorm.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <limits>
+#include <random>
+#include <vector>
+
+#ifndef BURST_HAVE_CUDA
+#error "test_kernels_cuda is built on CUDA builds only"
+#endif
+
+using namespace burst;
+using namespace burst::kernels;
+
+namespace {
+
+using Mem = Kokkos::CudaSpace;
+template <class T> using D2 = Kokkos::View<T**, Layout, Mem>;
+template <class T> using D1 = Kokkos::View<T*, Layout, Mem>;
+
+std::mt19937_64& rng() {
+  static std::mt19937_64 g = [] {
+    std::random_device rd;
+    const std::uint64_t s = (std::uint64_t(rd()) << 32) ^ rd();
+    std::printf("test_kernels_cuda: seed %llu\n", (unsigned long long)s);
+    return std::mt19937_64(s);
+  }();
+  return g;
+}
+
+template <class V> void fill_random(const V& v, double amp) {
+  auto h = Kokkos::create_mirror_view(v);
+  std::uniform_real_distribution<double> u(-amp, amp);
+  using T = typename V::non_const_value_type;
+  for (size_t i = 0; i < h.extent(0); ++i)
+    for (size_t j = 0; j < h.extent(1); ++j) h(i, j) = T(u(rng()));
+  Kokkos::deep_copy(v, h);
+}
+template <class T> void fill_random1(const D1<T>& v, double amp) {
+  auto h = Kokkos::create_mirror_view(v);
+  std::uniform_real_distribution<double> u(-amp, amp);
+  for (size_t i = 0; i < h.extent(0); ++i) h(i) = T(u(rng()));
+  Kokkos::deep_copy(v, h);
+}
+template <class V> void poison(const V& v) {
+  using T = typename V::non_const_value_type;
+  Kokkos::deep_copy(v, T(std::numeric_limits<float>::quiet_NaN()));
+}
+template <class V> auto host(const V& v) { return Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), v); }
+
+// ||a - b|| / ||b|| over two equally long double vectors; NaN fails.
+double rel_err(const std::vector<double>& a, const std::vector<double>& b) {
+  double n = 0, d = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (!std::isfinite(a[i])) return std::numeric_limits<double>::infinity();
+    n += (a[i] - b[i]) * (a[i] - b[i]), d += b[i] * b[i];
+  }
+  return std::sqrt(n / std::max(d, 1e-300));
+}
+
+// ---------------------------------------------------------------- GEMM
+
+template <class T, class TC> void gemm_case(char ta, char tb, long m, long n, long k, double beta, bool strided, double tol) {
+  SCOPED_TRACE(testing::Message() << scalar_name<T>() << "->" << scalar_name<TC>() << " " << ta << tb << " m=" << m
+                                  << " n=" << n << " k=" << k << " beta=" << beta << (strided ? " strided" : ""));
+  const long ar = ta == 'N' ? m : k, ac = ta == 'N' ? k : m, br = tb == 'N' ? k : n, bc = tb == 'N' ? n : k;
+  // strided: A and C are column windows of wider matrices (row stride > columns).
+  D2<T> Abig("A", ar, ac + (strided ? 24 : 0));
+  D2<T> B("B", br, bc);
+  D2<TC> Cbig("C", m, n + (strided ? 40 : 0));
+  fill_random(Abig, 1.0), fill_random(B, 1.0);
+  if (beta != 0) fill_random(Cbig, 1.0);
+  else poison(Cbig);
+  auto A = Kokkos::subview(Abig, Kokkos::ALL(), std::make_pair(strided ? 8L : 0L, (strided ? 8L : 0L) + ac));
+  auto C = Kokkos::subview(Cbig, Kokkos::ALL(), std::make_pair(strided ? 16L : 0L, (strided ? 16L : 0L) + n));
+  auto hA = host(A);
+  auto hB = host(B);
+  auto hC0 = host(C);
+  const long calls = lt::call_count();
+  gemm(ta, tb, 1.5, A, B, beta, C);
+  Kokkos::fence();
+  EXPECT_EQ(lt::call_count(), calls + 1) << "the call did not reach cuBLASLt";
+  auto hC = host(C);
+  std::vector<double> got, ref;
+  for (long i = 0; i < m; ++i)
+    for (long j = 0; j < n; ++j) {
+      double s = 0;
+      for (long p = 0; p < k; ++p)
+        s += double(ta == 'N' ? hA(i, p) : hA(p, i)) * double(tb == 'N' ? hB(p, j) : hB(j, p));
+      ref.push_back(1.5 * s + (beta != 0 ? beta * double(hC0(i, j)) : 0.0));
+      got.push_back(double(hC(i, j)));
+    }
+  EXPECT_LE(rel_err(got, ref), tol);
+}
+
+TEST(GemmCuda, AllTransposesAndTypes) {
+  for (char ta : {'N', 'T'})
+    for (char tb : {'N', 'T'}) {
+      gemm_case<bf16, bf16>(ta, tb, 77, 130, 200, 0.0, false, 1e-2);
+      gemm_case<bf16, float>(ta, tb, 77, 130, 200, 0.0, false, 1e-5);
+      gemm_case<float, float>(ta, tb, 65, 33, 129, 0.0, false, 1e-5);
+      gemm_case<double, double>(ta, tb, 31, 17, 45, 0.0, false, 1e-12);
+    }
+}
+
+TEST(GemmCuda, AccumulateOddAndStrided) {
+  gemm_case<bf16, bf16>('N', 'T', 129, 257, 64, 1.0, false, 1e-2);
+  gemm_case<bf16, float>('T', 'N', 96, 72, 1000, 1.0, false, 1e-5);
+  gemm_case<bf16, float>('N', 'N', 33, 7, 13, 0.0, false, 1e-5);   // no 16-byte alignment anywhere
+  gemm_case<bf16, bf16>('N', 'T', 100, 64, 96, 0.0, true, 1e-2);   // strided A and C
+  gemm_case<float, float>('N', 'N', 50, 40, 30, 1.0, true, 1e-5);
+  gemm_case<bf16, float>('N', 'N', 1, 300, 128, 0.0, false, 1e-5);  // one row
+  gemm_case<bf16, bf16>('N', 'T', 1024, 1024, 1024, 0.0, false, 1e-2);
+}
+
+// ---------------------------------------------------------------- cross-entropy
+
+template <class T> void ce_case(long N, long V, bool in_place) {
+  SCOPED_TRACE(testing::Message() << scalar_name<T>() << " N=" << N << " V=" << V << (in_place ? " in place" : ""));
+  D2<T> logits("logits", N, V), dl("dl", in_place ? 0 : N, V);
+  D1<std::int32_t> target("t", N);
+  D1<float> loss("loss", N);
+  fill_random(logits, 4.0);
+  auto ht = Kokkos::create_mirror_view(target);
+  std::uniform_int_distribution<long> u(0, V - 1);
+  for (long i = 0; i < N; ++i) ht(i) = (i % 7 == 3) ? kIgnoreIndex : std::int32_t(u(rng()));
+  Kokkos::deep_copy(target, ht);
+  auto hl = host(logits);
+  if (!in_place) poison(dl);
+  Kokkos::deep_copy(loss, std::numeric_limits<float>::quiet_NaN());
+  const double scale = 0.37;
+  D2<T> out = in_place ? logits : dl;
+  const LossSum ls = cross_entropy<T, Mem>(logits, target, loss, out, scale);
+  auto hout = host(out);
+  auto hloss = host(loss);
+  std::vector<double> g, gref, l, lref;
+  double sum = 0;
+  long valid = 0;
+  for (long i = 0; i < N; ++i) {
+    const bool ign = ht(i) == kIgnoreIndex;
+    double mx = -1e300, z = 0;
+    for (long c = 0; c < V; ++c) mx = std::max(mx, double(hl(i, c)));
+    for (long c = 0; c < V; ++c) z += std::exp(double(hl(i, c)) - mx);
+    const double lse = mx + std::log(z);
+    const double li = ign ? 0.0 : lse - double(hl(i, ht(i)));
+    l.push_back(hloss(i)), lref.push_back(li);
+    sum += li, valid += ign ? 0 : 1;
+    for (long c = 0; c < V; ++c) {
+      g.push_back(double(hout(i, c)));
+      gref.push_back(ign ? 0.0 : (std::exp(double(hl(i, c)) - lse) - (c == ht(i) ? 1.0 : 0.0)) * scale);
+    }
+  }
+  EXPECT_EQ(ls.valid, valid);
+  EXPECT_NEAR(ls.sum, sum, 1e-5 * std::fabs(sum));
+  EXPECT_LE(rel_err(l, lref), 1e-5);
+  EXPECT_LE(rel_err(g, gref), (std::is_same<T, bf16>::value ? 1e-2 : 1e-5));
+}
+
+TEST(CrossEntropyCuda, VectorAndScalarPaths) {
+  ce_case<bf16>(37, 1000, false);   // 16-byte rows: vector path
+  ce_case<bf16>(37, 1001, false);   // odd rows: scalar path
+  ce_case<bf16>(20, 5000, true);    // in place
+  ce_case<float>(37, 1000, false);
+  ce_case<float>(13, 777, true);
+  ce_case<bf16>(3, 128256, true);   // the LLaMA-3 vocabulary
+}
+
+TEST(CrossEntropyCuda, InvalidTargetThrows) {
+  D2<bf16> logits("logits", 5, 64);
+  fill_random(logits, 1.0);
+  D1<std::int32_t> target("t", 5);
+  Kokkos::deep_copy(target, 1);
+  Kokkos::deep_copy(Kokkos::subview(target, 3), 64);
+  D1<float> loss("loss", 5);
+  EXPECT_THROW((cross_entropy<bf16, Mem>(logits, target, loss, logits, 1.0)), burst::Error);
+}
+
+// ---------------------------------------------------------------- fused LM head
+
+template <class T> void lm_head_case(long N, long H, long V, long chunk, double tol) {
+  SCOPED_TRACE(testing::Message() << scalar_name<T>() << " N=" << N << " H=" << H << " V=" << V << " chunk=" << chunk);
+  D2<T> x("x", N, H), W("W", V, H), dx("dx", N, H), dW("dW", V, H);
+  D1<std::int32_t> target("t", N);
+  fill_random(x, 1.0), fill_random(W, 0.3);
+  // dW is accumulated into: start from values small enough (bf16) that the
+  // increment, not the start, dominates the comparison.
+  fill_random(dW, std::is_same<T, bf16>::value ? 1e-4 : 0.1);
+  auto ht = Kokkos::create_mirror_view(target);
+  std::uniform_int_distribution<long> u(0, V - 1);
+  long valid = 0;
+  for (long i = 0; i < N; ++i) ht(i) = (i % 11 == 5) ? kIgnoreIndex : std::int32_t(u(rng())), valid += ht(i) >= 0;
+  Kokkos::deep_copy(target, ht);
+  poison(dx);
+  auto hx = host(x);
+  auto hW = host(W);
+  auto hdW0 = host(dW);
+  const double scale = 1.0 / double(valid);
+  const long calls = lt::call_count();
+  const LossSum ls = lm_head_cross_entropy<T, Mem>(x, W, target, chunk, scale, dx, dW);
+  EXPECT_EQ(lt::call_count(), calls + 3 * ((N + chunk - 1) / chunk)) << "GEMMs did not reach cuBLASLt";
+  auto hdx = host(dx);
+  auto hdW = host(dW);
+  std::vector<double> dxr(size_t(N) * H, 0.0), dWr(size_t(V) * H), lg(V);
+  for (long v = 0; v < V; ++v)
+    for (long h = 0; h < H; ++h) dWr[v * H + h] = double(hdW0(v, h));
+  double sum = 0;
+  for (long i = 0; i < N; ++i) {
+    if (ht(i) < 0) continue;
+    double mx = -1e300, z = 0;
+    for (long v = 0; v < V; ++v) {
+      double s = 0;
+      for (long h = 0; h < H; ++h) s += double(hx(i, h)) * double(hW(v, h));
+      lg[v] = s, mx = std::max(mx, s);
+    }
+    for (long v = 0; v < V; ++v) z += std::exp(lg[v] - mx);
+    const double lse = mx + std::log(z);
+    sum += lse - lg[ht(i)];
+    for (long v = 0; v < V; ++v) {
+      const double g = (std::exp(lg[v] - lse) - (v == ht(i) ? 1.0 : 0.0)) * scale;
+      for (long h = 0; h < H; ++h) dxr[i * H + h] += g * double(hW(v, h)), dWr[v * H + h] += g * double(hx(i, h));
+    }
+  }
+  std::vector<double> dxg(size_t(N) * H), dWg(size_t(V) * H), dWd(size_t(V) * H), dWrd(size_t(V) * H);
+  for (long i = 0; i < N; ++i)
+    for (long h = 0; h < H; ++h) dxg[i * H + h] = double(hdx(i, h));
+  for (long v = 0; v < V; ++v)
+    for (long h = 0; h < H; ++h)
+      dWg[v * H + h] = double(hdW(v, h)), dWd[v * H + h] = dWg[v * H + h] - double(hdW0(v, h)),
+                dWrd[v * H + h] = dWr[v * H + h] - double(hdW0(v, h));
+  EXPECT_EQ(ls.valid, valid);
+  EXPECT_NEAR(ls.sum, sum, tol * std::fabs(sum));
+  EXPECT_LE(rel_err(dxg, dxr), tol);
+  EXPECT_LE(rel_err(dWg, dWr), tol);   // the accumulated dW
+  if (std::is_same<T, float>::value) EXPECT_LE(rel_err(dWd, dWrd), tol);  // the increment alone (bf16 rounds it into dW)
+}
+
+TEST(LmHeadCuda, ChunkedAgainstDouble) {
+  lm_head_case<bf16>(300, 64, 1000, 128, 2e-2);
+  lm_head_case<bf16>(257, 128, 4099, 300, 2e-2);  // odd vocabulary: scalar CE path, unaligned GEMM rows
+  lm_head_case<float>(200, 64, 777, 64, 1e-4);
+}
+
+// ---------------------------------------------------------------- RMSNorm
+
+template <class T> void rmsnorm_case(long N, long H, double tol) {
+  SCOPED_TRACE(testing::Message() << scalar_name<T>() << " N=" << N << " H=" << H);
+  D2<T> x("x", N, H), y("y", N, H), dy("dy", N, H), dx("dx", N, H);
+  D1<T> w("w", H);
+  D1<float> rstd("rstd", N), dw("dw", H);
+  fill_random(x, 2.0), fill_random(dy, 1.0), fill_random1(w, 1.5), fill_random1(dw, 0.5);
+  poison(y), poison(dx);
+  Kokkos::deep_copy(rstd, std::numeric_limits<float>::quiet_NaN());
+  auto hx = host(x);
+  auto hdy = host(dy);
+  auto hw = host(w);
+  auto hdw0 = host(dw);
+  const double eps = 1e-5;
+  rmsnorm_forward<T, Mem>(x, w, eps, y, rstd);
+  rmsnorm_backward<T, Mem>(dy, x, w, rstd, dx, dw);
+  auto hy = host(y);
+  auto hdx = host(dx);
+  auto hdw = host(dw);
+  auto hr = host(rstd);
+  std::vector<double> yg, yr, dxg, dxr, dwg, dwr(H), rg, rr;
+  for (long h = 0; h < H; ++h) dwr[h] = hdw0(h), dwg.push_back(hdw(h));
+  for (long i = 0; i < N; ++i) {
+    double ss = 0, gx = 0;
+    for (long h = 0; h < H; ++h) ss += double(hx(i, h)) * double(hx(i, h));
+    const double r = 1.0 / std::sqrt(ss / H + eps);
+    rg.push_back(hr(i)), rr.push_back(r);
+    for (long h = 0; h < H; ++h) {
+      yg.push_back(double(hy(i, h))), yr.push_back(double(hx(i, h)) * r * double(hw(h)));
+      gx += double(hdy(i, h)) * double(hw(h)) * double(hx(i, h));
+      dwr[h] += double(hdy(i, h)) * double(hx(i, h)) * r;
+    }
+    const double c = r * r * gx / H;
+    for (long h = 0; h < H; ++h)
+      dxg.push_back(double(hdx(i, h))), dxr.push_back(r * (double(hdy(i, h)) * double(hw(h)) - double(hx(i, h)) * c));
+  }
+  EXPECT_LE(rel_err(rg, rr), 1e-5);
+  EXPECT_LE(rel_err(yg, yr), tol);
+  EXPECT_LE(rel_err(dxg, dxr), tol);
+  EXPECT_LE(rel_err(dwg, dwr), 1e-4);
+}
+
+TEST(RmsNormCuda, ForwardBackward) {
+  rmsnorm_case<bf16>(50, 300, 1e-2);
+  rmsnorm_case<bf16>(3000, 4096, 1e-2);  // several dw chunks
+  rmsnorm_case<float>(70, 2048, 1e-5);
+  rmsnorm_case<float>(1, 7, 1e-5);
+}
+
+}  // namespace
