@@ -17,6 +17,15 @@ using kernels::gemm;
 
 // ------------------------------------------------------------ LocalAttention
 
+namespace {
+// (A free function: CUDA's extended lambdas may not live in private members.)
+template <class Mem> void fill_iota(Kokkos::View<long*, Layout, Mem> ix) {
+  Kokkos::parallel_for(
+      "burst::attn_index", Kokkos::RangePolicy<typename Mem::execution_space>(0, long(ix.extent(0))),
+      KOKKOS_LAMBDA(const long i) { ix(i) = i; });
+}
+}  // namespace
+
 template <class T, class Mem> kernels::AttnMask<Mem> LocalAttention<T, Mem>::mask(const TokenBatch<Mem>& b) const {
   if (b.doc_ids.extent(0) > 0) return kernels::AttnMask<Mem>::document(b.doc_ids, b.doc_ids, b.positions, b.positions);
   if (window_ > 0) {
@@ -25,9 +34,7 @@ template <class T, class Mem> kernels::AttnMask<Mem> LocalAttention<T, Mem>::mas
     const long s = b.seq_len();
     if (long(index_.extent(0)) != s) {
       index_ = Kokkos::View<long*, Layout, Mem>(mem_label(MemCategory::Workspace, "attn.index"), size_t(s));
-      auto ix = index_;
-      Kokkos::parallel_for(
-          "burst::attn_index", Kokkos::RangePolicy<typename Mem::execution_space>(0, s), KOKKOS_LAMBDA(const long i) { ix(i) = i; });
+      fill_iota<Mem>(index_);
     }
     return kernels::AttnMask<Mem>::sliding_window(window_, index_, index_);
   }
