@@ -88,16 +88,23 @@ template <class T, class TC> void gemm_case(char ta, char tb, long m, long n, lo
   fill_random(Abig, 1.0), fill_random(B, 1.0);
   if (beta != 0) fill_random(Cbig, 1.0);
   else poison(Cbig);
-  auto A = Kokkos::subview(Abig, Kokkos::ALL(), std::make_pair(strided ? 8L : 0L, (strided ? 8L : 0L) + ac));
-  auto C = Kokkos::subview(Cbig, Kokkos::ALL(), std::make_pair(strided ? 16L : 0L, (strided ? 16L : 0L) + n));
-  auto hA = host(A);
+  const auto acols = std::make_pair(strided ? 8L : 0L, (strided ? 8L : 0L) + ac);
+  const auto ccols = std::make_pair(strided ? 16L : 0L, (strided ? 16L : 0L) + n);
+  auto A = Kokkos::subview(Abig, Kokkos::ALL(), acols);
+  auto C = Kokkos::subview(Cbig, Kokkos::ALL(), ccols);
+  // Host copies of the whole matrices, windows taken there (Kokkos 3.4 has
+  // no device-to-host deep_copy of a strided window).
+  auto hAbig = host(Abig);
+  auto hA = Kokkos::subview(hAbig, Kokkos::ALL(), acols);
   auto hB = host(B);
-  auto hC0 = host(C);
+  auto hC0big = host(Cbig);
+  auto hC0 = Kokkos::subview(hC0big, Kokkos::ALL(), ccols);
   const long calls = lt::call_count();
   gemm(ta, tb, 1.5, A, B, beta, C);
   Kokkos::fence();
   EXPECT_EQ(lt::call_count(), calls + 1) << "the call did not reach cuBLASLt";
-  auto hC = host(C);
+  auto hCbig = host(Cbig);
+  auto hC = Kokkos::subview(hCbig, Kokkos::ALL(), ccols);
   std::vector<double> got, ref;
   for (long i = 0; i < m; ++i)
     for (long j = 0; j < n; ++j) {
