@@ -396,6 +396,7 @@ TEST(Train, StartsFromGivenWeights) {
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("holds another model"), std::string::npos) << e.what();
   }
+  MPI_Barrier(rt.world());  // every rank has read the file before rank 0 removes it
   if (rt.rank() == 0) {
     const std::vector<double> a = losses(fresh), b = losses(from);
     EXPECT_LT(b[0], a[0]);  // the trained weights, not a random start
