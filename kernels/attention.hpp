@@ -125,6 +125,30 @@ template <class Mem = DeviceMem> struct AttnMask {
     return true;
   }
 
+  // Does every query in [i0, i1) see every key in [j0, j1)? Exact (true only
+  // when it holds), so a kernel may skip the per-element mask on such tiles.
+  KOKKOS_INLINE_FUNCTION bool tile_all_visible(long i0, long i1, long j0, long j1) const {
+    switch (kind) {
+      case MaskKind::None: return true;
+      case MaskKind::Causal: return (j1 - 1) <= i0 + diag_offset;
+      default: break;
+    }
+    long qmin = q_pos(i0), qmax = q_pos(i0), kmin = k_pos(j0), kmax = k_pos(j0);
+    for (long i = i0 + 1; i < i1; ++i) qmin = q_pos(i) < qmin ? q_pos(i) : qmin, qmax = q_pos(i) > qmax ? q_pos(i) : qmax;
+    for (long j = j0 + 1; j < j1; ++j) kmin = k_pos(j) < kmin ? k_pos(j) : kmin, kmax = k_pos(j) > kmax ? k_pos(j) : kmax;
+    if (kind == MaskKind::Window) return kmax <= qmin && qmax - kmin < window;
+    // Document: one document id on both sides. General: no padding (ids >= 0)
+    // and, under same_doc, one id.
+    const bool one_doc = kind == MaskKind::Document || same_doc;
+    const int doc = q_doc(i0);
+    for (long i = i0; i < i1; ++i)
+      if (q_doc(i) < 0 || (one_doc && q_doc(i) != doc)) return false;
+    for (long j = j0; j < j1; ++j)
+      if (k_doc(j) < 0 || (one_doc && k_doc(j) != doc)) return false;
+    if (kind == MaskKind::Document) return kmax <= qmin;
+    return (!is_causal || kmax <= qmin) && (window <= 0 || qmax - kmin < window);
+  }
+
   // Bounds over the non-padding tokens of each tile.
   KOKKOS_INLINE_FUNCTION bool general_tile_visible(long i0, long i1, long j0, long j1) const {
     long qmin = 0, qmax = -1, kmin = 0, kmax = -1;
@@ -480,6 +504,8 @@ long count_visible_tiles(const AttnMask<Mem>& mask, long sq, long sk, long n, At
 
 }  // namespace burst::kernels
 
+#include "kernels/attention_host.hpp"  // the CPU versions (impl::Host*)
+
 #ifdef BURST_HAVE_CUDA
 #define BURST_ATTENTION_HPP_INCLUDES_CUDA
 #include "kernels/cuda/attention_cuda.hpp"  // the CUDA kernels for bf16 device views (the tpl layer)
@@ -516,6 +542,15 @@ long flash_attention_forward(Kokkos::View<const T***, Layout, Mem> q, Kokkos::Vi
   }
 #endif
   constexpr bool host = impl::is_host_exec<Exec>();
+  if constexpr (host) {
+    const long group = n / nkv;
+    return impl::host_launch<impl::HostFlashForward, T, Acc, Exec, Mem>(
+        "burst::flash_attention_forward_host", d, ((sq + tiles.br - 1) / tiles.br) * n, tiles.br, tiles.bc, [&](auto f) {
+          f.q = q, f.k = k, f.v = v, f.o = o, f.lse = lse, f.mask = mask, f.scale = scale;
+          f.sq = sq, f.sk = sk, f.n = n, f.d = d, f.br = tiles.br, f.bc = tiles.bc, f.group = group;
+          return f;
+        });
+  }
   using F = impl::FlashForward<T, Acc, Exec, Mem>;
   const size_t bytes = F::scratch_bytes(tiles.br, tiles.bc, d);
   const long qtiles = (sq + tiles.br - 1) / tiles.br;
@@ -558,6 +593,28 @@ long flash_attention_backward(Kokkos::View<const T***, Layout, Mem> q, Kokkos::V
 #endif
   constexpr bool host = impl::is_host_exec<Exec>();
   long computed = 0;
+  if constexpr (host) {
+    const long group = n / nkv;
+    if (sk > 0 && nkv > 0)
+      computed = impl::host_launch<impl::HostFlashBackwardKV, T, Acc, Exec, Mem>(
+          "burst::flash_attention_backward_dkdv_host", d, ((sk + tiles.bc - 1) / tiles.bc) * nkv, tiles.br, tiles.bc,
+          [&](auto f) {
+            f.q = q, f.k = k, f.v = v, f.dout = dout, f.lse = lse, f.D = D, f.dk = dk, f.dv = dv, f.mask = mask;
+            f.scale = scale, f.sq = sq, f.sk = sk, f.n = n, f.nkv = nkv, f.d = d, f.br = tiles.br, f.bc = tiles.bc;
+            f.group = group, f.accumulate = accumulate.dkdv;
+            return f;
+          });
+    if (sq > 0 && n > 0)
+      impl::host_launch<impl::HostFlashBackwardQ, T, Acc, Exec, Mem>(
+          "burst::flash_attention_backward_dq_host", d, ((sq + tiles.br - 1) / tiles.br) * n, tiles.br, tiles.bc,
+          [&](auto f) {
+            f.q = q, f.k = k, f.v = v, f.dout = dout, f.lse = lse, f.D = D, f.dq = dq, f.mask = mask, f.scale = scale;
+            f.sq = sq, f.sk = sk, f.n = n, f.d = d, f.br = tiles.br, f.bc = tiles.bc, f.group = group;
+            f.accumulate = accumulate.dq;
+            return f;
+          });
+    return computed;
+  }
   if (sk > 0 && nkv > 0) {
     using F = impl::FlashBackwardKV<T, Acc, Exec, Mem>;
     const size_t bytes = F::scratch_bytes(tiles.br, tiles.bc, d);

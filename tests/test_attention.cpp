@@ -25,6 +25,7 @@ struct Case {
   long sq, sk, n, nkv, d;
   MaskKind kind;
   long offset = 0, window = 0;
+  bool gcausal = true, same_doc = true;  // General only (window: 0 = none)
 };
 
 struct MaskData {
@@ -39,6 +40,12 @@ bool visible_ref(const Case& c, const MaskData& m, long i, long j) {
     case MaskKind::Causal: return j <= i + c.offset;
     case MaskKind::Window: return m.qpos[i] >= m.kpos[j] && m.qpos[i] - m.kpos[j] < c.window;
     case MaskKind::Document: return m.qdoc[i] == m.kdoc[j] && m.kpos[j] <= m.qpos[i];
+    case MaskKind::General: {
+      if (m.qdoc[i] < 0 || m.kdoc[j] < 0) return false;  // padding
+      if (c.same_doc && m.qdoc[i] != m.kdoc[j]) return false;
+      if (c.gcausal && m.kpos[j] > m.qpos[i]) return false;
+      return c.window <= 0 || m.qpos[i] - m.kpos[j] < c.window;
+    }
   }
   return true;
 }
@@ -54,7 +61,24 @@ MaskData make_mask_data(const Case& c, std::mt19937& g) {
   auto doc_of = [&](long pos) { return int((pos < 0 ? 0 : pos) / 7 + ((pos % 5 == 0) ? 1000 : 0)); };
   for (long j = 0; j < c.sk; ++j) m.kdoc.push_back(doc_of(m.kpos[j]));
   for (long i = 0; i < c.sq; ++i) m.qdoc.push_back(doc_of(m.qpos[i]));
+  if (c.kind == MaskKind::General) {  // a padded tail on both sides
+    for (long j = c.sk - c.sk / 6; j < c.sk; ++j) m.kdoc[j] = -1;
+    for (long i = c.sq - c.sq / 5; i < c.sq; ++i) m.qdoc[i] = -1;
+  }
   return m;
+}
+
+template <class Mem>
+AttnMask<Mem> mask_of(const Case& c, Kokkos::View<long*, Mem> qp, Kokkos::View<long*, Mem> kp, Kokkos::View<int*, Mem> qd,
+                      Kokkos::View<int*, Mem> kd) {
+  switch (c.kind) {
+    case MaskKind::None: return AttnMask<Mem>::none();
+    case MaskKind::Causal: return AttnMask<Mem>::causal(c.offset);
+    case MaskKind::Window: return AttnMask<Mem>::sliding_window(c.window, qp, kp);
+    case MaskKind::Document: return AttnMask<Mem>::document(qd, kd, qp, kp);
+    case MaskKind::General: return AttnMask<Mem>::general(c.gcausal, c.window, c.same_doc, qd, kd, qp, kp);
+  }
+  return AttnMask<Mem>::none();
 }
 
 HV3 random3(long a, long b, long c, std::mt19937& g) {
@@ -95,13 +119,7 @@ Result run_kernel(const Case& c, const MaskData& md, const HV3& q, const HV3& k,
     Kokkos::deep_copy(qd, hqd);
     Kokkos::deep_copy(kd, hkd);
   }
-  AttnMask<Mem> mask;
-  switch (c.kind) {
-    case MaskKind::None: mask = AttnMask<Mem>::none(); break;
-    case MaskKind::Causal: mask = AttnMask<Mem>::causal(c.offset); break;
-    case MaskKind::Window: mask = AttnMask<Mem>::sliding_window(c.window, qp, kp); break;
-    case MaskKind::Document: mask = AttnMask<Mem>::document(qd, kd, qp, kp); break;
-  }
+  const AttnMask<Mem> mask = mask_of(c, qp, kp, qd, kd);
   const double scale = 1.0 / std::sqrt(double(c.d));
   Kokkos::View<double***, Layout, Mem> o("act/o", c.sq, c.n, c.d), gq("grads/dq", c.sq, c.n, c.d),
       gk("grads/dk", c.sk, c.nkv, c.d), gv("grads/dv", c.sk, c.nkv, c.d);
@@ -211,6 +229,21 @@ std::vector<Case> all_cases() {
   // strictly lower and a plain diagonal
   cs.push_back(Case{33, 33, 2, 1, 8, MaskKind::Causal, -1});
   cs.push_back(Case{33, 33, 2, 2, 8, MaskKind::Causal, 0});
+  // the head dims the host kernel compiles as constants (16 above; 32, 64, 128)
+  for (long d : {32, 64, 128}) {
+    cs.push_back(Case{41, 57, 4, 2, d, MaskKind::None});
+    cs.push_back(Case{70, 70, 2, 1, d, MaskKind::Causal, 0});
+    cs.push_back(Case{48, 48, 2, 2, d, MaskKind::Document});
+  }
+  // General (what the distributed methods pass): padding, causality, window,
+  // same-document, in each combination the trainer uses
+  for (bool causal : {true, false})
+    for (bool same : {true, false})
+      for (long window : {0L, 9L}) {
+        Case c{61, 77, 4, 2, 16, MaskKind::General, 0, window};
+        c.gcausal = causal, c.same_doc = same;
+        cs.push_back(c);
+      }
   return cs;
 }
 
@@ -235,6 +268,55 @@ TEST(FlashAttention, MatchesNaiveReferenceForEveryMaskAndGqa) {
       EXPECT_LT(rel_err(got.dv, ref.dv), 1e-11) << what;
     }
   }
+}
+
+// tile_all_visible is exact (true only when every pair is visible) and
+// tile_visible is safe (false only when no pair is), for every mask kind on
+// random tiles; for None and Causal tile_all_visible is also complete.
+TEST(FlashAttention, TileVisibilityBoundsAreExactOrSafe) {
+  std::mt19937 g(77);
+  std::vector<Case> cs = all_cases();
+  long wholes = 0, partials = 0;
+  for (const Case& c : cs) {
+    MaskData md = make_mask_data(c, g);
+    using Mem = Kokkos::HostSpace;
+    Kokkos::View<long*, Mem> qp("act/qp", c.sq), kp("act/kp", c.sk);
+    Kokkos::View<int*, Mem> qd("act/qd", c.sq), kd("act/kd", c.sk);
+    for (long i = 0; i < c.sq; ++i) qp(i) = md.qpos[i], qd(i) = md.qdoc[i];
+    for (long j = 0; j < c.sk; ++j) kp(j) = md.kpos[j], kd(j) = md.kdoc[j];
+    const AttnMask<Mem> mask = mask_of(c, qp, kp, qd, kd);
+    for (int trial = 0; trial < 200; ++trial) {
+      const long i0 = long(g() % c.sq), j0 = long(g() % c.sk);
+      const long i1 = std::min(c.sq, i0 + 1 + long(g() % 16)), j1 = std::min(c.sk, j0 + 1 + long(g() % 16));
+      bool all = true, any = false;
+      for (long i = i0; i < i1; ++i)
+        for (long j = j0; j < j1; ++j) {
+          const bool vis = visible_ref(c, md, i, j);
+          all = all && vis, any = any || vis;
+        }
+      const bool whole = mask.tile_all_visible(i0, i1, j0, j1);
+      if (whole) EXPECT_TRUE(all) << mask_kind_name(c.kind) << " tile " << i0 << ":" << i1 << " x " << j0 << ":" << j1;
+      if (!mask.tile_visible(i0, i1, j0, j1)) EXPECT_FALSE(any) << mask_kind_name(c.kind);
+      if (c.kind == MaskKind::None || c.kind == MaskKind::Causal) EXPECT_EQ(whole, all) << mask_kind_name(c.kind);
+      wholes += whole, partials += (any && !all);
+    }
+  }
+  EXPECT_GT(wholes, 100);  // both kinds of tile were exercised
+  EXPECT_GT(partials, 100);
+}
+
+// The host kernel's float softmax exponential against std::exp.
+TEST(FlashAttention, HostSoftmaxExpIsAccurate) {
+  double worst = 0;
+  for (int x = -870000; x <= 10000; ++x) {
+    const float a = float(x) * 1e-4f;
+    const double want = std::exp(double(a));
+    worst = std::max(worst, std::abs(double(impl::softmax_exp(a)) - want) / want);
+  }
+  EXPECT_LT(worst, 3e-7);
+  EXPECT_LT(impl::softmax_exp(-INFINITY), 1e-37f);
+  EXPECT_GE(impl::softmax_exp(-INFINITY), 0.0f);
+  EXPECT_EQ(impl::softmax_exp(0.0f), 1.0f);
 }
 
 TEST(FlashAttention, RowsWithNoVisibleKey) {

@@ -2,13 +2,15 @@
 # kill -9 at a random step and --resume: the resumed run's loss trace (the
 # run log) equals an uninterrupted run's bit for bit.
 . "$(dirname "$0")/lib.sh"
-steps=30
+# 60 steps, the kill in the first 25: the run must still be going when the
+# kill lands (a tiny step takes ~50 ms, and the checkpoint is written every step).
+steps=60
 cfg=("${tiny[@]}" --set train.steps=$steps --set io.checkpoint_every=1)
 mkdir -p "$work/ref" "$work/run"
 $BURST_LAUNCH "$BURST_BIN" train "${cfg[@]}" --set io.run_log="$work/ref.h5" --set io.checkpoint="$work/ref/ck.h5" \
   > "$work/out" 2>&1 || fail "the reference run failed"
 
-k=$((3 + RANDOM % (steps - 8)))
+k=$((3 + RANDOM % 22))
 echo "killing every rank with SIGKILL after step $k was logged (RANDOM picked it; rerun to vary)"
 $BURST_LAUNCH "$BURST_BIN" train "${cfg[@]}" --set io.run_log="$work/run.h5" --set io.checkpoint="$work/run/ck.h5" \
   > "$work/out" 2>&1 &
