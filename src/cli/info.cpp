@@ -2,6 +2,7 @@
 // binds to, the launcher environment, and the version of every dependency.
 #include "cli/commands.hpp"
 #include "cli/versions.hpp"
+#include "core/blas_core.hpp"
 #include "core/kokkos_compat.hpp"
 
 #ifdef BURST_HAVE_CUDA
@@ -50,12 +51,14 @@ int cmd_info(Runtime& rt) {
   for (int r = 0; r < rt.size(); ++r) std::printf("  %s\n", &all[sizeof line * r]);
   std::printf("environment:\n");
   for (const char* v : {"BURST_GPUS_PER_NODE", "OMP_NUM_THREADS", "OMP_PROC_BIND", "CUDA_DEVICE_MAX_CONNECTIONS",
-                        "CUDA_VISIBLE_DEVICES", "SLURM_JOB_ID", "SLURM_NTASKS_PER_NODE", "NCCL_NVLS_ENABLE"}) {
+                        "CUDA_VISIBLE_DEVICES", "SLURM_JOB_ID", "SLURM_NTASKS_PER_NODE", "NCCL_NVLS_ENABLE", "OPENBLAS_CORETYPE"}) {
     const char* s = std::getenv(v);
     std::printf("  %s=%s\n", v, s ? s : "(unset)");
   }
   std::printf("dependencies:\n");
   for (auto& [name, ver] : dependency_versions()) std::printf("  %-14s %s\n", name.c_str(), ver.c_str());
+  const std::string blas = blas_core_name();
+  if (!blas.empty()) std::printf("host BLAS kernels: %s\n", blas.c_str());
   std::fflush(stdout);
   return 0;
 }

@@ -2,6 +2,7 @@
 // rank), starts the runtime, runs one subcommand.
 #include "cli/commands.hpp"
 #include "cli/simulate.hpp"
+#include "core/blas_core.hpp"
 #include "core/config.hpp"
 #include "core/error.hpp"
 #include "train/trainer.hpp"
@@ -15,6 +16,7 @@
 
 int main(int argc, char** argv) {
   using namespace burst;
+  select_blas_core(argv);  // may re-exec with OPENBLAS_CORETYPE set (core/blas_core.hpp)
   CLI::App app{"BurstEngine: distributed training of transformers on sequences of 1M+ tokens"};
   app.set_version_flag("--version", BURST_VERSION);
   app.require_subcommand(1);
