@@ -229,6 +229,14 @@ double a2a_time(const Cluster& c, const std::vector<int>& members, int me_world,
 
 }  // namespace
 
+BlockingCollectives blocking_collectives(const std::string& method, int group) {
+  BlockingCollectives b;
+  if (group <= 1) return b;
+  if (method == "ulysses" || method == "usp") b.fwd = 5, b.bwd = 4, b.rebuild = 5;
+  if (method == "allgather") b.fwd = 2, b.bwd = 4;
+  return b;
+}
+
 void validate_attention(const AttnConfig& a, const AttnProblem& p, int G) {
   static const std::set<std::string> methods = {"ring", "burst", "loongtrain", "ulysses", "usp", "allgather"};
   BURST_CHECK_CONFIG(methods.count(a.method), "unknown method '", a.method, "' (known: allgather, burst, loongtrain, ring, ulysses, usp)");
@@ -293,10 +301,14 @@ AttnCost attention_cost(const Cluster& cluster, const AttnConfig& a, const AttnP
     const double area = visible_area(p.S, a.causal, double(a.window)) / P, f = 4 * area * nd;
     const double fwd_k = f / c.attn_rate_fwd(s), bwd_k = 2.5 * f / c.attn_rate_bwd(s);
     const double gk = coll(chunk), rs = coll(2 * s * kvd * 4);
+    const BlockingCollectives bc = blocking_collectives(a.method, P);
+    const double w = c.spin_collective_wait(P);
     out.fwd.time = gk + fwd_k, out.fwd.compute = fwd_k, out.fwd.a2a_bytes = Pm1 * chunk;
     out.bwd.time = gk + bwd_k + rs, out.bwd.compute = bwd_k, out.bwd.a2a_bytes = Pm1 * (chunk + 2 * s * kvd * 4);
     const double hf = (f / 4) / c.attn_rate_fwd(s / 2);
     out.half_fwd.time = coll(chunk / 2) + hf, out.half_fwd.compute = hf;
+    for (auto [pass, n] : {std::pair<PassCost*, int>{&out.fwd, bc.fwd}, {&out.bwd, bc.bwd}, {&out.half_fwd, bc.fwd}})
+      pass->collectives = n, pass->sync = n * w, pass->time += n * w;
     out.buffer_bytes = 2 * p.S * kvd * 2 + 2 * p.S * kvd * 4;
     out.describe = "allgather: K,V gathered from " + std::to_string(P) + " ranks, dK,dV reduce-scattered";
     return out;
@@ -332,6 +344,11 @@ AttnCost attention_cost(const Cluster& cluster, const AttnConfig& a, const AttnP
   out.fwd.time += a2a_fwd, out.fwd.a2a_bytes = frac * (qkv + o);
   out.bwd.time += a2a_bwd, out.bwd.a2a_bytes = frac * (s * nd * 2 + qkv);
   out.half_fwd.time += a2a_fwd / 2;
+  out.rebuild.time = a2a_fwd, out.rebuild.a2a_bytes = frac * (qkv + o);
+  const BlockingCollectives bc = blocking_collectives(a.method, hp);
+  const double w = c.spin_collective_wait(P);
+  for (auto [pass, n] : {std::pair<PassCost*, int>{&out.fwd, bc.fwd}, {&out.bwd, bc.bwd}, {&out.half_fwd, bc.fwd}, {&out.rebuild, bc.rebuild}})
+    pass->collectives += n, pass->sync += n * w, pass->time += n * w;
   // Head-layout copies of q, k, v (bf16), o and lse (fp32), and one pair of
   // all-to-all send/receive buffers of the largest tensor.
   out.buffer_bytes = rr.buffers + qkv + s * nd * 4 + s * double(p.n) * 4 + 2 * s * nd * 4;
