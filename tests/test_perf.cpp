@@ -312,16 +312,19 @@ TEST(PerfModel, SharedCoresSlowComputeByRanksOverCores) {
 }
 
 // Collectives on shared cores (host.collective_wait_ms, host.nap_wait_ms):
-// each waits tau (1/s - 1) for its members, s the share of a core per rank;
-// the blocking ones of Ulysses/USP/all-gather inside the attention passes
-// (5 + 4 per layer for Ulysses, 5 more when `whole` rebuilds the released
-// state), the trainer's three napping all-reduces per step. Nothing on GPU
-// clusters, on dedicated cores, or for one rank; the ring methods call none.
+// each dependent round of a collective's algorithm waits tau (1/s - 1) for
+// its partner, s the share of a core per rank; the blocking collectives of
+// Ulysses/USP/all-gather inside the attention passes (5 + 4 per layer for
+// Ulysses, 5 more when `whole` rebuilds the released state), the trainer's
+// three napping all-reduces per step. Nothing on GPU clusters, on dedicated
+// cores, or for one rank; the ring methods call none.
 TEST(PerfModel, CollectivesOnSharedCoresWaitForTheirMembers) {
   const std::string file = std::string(BURST_FIXTURE_DIR) + "/cpu_cluster_test.toml";
   const Cluster c = load_cluster(file, default_data_dir());
   EXPECT_DOUBLE_EQ(c.coll_wait_spin, 5e-3);
   EXPECT_DOUBLE_EQ(c.coll_wait_nap, 1e-3);
+  EXPECT_DOUBLE_EQ(c.elem_bytes, 4);
+  EXPECT_DOUBLE_EQ(a800().elem_bytes, 2);
   EXPECT_DOUBLE_EQ(c.off_core_ratio(2), 0);  // 2 ranks, 2 cores
   EXPECT_DOUBLE_EQ(c.off_core_ratio(4), 1);  // half a core each: one slice off per slice on
   EXPECT_DOUBLE_EQ(c.off_core_ratio(8), 3);
@@ -330,6 +333,21 @@ TEST(PerfModel, CollectivesOnSharedCoresWaitForTheirMembers) {
   loaded.host_cores = 0.5;  // a run whose 2 ranks got a quarter of a core each
   EXPECT_DOUBLE_EQ(loaded.off_core_ratio(2), 3);
   EXPECT_DOUBLE_EQ(loaded.off_core_ratio(1), 0);  // one rank waits for nobody
+
+  // MPICH 4.0's default algorithms: rounds by size (bench collective shows the steps).
+  using K = Collective;
+  EXPECT_EQ(mpi_collective_rounds({K::AllToAll, 32768}, 4), 1);  // every isend/irecv at once
+  EXPECT_EQ(mpi_collective_rounds({K::AllToAll, 32769}, 4), 3);  // pairwise exchange
+  EXPECT_EQ(mpi_collective_rounds({K::AllToAll, 128}, 8), 3);    // Bruck
+  EXPECT_EQ(mpi_collective_rounds({K::AllGather, 262144}, 4), 2);  // recursive doubling
+  EXPECT_EQ(mpi_collective_rounds({K::AllGather, 524288}, 4), 3);  // ring
+  EXPECT_EQ(mpi_collective_rounds({K::ReduceScatter, 65536}, 8), 3);  // recursive halving
+  EXPECT_EQ(mpi_collective_rounds({K::ReduceScatter, 524288}, 8), 7);  // pairwise
+  EXPECT_EQ(mpi_collective_rounds({K::AllToAll, 1 << 20}, 1), 0);
+
+  // Ulysses, 4 ranks, 2048 tokens, 8 x 16 heads, float: 512 tokens per rank,
+  // 2 heads per rank after the all-to-all: q, k, v, o chunks of 64 KiB
+  // (pairwise, 3 rounds), lse 4 KiB (1 round).
   const AttnProblem p4{4, 2048, 8, 8, 16};
   AttnConfig uly;
   uly.method = "ulysses";
@@ -337,16 +355,19 @@ TEST(PerfModel, CollectivesOnSharedCoresWaitForTheirMembers) {
   EXPECT_EQ(u.fwd.collectives, 5);
   EXPECT_EQ(u.bwd.collectives, 4);
   EXPECT_EQ(u.rebuild.collectives, 5);
-  EXPECT_NEAR(u.fwd.sync, 5 * 5e-3, 1e-12);
-  EXPECT_NEAR(u.bwd.sync, 4 * 5e-3, 1e-12);
+  EXPECT_NEAR(u.fwd.sync, (4 * 3 + 1) * 5e-3, 1e-12);
+  EXPECT_NEAR(u.bwd.sync, 4 * 3 * 5e-3, 1e-12);
+  EXPECT_NEAR(u.rebuild.sync, u.fwd.sync, 1e-12);
   Cluster free_cores = c;
   free_cores.coll_wait_spin = free_cores.coll_wait_nap = 0;
   const AttnCost u0 = attention_cost(free_cores, uly, p4);
   EXPECT_NEAR(u.fwd.time - u0.fwd.time, u.fwd.sync, 1e-12);
   EXPECT_NEAR(u.bwd.time - u0.bwd.time, u.bwd.sync, 1e-12);
+  // All-gather: K, V gathered (4 x 512 x 128 x 4 B = 1 MiB: a ring, 3 rounds)
+  // twice in the backward, dK, dV reduce-scattered (1 MiB: pairwise, 3 rounds).
   AttnConfig ag;
   ag.method = "allgather";
-  EXPECT_NEAR(attention_cost(c, ag, p4).bwd.sync, 4 * 5e-3, 1e-12);
+  EXPECT_NEAR(attention_cost(c, ag, p4).bwd.sync, 4 * 3 * 5e-3, 1e-12);
   const AttnConfig burst;
   const AttnCost b = attention_cost(c, burst, p4);
   EXPECT_EQ(b.fwd.collectives + b.bwd.collectives + b.rebuild.collectives, 0);
@@ -363,7 +384,7 @@ TEST(PerfModel, CollectivesOnSharedCoresWaitForTheirMembers) {
   s.policy = "whole";
   const StepResult whole = simulate_step(c, k, s);
   EXPECT_DOUBLE_EQ(whole.attn_collectives, 2 * (5 + 4 + 5));
-  EXPECT_NEAR(whole.attn_sync, 2 * 14 * 5e-3, 1e-12);
+  EXPECT_NEAR(whole.attn_sync, 2 * (13 + 12 + 13) * 5e-3, 1e-12);
   EXPECT_NEAR(whole.t_step_sync, 3 * 1e-3, 1e-12);
   s.policy = "keep";
   EXPECT_DOUBLE_EQ(simulate_step(c, k, s).attn_collectives, 2 * (5 + 4));

@@ -11,6 +11,8 @@
 //                   as in the training runs' shares)
 //   excess          t_coll - W / share: the wall time per collective beyond
 //                   the compute the rank's share pays for
+//   rounds          the dependent rounds of MPICH's algorithm for the size
+//                   (perf::mpi_collective_rounds; 1 for the napping all-reduce)
 // The kinds are the engine's own calls: all_to_all, all_gather and
 // reduce_scatter through the MPI Communicator (blocking MPI collectives,
 // whose waits busy-poll), and all_reduce through comm::allreduce_sum
@@ -22,6 +24,7 @@
 #include "core/error.hpp"
 #include "core/timer.hpp"
 #include "io/h5.hpp"
+#include "perf/attention.hpp"
 
 #include <mpi.h>
 
@@ -91,12 +94,12 @@ int cmd_bench_collective(Runtime& rt, const BenchGemmOptions& opt) {
   auto world = Communicator::create(rt.world(), "world");
 
   std::vector<std::string> kind_col;
-  std::vector<double> chunk_col, work_col, t_coll_col, t_none_col, share_col, share_none_col, excess_col, wait_col;
+  std::vector<double> rounds_col, chunk_col, work_col, t_coll_col, t_none_col, share_col, share_none_col, excess_col, wait_col;
   if (me == 0)
     std::printf("collectives over %d ranks (the engine's calls), compute between them, %d x %d iterations per case:\n"
-                "  %-14s %9s %9s %10s %10s %7s %7s %10s %10s\n",
+                "  %-14s %9s %9s %10s %10s %7s %7s %10s %10s %6s\n",
                 P, rounds, iters, "kind", "chunk B", "work ms", "t_none ms", "t_coll ms", "s_none", "s_coll", "excess ms",
-                "in-coll ms");
+                "in-coll ms", "rounds");
   for (const std::string& kind : cfg.get_string_list("bench.kinds")) {
     for (std::int64_t chunk : cfg.get_int_list("bench.chunk_bytes")) {
       for (std::int64_t work_us : cfg.get_int_list("bench.work_us")) {
@@ -145,12 +148,20 @@ int cmd_bench_collective(Runtime& rt, const BenchGemmOptions& opt) {
         const double w_cpu = allreduce_sum(none.cpu, rt.world(), "bench collective: work") / P / n;  // CPU s of compute per iteration
         const double waited = allreduce_sum(in_coll, rt.world(), "bench collective: wait") / P / n;
         const double excess = wall_coll - w_cpu / s_coll;
+        // Dependent rounds of MPICH's algorithm for this size, as the model
+        // counts them (the napping all-reduce: one wait per call).
+        using K = perf::Collective;
+        const double rounds = kind == "all_to_all"       ? perf::mpi_collective_rounds({K::AllToAll, double(chunk)}, P)
+                              : kind == "all_gather"     ? perf::mpi_collective_rounds({K::AllGather, double(total)}, P)
+                              : kind == "reduce_scatter" ? perf::mpi_collective_rounds({K::ReduceScatter, double(total)}, P)
+                                                         : 1.0;
+        rounds_col.push_back(rounds);
         kind_col.push_back(kind), chunk_col.push_back(double(chunk)), work_col.push_back(w_cpu);
         t_coll_col.push_back(wall_coll), t_none_col.push_back(wall_none), share_col.push_back(s_coll);
         share_none_col.push_back(s_none), excess_col.push_back(excess), wait_col.push_back(waited);
         if (me == 0)
-          std::printf("  %-14s %9lld %9.2f %10.3f %10.3f %7.3f %7.3f %10.3f %10.3f\n", kind.c_str(), static_cast<long long>(chunk),
-                      w_cpu * 1e3, wall_none * 1e3, wall_coll * 1e3, s_none, s_coll, excess * 1e3, waited * 1e3);
+          std::printf("  %-14s %9lld %9.2f %10.3f %10.3f %7.3f %7.3f %10.3f %10.3f %6.0f\n", kind.c_str(), static_cast<long long>(chunk),
+                      w_cpu * 1e3, wall_none * 1e3, wall_coll * 1e3, s_none, s_coll, excess * 1e3, waited * 1e3, rounds);
       }
     }
   }
@@ -167,6 +178,7 @@ int cmd_bench_collective(Runtime& rt, const BenchGemmOptions& opt) {
       };
       const std::string g = "collective/" + kind + "/";
       f.write(g + "chunk_bytes", pick(chunk_col));
+      f.write(g + "rounds", pick(rounds_col));
       f.write(g + "work_cpu_seconds", pick(work_col));
       f.write(g + "t_coll_seconds", pick(t_coll_col));
       f.write(g + "t_none_seconds", pick(t_none_col));

@@ -58,12 +58,24 @@ struct AttnCost {
 // point-to-point). UspAttention (ulysses, usp) over a head-parallel group of
 // `group` > 1 ranks: forward 5 all-to-alls (q, k, v, o, lse), backward 4 (dO;
 // dq, dk, dv), a rebuild of a released state 5 (q, k, v, o, lse).
-// AllGatherAttention: forward 2 all-gathers (K, V), backward 2 all-gathers
-// and 2 reduce-scatters (dK, dV).
-struct BlockingCollectives {
-  int fwd = 0, bwd = 0, rebuild = 0;
+// AllGatherAttention over all `group` ranks: forward 2 all-gathers (K, V),
+// backward 2 all-gathers and 2 reduce-scatters (dK, dV). Sizes for a rank
+// holding s tokens with n / nkv heads of d, elements of `elem` bytes (the
+// engine's T) and accumulators of `acc` bytes.
+struct Collective {
+  enum Kind { AllToAll, AllGather, ReduceScatter } kind = AllToAll;
+  double bytes = 0;  // all-to-all: the chunk for one peer; all-gather: the gathered buffer; reduce-scatter: the send buffer
 };
-BlockingCollectives blocking_collectives(const std::string& method, int group);
+struct BlockingCollectives {
+  std::vector<Collective> fwd, bwd, rebuild;
+};
+BlockingCollectives blocking_collectives(const std::string& method, int group, double s = 1, long n = 1, long nkv = 1, long d = 1,
+                                         double elem = 2, double acc = 4);
+// Dependent point-to-point rounds of one collective over `group` ranks with
+// MPICH 4.0's default algorithms (the CVAR thresholds named in the .cpp):
+// each round needs both partners on a core, so on shared cores every round
+// waits for a partner's turn (Cluster::spin_collective_wait per round).
+int mpi_collective_rounds(const Collective& c, int group);
 
 // Throws Error(Config) for a configuration the engine refuses (heads not
 // divisible by the head-parallel size, ...), naming the rule.
