@@ -20,6 +20,13 @@ import numpy as np  # noqa: E402
 from burst_h5 import attrs  # noqa: E402
 
 
+
+def repo_rel(path):
+    """A path inside this repository, relative to its root (the report is read from the repository)."""
+    root = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
+    p = os.path.abspath(str(path))
+    return os.path.relpath(p, root) if p.startswith(root + os.sep) else str(path)
+
 def err(pred, pub):
     return f"{100 * (pred / pub - 1):+.1f}%"
 
@@ -214,7 +221,7 @@ def main():
     with h5py.File(a.h5, "r") as f:
         r = attrs(f)
         lines.append(f"# burst simulate: predicted vs published ({os.path.basename(a.h5)})\n")
-        lines.append(f"Cluster `{r['cluster_file']}`, calibration `{r['calibration_file']}`: GEMM fraction {r['gemm_fraction']:.3f}, "
+        lines.append(f"Cluster `{repo_rel(r['cluster_file'])}`, calibration `{repo_rel(r['calibration_file'])}`: GEMM fraction {r['gemm_fraction']:.3f}, "
                      f"attention r_inf {r['attn_rate_inf_tflops']:.1f} TFLOP/s, t0 {r['attn_t0_tokens']:.0f} tokens, "
                      f"link efficiency {r['link_efficiency']:.3f}, elementwise passes {r['elementwise_passes']:.0f}, "
                      f"allocator slack {r['allocator_slack']:.2f}. Published memory is PyTorch's peak reserved (GB as printed); "

@@ -44,6 +44,9 @@ def main():
                   f"{', '.join(str(int(s)) for s in f['attention_seq'][:])} tokens |",
                   f"| MPI alpha, beta | {A['mpi_alpha_s'] * 1e6:.1f} us, {A['mpi_beta_bytes_per_s'] / 1e9:.2f} GB/s | `burst bench pingpong` |",
                   f"| memory bandwidth | {A['mem_bandwidth_bytes_per_s'] / 1e9:.1f} GB/s | 64 MiB copy |",
+                  (f"| collective waits on shared cores, per unit of 1/s - 1 | blocking {A['collective_wait_spin_s'] * 1e3:.2f} ms per "
+                   f"round of MPICH's algorithm, napping {A['collective_wait_nap_s'] * 1e3:.2f} ms per call | `burst bench collective` at "
+                   f"{', '.join(str(int(p)) for p in sorted(set(f['collective_ranks'][:])))} ranks |") if "collective_wait_spin_s" in A.keys() else "",
                   f"| elementwise passes | {A['elementwise_passes']:.1f} | one-rank train step, {int(A['elementwise_seq'])} tokens "
                   f"(the analogue of the paper's one-GPU point) |" if "elementwise_passes" in A.keys() else "",
                   f"| cores shared by the ranks | {A['cores']} | os.cpu_count(); each run is predicted with the share of them it got "

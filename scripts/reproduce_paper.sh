@@ -5,7 +5,8 @@
 #   scripts/reproduce_paper.sh [--skip-build]
 #
 # 1. calibrate: this machine's cluster description from our microbenchmarks
-#    (bench gemm, bench attention, bench pingpong, a copy, a one-rank step);
+#    (bench gemm, bench attention, bench pingpong, bench collective, a copy,
+#    a one-rank step);
 # 2. every experiment for real (experiments/configs/exp_*.toml), each with the
 #    model's prediction of every run: main, ablation, scaling, attention,
 #    sparse, memory -> experiments/results/exp_<name>.h5;

@@ -6,6 +6,7 @@
 // schedule; the executed trace of block ids.
 #include "comm/communicator.hpp"
 #include "parallel/check.hpp"
+#include "perf/attention.hpp"
 #include "core/error.hpp"
 
 #include <gtest/gtest.h>
@@ -292,4 +293,27 @@ TEST(Communicator, FactoryAndNullBackend) {
   auto ha = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), a);
   EXPECT_EQ(hb(5), 0.0f);  // nothing arrived
   EXPECT_EQ(ha(5), 1.0f);  // nothing was summed
+}
+
+// The performance model (src/perf) counts the blocking collectives each pass
+// of a method calls; those are what wait for their members on shared cores
+// (Cluster::spin_collective_wait). The engine's own counters must agree:
+// forward + backward of Ulysses/USP and the all-gather method.
+TEST(DistAttention, BlockingCollectivesAsThePerformanceModelCounts) {
+  const int P = world_size();
+  for (const std::string method : {"ulysses", "usp", "allgather"}) {
+    const Case c{method, "zigzag", "causal"};
+    const int group = method == "usp" ? 2 : P;
+    if (!runnable(c, P) || group <= 1) continue;  // a collective over one rank waits for nobody
+    const CheckResult r = run<float>(c, problem(c));
+    (void)r;
+    const auto& st = CommStats::get();
+    const perf::BlockingCollectives want = perf::blocking_collectives(method, group);
+    const std::int64_t got = method == "allgather" ? st.calls("allgather", "all_gather") + st.calls("allgather", "reduce_scatter")
+                                                   : st.calls("hp", "all_to_all");
+    EXPECT_EQ(got, std::int64_t(want.fwd.size() + want.bwd.size())) << method << " at " << P << " ranks";
+    EXPECT_GT(want.fwd.size() + want.bwd.size(), 0u) << method;
+  }
+  // Ring methods move blocks point to point: no blocking collective.
+  EXPECT_EQ(perf::blocking_collectives("burst", P).fwd.size() + perf::blocking_collectives("loongtrain", P).bwd.size(), 0u);
 }

@@ -310,3 +310,94 @@ TEST(PerfModel, SharedCoresSlowComputeByRanksOverCores) {
   EXPECT_GT(t4 / t2, 2.0);  // 2x from sharing; attention also runs twice the rounds of the same block
   EXPECT_LT(t4 / t2, 4.2);
 }
+
+// Collectives on shared cores (host.collective_wait_ms, host.nap_wait_ms):
+// each dependent round of a collective's algorithm waits tau (1/s - 1) for
+// its partner, s the share of a core per rank; the blocking collectives of
+// Ulysses/USP/all-gather inside the attention passes (5 + 4 per layer for
+// Ulysses, 5 more when `whole` rebuilds the released state), the trainer's
+// three napping all-reduces per step. Nothing on GPU clusters, on dedicated
+// cores, or for one rank; the ring methods call none.
+TEST(PerfModel, CollectivesOnSharedCoresWaitForTheirMembers) {
+  const std::string file = std::string(BURST_FIXTURE_DIR) + "/cpu_cluster_test.toml";
+  const Cluster c = load_cluster(file, default_data_dir());
+  EXPECT_DOUBLE_EQ(c.coll_wait_spin, 5e-3);
+  EXPECT_DOUBLE_EQ(c.coll_wait_nap, 1e-3);
+  EXPECT_DOUBLE_EQ(c.elem_bytes, 4);
+  EXPECT_DOUBLE_EQ(a800().elem_bytes, 2);
+  EXPECT_DOUBLE_EQ(c.off_core_ratio(2), 0);  // 2 ranks, 2 cores
+  EXPECT_DOUBLE_EQ(c.off_core_ratio(4), 1);  // half a core each: one slice off per slice on
+  EXPECT_DOUBLE_EQ(c.off_core_ratio(8), 3);
+  EXPECT_DOUBLE_EQ(a800().spin_collective_wait(64), 0);
+  Cluster loaded = c;
+  loaded.host_cores = 0.5;  // a run whose 2 ranks got a quarter of a core each
+  EXPECT_DOUBLE_EQ(loaded.off_core_ratio(2), 3);
+  EXPECT_DOUBLE_EQ(loaded.off_core_ratio(1), 0);  // one rank waits for nobody
+
+  // MPICH 4.0's default algorithms: rounds by size (bench collective shows the steps).
+  using K = Collective;
+  EXPECT_EQ(mpi_collective_rounds({K::AllToAll, 32768}, 4), 1);  // every isend/irecv at once
+  EXPECT_EQ(mpi_collective_rounds({K::AllToAll, 32769}, 4), 3);  // pairwise exchange
+  EXPECT_EQ(mpi_collective_rounds({K::AllToAll, 128}, 8), 3);    // Bruck
+  EXPECT_EQ(mpi_collective_rounds({K::AllGather, 262144}, 4), 2);  // recursive doubling
+  EXPECT_EQ(mpi_collective_rounds({K::AllGather, 524288}, 4), 3);  // ring
+  EXPECT_EQ(mpi_collective_rounds({K::ReduceScatter, 65536}, 8), 3);  // recursive halving
+  EXPECT_EQ(mpi_collective_rounds({K::ReduceScatter, 524288}, 8), 7);  // pairwise
+  EXPECT_EQ(mpi_collective_rounds({K::AllToAll, 1 << 20}, 1), 0);
+
+  // Ulysses, 4 ranks, 2048 tokens, 8 x 16 heads, float: 512 tokens per rank,
+  // 2 heads per rank after the all-to-all: q, k, v, o chunks of 64 KiB
+  // (pairwise, 3 rounds), lse 4 KiB (1 round).
+  const AttnProblem p4{4, 2048, 8, 8, 16};
+  AttnConfig uly;
+  uly.method = "ulysses";
+  const AttnCost u = attention_cost(c, uly, p4);
+  EXPECT_EQ(u.fwd.collectives, 5);
+  EXPECT_EQ(u.bwd.collectives, 4);
+  EXPECT_EQ(u.rebuild.collectives, 5);
+  EXPECT_NEAR(u.fwd.sync, (4 * 3 + 1) * 5e-3, 1e-12);
+  EXPECT_NEAR(u.bwd.sync, 4 * 3 * 5e-3, 1e-12);
+  EXPECT_NEAR(u.rebuild.sync, u.fwd.sync, 1e-12);
+  Cluster free_cores = c;
+  free_cores.coll_wait_spin = free_cores.coll_wait_nap = 0;
+  const AttnCost u0 = attention_cost(free_cores, uly, p4);
+  EXPECT_NEAR(u.fwd.time - u0.fwd.time, u.fwd.sync, 1e-12);
+  EXPECT_NEAR(u.bwd.time - u0.bwd.time, u.bwd.sync, 1e-12);
+  // All-gather: K, V gathered (4 x 512 x 128 x 4 B = 1 MiB: a ring, 3 rounds)
+  // twice in the backward, dK, dV reduce-scattered (1 MiB: pairwise, 3 rounds).
+  AttnConfig ag;
+  ag.method = "allgather";
+  EXPECT_NEAR(attention_cost(c, ag, p4).bwd.sync, 4 * 3 * 5e-3, 1e-12);
+  const AttnConfig burst;
+  const AttnCost b = attention_cost(c, burst, p4);
+  EXPECT_EQ(b.fwd.collectives + b.bwd.collectives + b.rebuild.collectives, 0);
+  EXPECT_DOUBLE_EQ(b.fwd.time, attention_cost(free_cores, burst, p4).fwd.time);
+  AttnConfig usp;
+  usp.method = "usp", usp.hp = 1;  // a head-parallel group of one: no all-to-all
+  EXPECT_EQ(attention_cost(c, usp, p4).fwd.collectives, 0);
+
+  const Calibration k = calib();
+  ModelShape m;
+  m.name = "exp", m.layers = 2, m.hidden = 128, m.ffn = 256, m.heads = m.kv_heads = 8, m.head_dim = 16, m.vocab = 64;
+  StepConfig s;
+  s.model = m, s.zero = 0, s.S = 2048, s.P = 4, s.attn = uly;
+  s.policy = "whole";
+  const StepResult whole = simulate_step(c, k, s);
+  EXPECT_DOUBLE_EQ(whole.attn_collectives, 2 * (5 + 4 + 5));
+  EXPECT_NEAR(whole.attn_sync, 2 * (13 + 12 + 13) * 5e-3, 1e-12);
+  EXPECT_NEAR(whole.t_step_sync, 3 * 1e-3, 1e-12);
+  s.policy = "keep";
+  EXPECT_DOUBLE_EQ(simulate_step(c, k, s).attn_collectives, 2 * (5 + 4));
+  s.policy = "full";  // the recompute reruns the forward: its 5, no rebuild
+  EXPECT_DOUBLE_EQ(simulate_step(c, k, s).attn_collectives, 2 * (5 + 5 + 4));
+  StepConfig sw = s;
+  sw.policy = "whole";
+  const StepResult whole0 = simulate_step(free_cores, k, sw);
+  EXPECT_NEAR(whole.t_total - whole0.t_total, whole.attn_sync + whole.t_step_sync, 1e-9);
+  s.attn = burst, s.policy = "whole";
+  const StepResult rb = simulate_step(c, k, s);
+  EXPECT_EQ(rb.attn_collectives, 0);
+  EXPECT_NEAR(rb.t_step_sync, 3e-3, 1e-12);
+  s.P = 2, s.S = 1024;  // dedicated cores
+  EXPECT_EQ(simulate_step(c, k, s).t_step_sync, 0);
+}

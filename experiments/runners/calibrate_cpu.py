@@ -8,6 +8,14 @@ microbenchmarks, measured now, before any experiment is compared:
   causal) at the block sizes the runs use; rate(t) = r_inf t / (t + t0)
   fitted through them (the same curve as the A800's), fwd/bwd ratio;
 - MPI alpha-beta: `burst bench pingpong` between two ranks;
+- waits of collectives on shared cores: `burst bench collective` at
+  P = 2, 4, 8 ranks (compute between the engine's collectives, against the
+  compute alone); the wall time per collective beyond the compute, over
+  rounds x (1/s - 1) (the dependent rounds of MPICH's algorithm for that
+  size, the ranks' off-core ratio), fitted through the origin: one constant
+  per round for the busy-polling blocking collectives (all-to-all,
+  all-gather, reduce-scatter), one per call for the engine's napping
+  all-reduce;
 - memory bandwidth (merges, copies, elementwise passes): a 64 MiB copy;
 - elementwise passes of one block (norms, RoPE, SwiGLU, residuals, copies,
   kernel launches): no microbenchmark isolates them, so this one constant
@@ -32,6 +40,48 @@ import common as C  # noqa: E402
 HEADS, KVH, D = 8, 8, 16          # experiments/configs/exp_model.json
 HIDDEN, FFN, LAYERS = 128, 256, 2
 ATTN_SEQ = [256, 512, 1024, 2048]  # the per-rank block sizes of the runs (S / P)
+
+
+COLL_RANKS = [2, 4, 8]  # the runs' rank counts (scaling goes to 8)
+SPIN_KINDS = ["all_to_all", "all_gather", "reduce_scatter"]  # blocking MPI collectives (busy-polling waits)
+NAP_KINDS = ["all_reduce"]  # MPI_Iallreduce + wait_all_bounded (napping waits)
+COLL_CHUNKS = [8192, 65536, 262144]  # bytes per peer: both sides of MPICH's size thresholds, the runs' sizes
+
+
+def collective_waits(d, alpha, beta):
+    """`burst bench collective` at COLL_RANKS: per case the wall time per
+    collective beyond the compute the ranks' share pays for, less the
+    alpha-beta time of its bytes (the model prices those separately), against
+    x = rounds (1/s - 1) (rounds of MPICH's algorithm for that size; 1 for the
+    napping all-reduce); tau by least squares through the origin, one for the
+    busy-polling kinds (per round) and one for the napping all-reduce (per call)."""
+    xs = {"spin": [], "nap": []}
+    ys = {"spin": [], "nap": []}
+    rows = []
+    kinds = SPIN_KINDS + NAP_KINDS
+    for P in COLL_RANKS:
+        h5 = os.path.join(d, f"collective_np{P}.h5")
+        C.mpiexec(P, ["bench", "collective", "--set", "bench.kinds=[" + ",".join(f'"{k}"' for k in kinds) + "]",
+                      "--set", f"bench.chunk_bytes={COLL_CHUNKS}".replace(" ", ""), "--set", "bench.work_us=[10000]",
+                      "--set", "bench.iterations=6", "--set", "bench.rounds=2", "--output", h5],
+                  os.path.join(d, f"collective_np{P}.log"))
+        with h5py.File(h5, "r") as f:
+            for k in kinds:
+                g = f["collective/" + k]
+                # rounds: of MPICH's algorithm for the size, as the model counts them (the bench writes them)
+                for chunk, s, ex, rounds in zip(g["chunk_bytes"][:], g["cpu_share"][:], g["excess_seconds"][:], g["rounds"][:]):
+                    chunk, rounds = float(chunk), int(rounds)
+                    moved = chunk * (P - 1) * (2 if k == "all_reduce" else 1)
+                    y = ex - (alpha + moved / beta)
+                    x = rounds * max(0.0, 1.0 / min(1.0, s) - 1.0)
+                    w = "nap" if k in NAP_KINDS else "spin"
+                    xs[w].append(x), ys[w].append(y)
+                    rows.append((P, k, chunk, float(s), x, float(ex), y, rounds))
+    tau = {}
+    for w in ("spin", "nap"):
+        x, y = np.array(xs[w]), np.array(ys[w])
+        tau[w] = max(0.0, float((x * y).sum() / (x * x).sum())) if (x * x).sum() > 0 else 0.0
+    return tau, rows
 
 
 def mem_bandwidth():
@@ -122,6 +172,8 @@ def main():
     with h5py.File(p_h5, "r") as f:
         alpha, beta = float(f.attrs["alpha_s"]), float(f.attrs["beta_bytes_per_s"])
 
+    tau, coll_rows = collective_waits(d, alpha, beta)
+
     bw = mem_bandwidth()
 
     cluster = f"""# THIS machine (the CPU the experiments run on), written by experiments/runners/calibrate_cpu.py
@@ -156,6 +208,9 @@ pcie_latency_us = 0
 [host]
 memory_gb_per_s = {bw / 1e9:.6g}
 cores = {cores}                 # ranks of a run share these cores (one OpenMP thread each); runs pass --host-cores = the cores they got
+collective_wait_ms = {tau["spin"] * 1e3:.4g}   # measured: bench collective at P = {COLL_RANKS}, all-to-all/all-gather/reduce-scatter: wait per round of MPICH's algorithm / (1/s - 1), least squares
+element_bytes = 4               # the host build moves float tensors
+nap_wait_ms = {tau["nap"] * 1e3:.4g}          # measured: the same for the engine's all-reduce (nonblocking, napping wait)
 """
     cpath = os.path.join(d, "cpu.toml")
     with open(cpath, "w") as f:
@@ -184,6 +239,16 @@ cores = {cores}                 # ranks of a run share these cores (one OpenMP t
         f.attrs["mpi_alpha_s"] = alpha
         f.attrs["mpi_beta_bytes_per_s"] = beta
         f.attrs["mem_bandwidth_bytes_per_s"] = bw
+        f.attrs["collective_wait_spin_s"] = tau["spin"]
+        f.attrs["collective_wait_nap_s"] = tau["nap"]
+        f["collective_ranks"] = np.array([r[0] for r in coll_rows], dtype=float)
+        f["collective_kind"] = np.array([r[1] for r in coll_rows], dtype=h5py.string_dtype())
+        f["collective_cpu_share"] = np.array([r[3] for r in coll_rows])
+        f["collective_off_core_ratio"] = np.array([r[4] for r in coll_rows])
+        f["collective_excess_s"] = np.array([r[5] for r in coll_rows])
+        f["collective_wait_s"] = np.array([r[6] for r in coll_rows])
+        f["collective_chunk_bytes"] = np.array([r[2] for r in coll_rows])
+        f["collective_rounds"] = np.array([r[7] for r in coll_rows], dtype=float)
         f.attrs["cores"] = cores
         f.attrs["elementwise_passes"] = passes
         f.attrs["cpu_share_gemm"] = share_gemm
@@ -197,7 +262,15 @@ cores = {cores}                 # ranks of a run share these cores (one OpenMP t
         f.attrs["seconds"] = time.time() - t_start
     print(f"gemm {gemm_rate / 1e9:.2f} GFLOP/s; attention r_inf {r_inf / 1e9:.2f} GFLOP/s t0 {t0:.0f} "
           f"(combined {', '.join(f'{c / 1e9:.2f}' for c in comb)} at {ATTN_SEQ}), fwd/bwd {fwd_over_bwd:.3f}; "
-          f"MPI alpha {alpha * 1e6:.1f} us beta {beta / 1e9:.2f} GB/s; memory {bw / 1e9:.1f} GB/s; cores {cores}")
+          f"MPI alpha {alpha * 1e6:.1f} us beta {beta / 1e9:.2f} GB/s; memory {bw / 1e9:.1f} GB/s; cores {cores}; "
+          f"collective wait per unit of 1/s - 1: blocking {tau['spin'] * 1e3:.2f} ms, napping {tau['nap'] * 1e3:.2f} ms")
+    for P in COLL_RANKS:
+        for w, kinds in (("blocking", SPIN_KINDS), ("napping", NAP_KINDS)):
+            sel = [r for r in coll_rows if r[0] == P and r[1] in kinds]
+            x = np.array([r[4] for r in sel]); y = np.array([r[6] for r in sel])
+            print(f"  P={P} {w}: share {np.mean([r[3] for r in sel]):.2f}, wait {1e3 * y.mean():.2f} ms"
+                  f" = {1e3 * (x * y).sum() / max(1e-12, (x * x).sum()):.2f} ms x rounds x (1/s - 1)"
+                  f" (cases: {', '.join(f'{r[1]} {r[2] / 1024:.0f}K {r[7]}r {1e3 * r[6]:.1f}' for r in sel)})")
     print(f"wrote {cpath}, {kpath} ({time.time() - t_start:.0f} s)")
 
 

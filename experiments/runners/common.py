@@ -101,14 +101,28 @@ def mpiexec(n, args, log_path, gpus_per_node=0, timeout=900):
     return wall
 
 
-def simulate(args, out_h5):
-    """`burst simulate ... --output out_h5` with this machine's cluster; returns the h5 path."""
+def simulate(args, out_h5, cluster=None):
+    """`burst simulate ... --output out_h5` with this machine's cluster (or `cluster`); returns its stdout."""
     c, k = cpu_cluster_paths()
+    c = cluster or c
     cmd = [burst_bin(), "simulate", "--cluster", c, "--calibration", k, "--output", out_h5] + args
     r = subprocess.run(cmd, capture_output=True, text=True)
     if r.returncode != 0:
         raise RuntimeError(f"simulate failed: {' '.join(cmd)}\n{r.stdout}\n{r.stderr}")
     return r.stdout
+
+
+def cluster_without_waits(work):
+    """This machine's cluster with the collective-wait constants set to 0: the
+    model as it was before them, for the same runs (a comparison column)."""
+    import re
+    c, _ = cpu_cluster_paths()
+    text = open(c).read()
+    text = re.sub(r"(?m)^(collective_wait_ms|nap_wait_ms) = .*$", r"\1 = 0   # zeroed: the model without collective waits", text)
+    out = os.path.join(work, "cpu_without_waits.toml")
+    with open(out, "w") as f:
+        f.write(text)
+    return out
 
 
 def load_config(name):

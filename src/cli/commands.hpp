@@ -27,6 +27,8 @@ int cmd_bench_kernels(Runtime& rt, const BenchGemmOptions& opt);
 int bench_attention_methods(Runtime& rt, const Config& cfg, const std::string& output);
 // MPI alpha-beta between ranks 0 and 1 (--config, --set, --output).
 int cmd_bench_pingpong(Runtime& rt, const BenchGemmOptions& opt);
+// Blocking collectives between compute on shared cores: the wait per collective (--config, --set, --output).
+int cmd_bench_collective(Runtime& rt, const BenchGemmOptions& opt);
 void fit_alpha_beta(const std::vector<double>& bytes, const std::vector<double>& t, double* alpha, double* beta);
 
 struct AttnCheckOptions {

@@ -48,6 +48,11 @@ int main(int argc, char** argv) {
   pp->add_option("--config", pp_opt.config, "TOML run file with a [bench] table")->check(CLI::ExistingFile);
   pp->add_option("--set", pp_opt.sets, "override a key: --set bench.bytes=[8,65536]");
   pp->add_option("--output", pp_opt.output, "HDF5 output (default: bench.output)");
+  cli::BenchGemmOptions coll_opt;
+  auto* coll = bench->add_subcommand("collective", "blocking collectives between compute on shared cores: wall time per collective beyond the compute");
+  coll->add_option("--config", coll_opt.config, "TOML run file with a [bench] table")->check(CLI::ExistingFile);
+  coll->add_option("--set", coll_opt.sets, "override a key: --set bench.kinds=[\"all_to_all\"]");
+  coll->add_option("--output", coll_opt.output, "HDF5 output (default: bench.output)");
   cli::BenchGemmOptions ce_opt;
   auto* cebench = bench->add_subcommand("ce", "the fused chunked LM head + cross-entropy (forward and backward)");
   cebench->add_option("--config", ce_opt.config, "TOML run file with a [bench] table")->check(CLI::ExistingFile);
@@ -178,6 +183,7 @@ int main(int argc, char** argv) {
     else if (*gemm) rc = cli::cmd_bench_gemm(*rt, gemm_opt);
     else if (*attn) rc = cli::cmd_bench_attention(*rt, attn_opt);
     else if (*pp) rc = cli::cmd_bench_pingpong(*rt, pp_opt);
+    else if (*coll) rc = cli::cmd_bench_collective(*rt, coll_opt);
     else if (*cebench) rc = cli::cmd_bench_ce(*rt, ce_opt);
     else if (*kbench) rc = cli::cmd_bench_kernels(*rt, kern_opt);
     else if (*chk) rc = cli::cmd_attn_check(*rt, ac);

@@ -79,7 +79,8 @@ void write_prediction(io::H5File& f, const std::string& g, const StepConfig& s, 
   const std::pair<const char*, double> vals[] = {
       {"t_layers_fwd", r.t_layers_fwd}, {"t_recompute", r.t_recompute}, {"t_layers_bwd", r.t_layers_bwd},
       {"t_lm_head", r.t_lm_head}, {"t_zero_exposed", r.t_zero_exposed}, {"t_optimizer", r.t_optimizer},
-      {"t_total", r.t_total}, {"attn_fwd_per_layer", r.attn_fwd}, {"attn_bwd_per_layer", r.attn_bwd},
+      {"t_total", r.t_total}, {"t_step_sync", r.t_step_sync}, {"attn_collectives_per_step", r.attn_collectives},
+      {"attn_sync_per_step", r.attn_sync}, {"attn_fwd_per_layer", r.attn_fwd}, {"attn_bwd_per_layer", r.attn_bwd},
       {"attn_exposed_comm_per_layer", r.attn_exposed_comm}, {"tokens_per_s_per_gpu", r.tokens_per_s_per_gpu},
       {"tflops_per_gpu", r.tflops_per_gpu}, {"mfu", r.mfu}, {"mfu_paper_script", r.mfu_paper_script},
       {"memory_gib", r.memory_total / kGiB}};
@@ -102,8 +103,12 @@ void print_result(const StepConfig& s, const StepResult& r, const Cluster& c) {
   std::printf("  per layer: attention fwd %.4f s, bwd %.4f s (exposed communication %.4f s), recompute attention %.4f s, "
               "GEMMs fwd %.4f s, elementwise fwd %.4f s, ZeRO comm %.4f s\n",
               r.attn_fwd, r.attn_bwd, r.attn_exposed_comm, r.attn_recompute, r.gemm_fwd, r.elem_fwd, r.zero_comm_layer);
-  std::printf("  step %.3f s = forward %.3f + recompute %.3f + backward %.3f + LM head %.3f + ZeRO exposed %.3f + optimizer %.3f\n",
-              r.t_total, r.t_layers_fwd, r.t_recompute, r.t_layers_bwd, r.t_lm_head, r.t_zero_exposed, r.t_optimizer);
+  std::printf("  step %.3f s = forward %.3f + recompute %.3f + backward %.3f + LM head %.3f + ZeRO exposed %.3f + optimizer %.3f"
+              " + step all-reduce waits %.3f\n",
+              r.t_total, r.t_layers_fwd, r.t_recompute, r.t_layers_bwd, r.t_lm_head, r.t_zero_exposed, r.t_optimizer, r.t_step_sync);
+  if (r.attn_collectives > 0)
+    std::printf("  attention: %.0f blocking collectives per step, waiting %.4f s for their members on shared cores (in the layer terms)\n",
+                r.attn_collectives, r.attn_sync);
   std::printf("  %.1f tokens/s/GPU, %.1f TFLOP/s/GPU, MFU %.1f%% of %.0f TFLOP/s (paper convention; %.1f%% with the authors' 1.024)\n",
               r.tokens_per_s_per_gpu, r.tflops_per_gpu, 100 * r.mfu, c.peak_flops / 1e12, 100 * r.mfu_paper_script);
   std::printf("  memory per GPU (GiB):");
@@ -385,6 +390,9 @@ int cmd_simulate(const SimulateOptions& o) {
                 "%.3f GFLOP/s per rank (paper convention, visible area)\n",
                 s.model.name.c_str(), seq_label(s.S).c_str(), s.P, x.cl.name.c_str(), p.n, p.nkv, p.d, a.describe.c_str(), a.fwd.time,
                 a.fwd.compute, a.bwd.time, a.bwd.compute, gflops);
+    if (a.fwd.collectives + a.bwd.collectives > 0)
+      std::printf("  %d blocking collectives, waiting %.5f s for their members on shared cores (in fwd, bwd)\n",
+                  a.fwd.collectives + a.bwd.collectives, a.fwd.sync + a.bwd.sync);
     if (!o.output.empty()) {
       io::H5File f = io::H5File::create(o.output);
       f.set_attr("/", "cluster", x.cl.name);
@@ -402,6 +410,8 @@ int cmd_simulate(const SimulateOptions& o) {
                                                     a.fwd.a2a_bytes + a.bwd.a2a_bytes);
       f.set_attr("attention", "gflops_per_rank", gflops);
       f.set_attr("attention", "host_cores", x.cl.host_cores);
+      f.set_attr("attention", "collectives", std::int64_t(a.fwd.collectives + a.bwd.collectives));
+      f.set_attr("attention", "collective_sync_s", a.fwd.sync + a.bwd.sync);
     }
     return 0;
   }

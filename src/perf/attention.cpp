@@ -229,6 +229,70 @@ double a2a_time(const Cluster& c, const std::vector<int>& members, int me_world,
 
 }  // namespace
 
+BlockingCollectives blocking_collectives(const std::string& method, int group, double s, long n, long nkv, long d, double elem,
+                                         double acc) {
+  BlockingCollectives b;
+  if (group <= 1) return b;
+  const double nh = double(n) / group * double(d), kh = double(nkv) / group * double(d);
+  using K = Collective;
+  if (method == "ulysses" || method == "usp") {
+    // seq_to_heads / heads_to_seq: a peer's chunk is s rows of its head shard.
+    const std::vector<Collective> state = {{K::AllToAll, s * nh * elem}, {K::AllToAll, s * kh * elem}, {K::AllToAll, s * kh * elem},
+                                           {K::AllToAll, s * nh * acc}, {K::AllToAll, s * double(n) / group * acc}};
+    b.fwd = b.rebuild = state;
+    b.bwd = {{K::AllToAll, s * nh * elem}, {K::AllToAll, s * nh * acc}, {K::AllToAll, s * kh * acc}, {K::AllToAll, s * kh * acc}};
+  }
+  if (method == "allgather") {
+    const double gathered = group * s * double(nkv) * double(d) * elem, partial = group * s * double(nkv) * double(d) * acc;
+    b.fwd = {{K::AllGather, gathered}, {K::AllGather, gathered}};
+    b.bwd = {{K::AllGather, gathered}, {K::AllGather, gathered}, {K::ReduceScatter, partial}, {K::ReduceScatter, partial}};
+  }
+  return b;
+}
+
+int mpi_collective_rounds(const Collective& c, int P) {
+  if (P <= 1) return 0;
+  int lg = 0;
+  while ((1 << lg) < P) ++lg;  // ceil(log2 P)
+  const bool pof2 = (1 << lg) == P;
+  switch (c.kind) {
+    case Collective::AllToAll:
+      // MPIR_Alltoall_intra_auto: Bruck for chunks <= ALLTOALL_SHORT_MSG_SIZE
+      // (256) at >= 8 ranks; all isend/irecv at once (one round) up to
+      // ALLTOALL_MEDIUM_MSG_SIZE (32768); else pairwise exchange.
+      if (c.bytes <= 256 && P >= 8) return lg;
+      if (c.bytes <= 32768) return 1;
+      return P - 1;
+    case Collective::AllGather:
+      // MPIR_Allgather_intra_auto: recursive doubling below
+      // ALLGATHER_LONG_MSG_SIZE (524288) for a power of two, Bruck below
+      // ALLGATHER_SHORT_MSG_SIZE (81920), else a ring.
+      if (c.bytes < 524288 && pof2) return lg;
+      if (c.bytes < 81920) return lg;
+      return P - 1;
+    case Collective::ReduceScatter:
+      // MPIR_Reduce_scatter_block_intra_auto, commutative op: recursive
+      // halving below REDSCAT_COMMUTATIVE_LONG_MSG_SIZE (524288; two more
+      // rounds off a power of two), else pairwise exchange.
+      if (c.bytes < 524288) return pof2 ? lg : lg - 1 + 2;
+      return P - 1;
+  }
+  return 0;
+}
+
+namespace {
+
+// The scheduling wait of a pass's blocking collectives on shared cores.
+void add_collective_waits(PassCost& pass, const std::vector<Collective>& calls, int group, double wait_per_round) {
+  for (const Collective& c : calls) {
+    pass.collectives += 1;
+    const double w = mpi_collective_rounds(c, group) * wait_per_round;
+    pass.sync += w, pass.time += w;
+  }
+}
+
+}  // namespace
+
 void validate_attention(const AttnConfig& a, const AttnProblem& p, int G) {
   static const std::set<std::string> methods = {"ring", "burst", "loongtrain", "ulysses", "usp", "allgather"};
   BURST_CHECK_CONFIG(methods.count(a.method), "unknown method '", a.method, "' (known: allgather, burst, loongtrain, ring, ulysses, usp)");
@@ -297,6 +361,11 @@ AttnCost attention_cost(const Cluster& cluster, const AttnConfig& a, const AttnP
     out.bwd.time = gk + bwd_k + rs, out.bwd.compute = bwd_k, out.bwd.a2a_bytes = Pm1 * (chunk + 2 * s * kvd * 4);
     const double hf = (f / 4) / c.attn_rate_fwd(s / 2);
     out.half_fwd.time = coll(chunk / 2) + hf, out.half_fwd.compute = hf;
+    const double w = c.spin_collective_wait(P), e = c.elem_bytes;
+    const BlockingCollectives bc = blocking_collectives(a.method, P, s, p.n, p.nkv, p.d, e);
+    add_collective_waits(out.fwd, bc.fwd, P, w);
+    add_collective_waits(out.bwd, bc.bwd, P, w);
+    add_collective_waits(out.half_fwd, blocking_collectives(a.method, P, s / 2, p.n, p.nkv, p.d, e).fwd, P, w);
     out.buffer_bytes = 2 * p.S * kvd * 2 + 2 * p.S * kvd * 4;
     out.describe = "allgather: K,V gathered from " + std::to_string(P) + " ranks, dK,dV reduce-scattered";
     return out;
@@ -332,6 +401,13 @@ AttnCost attention_cost(const Cluster& cluster, const AttnConfig& a, const AttnP
   out.fwd.time += a2a_fwd, out.fwd.a2a_bytes = frac * (qkv + o);
   out.bwd.time += a2a_bwd, out.bwd.a2a_bytes = frac * (s * nd * 2 + qkv);
   out.half_fwd.time += a2a_fwd / 2;
+  out.rebuild.time = a2a_fwd, out.rebuild.a2a_bytes = frac * (qkv + o);
+  const double w = c.spin_collective_wait(P), e = c.elem_bytes;
+  const BlockingCollectives bc = blocking_collectives(a.method, hp, s, p.n, p.nkv, p.d, e);
+  add_collective_waits(out.fwd, bc.fwd, hp, w);
+  add_collective_waits(out.bwd, bc.bwd, hp, w);
+  add_collective_waits(out.rebuild, bc.rebuild, hp, w);
+  add_collective_waits(out.half_fwd, blocking_collectives(a.method, hp, s / 2, p.n, p.nkv, p.d, e).fwd, hp, w);
   // Head-layout copies of q, k, v (bf16), o and lse (fp32), and one pair of
   // all-to-all send/receive buffers of the largest tensor.
   out.buffer_bytes = rr.buffers + qkv + s * nd * 4 + s * double(p.n) * 4 + 2 * s * nd * 4;

@@ -38,14 +38,44 @@ struct PassCost {
   double bytes_intra = 0, bytes_inter = 0;  // handed to the transport by one rank
   parallel::RingCounts counts;     // ring transfers of the pass (zero for others)
   double a2a_bytes = 0;            // all-to-all / all-gather bytes sent by one rank
+  int collectives = 0;             // blocking collectives one rank calls in the pass
+  double sync = 0;                 // their scheduling wait on shared cores (Cluster::spin_collective_wait), in `time`
 };
 
 struct AttnCost {
   PassCost fwd, bwd;
   PassCost half_fwd;     // the `half` policy's recompute: first-half queries x first-half keys
+  // Ulysses/USP: the all-to-alls that rebuild the head-sharded q, k, v, o,
+  // lse in the backward when the method's state was released after the
+  // forward (the `whole` and `half` policies; zero for every other method).
+  PassCost rebuild;
   double buffer_bytes = 0;  // method buffers alive at the backward's peak
   std::string describe;
 };
+
+// Blocking collectives one rank calls per pass, as parallel/methods.cpp
+// issues them (the ring methods call none: their transfers are
+// point-to-point). UspAttention (ulysses, usp) over a head-parallel group of
+// `group` > 1 ranks: forward 5 all-to-alls (q, k, v, o, lse), backward 4 (dO;
+// dq, dk, dv), a rebuild of a released state 5 (q, k, v, o, lse).
+// AllGatherAttention over all `group` ranks: forward 2 all-gathers (K, V),
+// backward 2 all-gathers and 2 reduce-scatters (dK, dV). Sizes for a rank
+// holding s tokens with n / nkv heads of d, elements of `elem` bytes (the
+// engine's T) and accumulators of `acc` bytes.
+struct Collective {
+  enum Kind { AllToAll, AllGather, ReduceScatter } kind = AllToAll;
+  double bytes = 0;  // all-to-all: the chunk for one peer; all-gather: the gathered buffer; reduce-scatter: the send buffer
+};
+struct BlockingCollectives {
+  std::vector<Collective> fwd, bwd, rebuild;
+};
+BlockingCollectives blocking_collectives(const std::string& method, int group, double s = 1, long n = 1, long nkv = 1, long d = 1,
+                                         double elem = 2, double acc = 4);
+// Dependent point-to-point rounds of one collective over `group` ranks with
+// MPICH 4.0's default algorithms (the CVAR thresholds named in the .cpp):
+// each round needs both partners on a core, so on shared cores every round
+// waits for a partner's turn (Cluster::spin_collective_wait per round).
+int mpi_collective_rounds(const Collective& c, int group);
 
 // Throws Error(Config) for a configuration the engine refuses (heads not
 // divisible by the head-parallel size, ...), naming the rule.

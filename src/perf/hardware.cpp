@@ -30,6 +30,11 @@ Cluster Cluster::shared_by(int P) const {
   }
   return c;
 }
+double Cluster::off_core_ratio(int P) const {
+  if (host_cores <= 0 || P <= 1) return 0.0;
+  const double share = std::min(1.0, host_cores / double(P));
+  return 1.0 / share - 1.0;
+}
 Link Cluster::ib_all_gpus() const {
   return {ib_latency, std::min(ib_hca_bw, hcas_per_node * ib_hca_bw / gpus_per_node) * link_efficiency};
 }
@@ -108,6 +113,9 @@ Cluster load_cluster(const std::string& name_or_path, const std::string& dir) {
   c.pcie_latency = num(t, "links.pcie_latency_us", file, 0, 1e6) * 1e-6;
   c.host_mem_bw = num(t, "host.memory_gb_per_s", file, 0.1, 1e5) * 1e9;
   if (t.at_path("host.cores")) c.host_cores = num(t, "host.cores", file, 0.01, 1e6);
+  if (t.at_path("host.collective_wait_ms")) c.coll_wait_spin = num(t, "host.collective_wait_ms", file, 0, 1e4) * 1e-3;
+  if (t.at_path("host.element_bytes")) c.elem_bytes = num(t, "host.element_bytes", file, 1, 16);
+  if (t.at_path("host.nap_wait_ms")) c.coll_wait_nap = num(t, "host.nap_wait_ms", file, 0, 1e4) * 1e-3;
   return c;
 }
 

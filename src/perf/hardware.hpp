@@ -37,6 +37,30 @@ struct Cluster {
   // computes at min(1, cores / P) of its single-core rates. 0: one device
   // per rank (GPUs), nothing shared.
   double host_cores = 0;  // may be fractional: the cores a run actually got (other jobs on the host)
+  // CPU machines (optional keys host.collective_wait_ms, host.nap_wait_ms,
+  // measured by `burst bench collective`): a collective cannot complete until
+  // every member has been scheduled and reached it. A rank that gets a share
+  // s < 1 of a core is off it (1/s - 1) time slices per slice on it, and the
+  // collective waits for the last member's turn: wait = tau (1/s - 1) per
+  // dependent round of the collective's algorithm (a blocking collective of
+  // MPICH: 1 to P - 1 rounds by size, perf/attention.hpp), tau one constant
+  // per way of waiting: `spin` for the blocking
+  // MPI collectives (MPI_Alltoall, MPI_Allgather, MPI_Reduce_scatter_block:
+  // their waits busy-poll, so a waiting rank keeps its slices), `nap` for the
+  // engine's nonblocking collectives completed by wait_all_bounded (which
+  // sleeps, giving the core to the rank it waits for). 0 on GPU clusters.
+  double coll_wait_spin = 0, coll_wait_nap = 0;  // s (spin: per dependent round of the collective's algorithm)
+  // Bytes per element of the tensors the engine moves (host.element_bytes:
+  // the host build runs float; bf16 on GPUs). Sizes the collectives for the
+  // MPI algorithm they get (mpi_collective_rounds).
+  double elem_bytes = 2;
+
+  // Slices off the core per slice on it for each of P ranks sharing
+  // host_cores: 1/s - 1 with s = min(1, host_cores / P); 0 for one rank or
+  // a device per rank.
+  double off_core_ratio(int P) const;
+  double spin_collective_wait(int P) const { return coll_wait_spin * off_core_ratio(P); }
+  double nap_collective_wait(int P) const { return coll_wait_nap * off_core_ratio(P); }
 
   // This cluster as seen by one of P ranks: compute rates (GEMM, attention,
   // memory passes) divided among the host's cores when P exceeds them.

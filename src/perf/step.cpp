@@ -50,10 +50,20 @@ StepResult simulate_step(const Cluster& cluster, const Calibration& k, const Ste
   const double elem_total = k.elem_passes * 2 * (h + double(m.ffn)) * tok / c.hbm_bw;
   r.elem_fwd = elem_total * k.elem_fwd_share;
   const double elem_bwd = elem_total - r.elem_fwd;
-  r.attn_fwd = at.fwd.time, r.attn_bwd = at.bwd.time;
-  r.attn_exposed_comm = std::max(0.0, at.fwd.time - at.fwd.compute) + std::max(0.0, at.bwd.time - at.bwd.compute);
+  // `whole` and `half` release the method's state after the forward and do
+  // not rerun it (llama.cpp): Ulysses/USP rebuild it in the backward.
+  const bool rebuilt = s.policy == "whole" || s.policy == "half";
+  r.attn_fwd = at.fwd.time, r.attn_bwd = at.bwd.time + (rebuilt ? at.rebuild.time : 0.0);
+  r.attn_exposed_comm = std::max(0.0, at.fwd.time - at.fwd.compute) + std::max(0.0, at.bwd.time - at.bwd.compute) +
+                        (rebuilt ? at.rebuild.time : 0.0);
   if (s.policy == "full") r.attn_recompute = at.fwd.time;
   if (s.policy == "half") r.attn_recompute = at.half_fwd.time;
+  {
+    const PassCost* rec = s.policy == "full" ? &at.fwd : s.policy == "half" ? &at.half_fwd : nullptr;
+    r.attn_collectives = L * (at.fwd.collectives + at.bwd.collectives + (rebuilt ? at.rebuild.collectives : 0) +
+                              (rec ? rec->collectives : 0));
+    r.attn_sync = L * (at.fwd.sync + at.bwd.sync + (rebuilt ? at.rebuild.sync : 0.0) + (rec ? rec->sync : 0.0));
+  }
   const double recompute = s.policy == "keep" ? 0.0 : r.gemm_fwd + r.elem_fwd + r.attn_recompute;
   const double fwd = r.gemm_fwd + r.elem_fwd + r.attn_fwd, bwd = 2 * r.gemm_fwd + elem_bwd + r.attn_bwd;
 
@@ -87,7 +97,11 @@ StepResult simulate_step(const Cluster& cluster, const Calibration& k, const Ste
   } else {
     r.t_optimizer = shard * k.opt_gpu_bytes_per_param / c.hbm_bw;
   }
-  r.t_total = r.t_layers_fwd + r.t_recompute + r.t_layers_bwd + r.t_lm_head + r.t_zero_exposed + r.t_optimizer;
+  // The trainer's three all-reduces per step (token count; gradients, or
+  // their norm under ZeRO-2/3; loss), nonblocking and completed by
+  // wait_all_bounded: on shared cores each waits for its members' turns.
+  r.t_step_sync = P > 1 ? 3 * c.nap_collective_wait(P) : 0.0;
+  r.t_total = r.t_layers_fwd + r.t_recompute + r.t_layers_bwd + r.t_lm_head + r.t_zero_exposed + r.t_optimizer + r.t_step_sync;
   r.tokens_per_s_per_gpu = s.S / r.t_total / P;
   // Paper convention, the attention term counting the mask's visible area.
   r.tflops_per_gpu = paper_flops_area(m, s.S, visible_area(s.S, s.attn.causal, double(s.attn.window))) / s.S *

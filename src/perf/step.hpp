@@ -29,6 +29,11 @@ struct StepConfig {
 struct StepResult {
   // seconds per step
   double t_layers_fwd = 0, t_recompute = 0, t_layers_bwd = 0, t_lm_head = 0, t_zero_exposed = 0, t_optimizer = 0, t_total = 0;
+  // the step's own all-reduces (token count, gradients or their norm, loss:
+  // trainer.cpp) waiting for their members on shared cores; 0 on devices
+  double t_step_sync = 0;
+  // per step: blocking collectives of the attention method, and their wait (inside the layer terms)
+  double attn_collectives = 0, attn_sync = 0;
   // per layer, seconds
   double attn_fwd = 0, attn_bwd = 0, attn_recompute = 0, gemm_fwd = 0, elem_fwd = 0, attn_exposed_comm = 0;
   double zero_comm_layer = 0;
