@@ -43,9 +43,10 @@ if [ "$PART" = 3 ]; then
     if [ "$lim" -lt 15 ]; then echo "== $name: SKIPPED ($l s left of the ${BUDGET} s budget)"; return 0; fi
     echo "== $name (timeout ${lim} s, t = $(( $(date +%s) - t0 )) s)"
     echo "== $name: $*" >>"$OUT/$log"
+    local n0; n0=$(wc -l <"$OUT/$log")
     timeout --kill-after=10 "$lim" "$@" >>"$OUT/$log" 2>&1
     local rc=$?
-    tail -n 30 "$OUT/$log"
+    tail -n +"$((n0 + 1))" "$OUT/$log" | tail -n 30
     if [ $rc = 0 ]; then echo "== $name: ok"; elif [ $rc = 124 ] || [ $rc = 137 ]; then echo "== $name: TIMED OUT after ${lim} s"; else echo "== $name: FAILED (exit $rc)"; fi
     return 0
   }
