@@ -1,10 +1,24 @@
 // MLP activations, forward and backward, elementwise over [N, F].
 //  SwiGLU (LLaMA): h = silu(gate) * up.
 //  GELU (non-gated MLPs, the paper's 7B): exact erf form or the tanh approximation.
+// Also the layer's other elementwise passes: the residual add and the
+// accumulation-type -> storage-type conversion (fp32 attention outputs to
+// bf16 for the GEMMs that follow).
+// On CUDA builds, bf16 device views with contiguous spans go to
+// kernels/cuda/elementwise.cu (SwiGLU, add, fp32 -> bf16); the rest runs the
+// portable kernels below.
 #pragma once
 
 #include "core/error.hpp"
 #include "core/views.hpp"
+
+#include <type_traits>
+
+#ifdef BURST_HAVE_CUDA
+#define BURST_ACTIVATIONS_HPP_INCLUDES_CUDA
+#include "kernels/cuda/elementwise_cuda.hpp"
+#undef BURST_ACTIVATIONS_HPP_INCLUDES_CUDA
+#endif
 
 namespace burst::kernels {
 
@@ -45,6 +59,16 @@ void swiglu_forward(Kokkos::View<const T**, Layout, Mem> gate, Kokkos::View<cons
   check_same_2d("swiglu", gate, up);
   check_same_2d("swiglu", gate, h);
   const long F = gate.extent(1);
+#ifdef BURST_HAVE_CUDA
+  if constexpr (cuda::ew_dispatches<T, Mem>()) {
+    if (cuda::ew_contiguous(gate, up, h)) {
+      cuda::check(ew::swiglu_forward(long(gate.size()), cuda::nvb(gate.data()), cuda::nvb(up.data()), cuda::nvb(h.data()),
+                                     Kokkos::Cuda().cuda_stream()),
+                  "swiglu forward (kernels/cuda)");
+      return;
+    }
+  }
+#endif
   Kokkos::parallel_for(
       "burst::swiglu_forward", Kokkos::RangePolicy<Exec>(0, long(gate.extent(0)) * F), KOKKOS_LAMBDA(const long x) {
         const long i = x / F, f = x % F;
@@ -65,6 +89,16 @@ void swiglu_backward(Kokkos::View<const T**, Layout, Mem> dh, Kokkos::View<const
   check_same_2d("swiglu backward", dh, dgate);
   check_same_2d("swiglu backward", dh, dup);
   const long F = gate.extent(1);
+#ifdef BURST_HAVE_CUDA
+  if constexpr (cuda::ew_dispatches<T, Mem>()) {
+    if (cuda::ew_contiguous(dh, gate, up, dgate, dup)) {
+      cuda::check(ew::swiglu_backward(long(dh.size()), cuda::nvb(dh.data()), cuda::nvb(gate.data()), cuda::nvb(up.data()),
+                                      cuda::nvb(dgate.data()), cuda::nvb(dup.data()), Kokkos::Cuda().cuda_stream()),
+                  "swiglu backward (kernels/cuda)");
+      return;
+    }
+  }
+#endif
   Kokkos::parallel_for(
       "burst::swiglu_backward", Kokkos::RangePolicy<Exec>(0, long(gate.extent(0)) * F), KOKKOS_LAMBDA(const long x) {
         const long i = x / F, f = x % F;
@@ -108,9 +142,42 @@ void add_inplace(Kokkos::View<T**, Layout, Mem> y, Kokkos::View<const T**, Layou
   using Exec = typename Kokkos::View<T**, Layout, Mem>::execution_space;
   check_same_2d("add", y, x);
   const long F = y.extent(1);
+#ifdef BURST_HAVE_CUDA
+  if constexpr (cuda::ew_dispatches<T, Mem>()) {
+    if (cuda::ew_contiguous(y, x)) {
+      cuda::check(ew::add_inplace(long(y.size()), cuda::nvb(y.data()), cuda::nvb(x.data()), float(alpha),
+                                  Kokkos::Cuda().cuda_stream()),
+                  "add (kernels/cuda)");
+      return;
+    }
+  }
+#endif
   Kokkos::parallel_for(
       "burst::add_inplace", Kokkos::RangePolicy<Exec>(0, long(y.extent(0)) * F), KOKKOS_LAMBDA(const long e) {
         y(e / F, e % F) = T(Acc(y(e / F, e % F)) + Acc(alpha) * Acc(x(e / F, e % F)));
+      });
+}
+
+// y = x converted to y's type (round to nearest even for bf16), any two
+// 2-D views of one shape. The model uses it for attention's fp32 O and
+// dQ / dK / dV, which the bf16 GEMMs after it read in bf16.
+template <class S, class T, class Mem>
+void convert(Kokkos::View<const S**, Layout, Mem> x, Kokkos::View<T**, Layout, Mem> y) {
+  using Exec = typename Kokkos::View<T**, Layout, Mem>::execution_space;
+  check_same_2d("convert", x, y);
+  const long F = y.extent(1);
+#ifdef BURST_HAVE_CUDA
+  if constexpr (cuda::ew_dispatches<T, Mem>() && std::is_same<S, float>::value) {
+    if (cuda::ew_contiguous(x, y)) {
+      cuda::check(ew::f32_to_bf16(long(y.size()), x.data(), cuda::nvb(y.data()), Kokkos::Cuda().cuda_stream()),
+                  "convert fp32 -> bf16 (kernels/cuda)");
+      return;
+    }
+  }
+#endif
+  Kokkos::parallel_for(
+      "burst::convert", Kokkos::RangePolicy<Exec>(0, long(y.extent(0)) * F), KOKKOS_LAMBDA(const long e) {
+        y(e / F, e % F) = T(x(e / F, e % F));
       });
 }
 

@@ -645,6 +645,20 @@ void attention_backward_rowsum(Kokkos::View<const T***, Layout, Mem> dout, Kokko
                         D.extent(0) == o.extent(0) && D.extent(1) == o.extent(1),
                     "attention rowsum: dO, O and D shapes disagree");
   const long n = o.extent(1), d = o.extent(2);
+#ifdef BURST_HAVE_CUDA
+  // bf16 dO, fp32 O and D in CUDA memory: one warp per (row, head) row
+  // (coalesced), not the portable thread per row striding by d.
+  if constexpr (cuda::dispatches<T, Mem>()) {
+    // (It reads pairs: d even, dO 4-byte and O 8-byte aligned.)
+    if (d % 2 == 0 && cuda::contiguous_aligned(dout, 4) && cuda::contiguous_aligned(o, 8) && D.span_is_contiguous() &&
+        cuda::fits_int(long(o.extent(0)) * n) && cuda::fits_int(d)) {
+      cuda::check(fa::flash_rowsum(int(o.extent(0)), int(n), int(d), cuda::nv(dout.data()), o.data(), D.data(),
+                                   Kokkos::Cuda().cuda_stream()),
+                  "attention rowsum (kernels/cuda)");
+      return;
+    }
+  }
+#endif
   Kokkos::parallel_for(
       "burst::attention_backward_rowsum", Kokkos::RangePolicy<Exec>(0, long(o.extent(0)) * n), KOKKOS_LAMBDA(const long x) {
         const long i = x / n, h = x % n;

@@ -23,15 +23,21 @@
 #include "kernels/gemm.hpp"
 
 #include <algorithm>
+#include <type_traits>
 
 namespace burst::kernels {
 
 // x [N, H], W [V, H], target [N]. dx [N, H] is overwritten and dW [V, H]
-// accumulated into when `dx` is non-empty (else the loss only).
-template <class T, class Mem>
+// accumulated into when `dx` is non-empty (else the loss only). dW is a 2-D
+// view of T or of accum_t<T> (the bf16 model keeps fp32 gradients).
+template <class T, class Mem, class DW = Kokkos::View<T**, Layout, Mem>>
 LossSum lm_head_cross_entropy(Kokkos::View<const T**, Layout, Mem> x, Kokkos::View<const T**, Layout, Mem> W,
                               Kokkos::View<const std::int32_t*, Layout, Mem> target, long chunk, double grad_scale,
-                              Kokkos::View<T**, Layout, Mem> dx, Kokkos::View<T**, Layout, Mem> dW) {
+                              Kokkos::View<T**, Layout, Mem> dx, const DW& dW) {
+  static_assert(DW::rank == 2 && std::is_same<typename DW::memory_space, typename Mem::memory_space>::value &&
+                    (std::is_same<typename DW::non_const_value_type, T>::value ||
+                     std::is_same<typename DW::non_const_value_type, accum_t<T>>::value),
+                "lm_head_cross_entropy: dW must be a 2-D view of T or accum_t<T> in the same memory space");
   using Acc = accum_t<T>;
   using U2 = Kokkos::View<T**, Layout, Mem, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
   using CU2 = Kokkos::View<const T**, Layout, Mem, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;

@@ -1,17 +1,20 @@
 #!/usr/bin/env bash
 # Configure and build against the bootstrap's Kokkos.
-#   scripts/build.sh [--cuda] [--build-dir DIR] [--deps-include DIR] [extra cmake args]
+#   scripts/build.sh [--cuda] [--build-dir DIR] [--deps-include DIR] [--target T]... [extra cmake args]
+# --target (repeatable): build only these targets (default: all).
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 root=$(cd "$here/.." && pwd)
 backend=host
 build=""
 extra=()
+targets=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --cuda) backend=cuda ;;
     --build-dir) build=$2; shift ;;
     --deps-include) extra+=("-DBURST_DEPS_INCLUDE=$2"); shift ;;
+    --target) targets+=(--target "$2"); shift ;;
     *) extra+=("$1") ;;
   esac
   shift
@@ -31,5 +34,5 @@ if [ ! -f "$build/CMakeCache.txt" ]; then
 elif [ ${#extra[@]} -gt 0 ]; then
   cmake "$build" "${extra[@]}"
 fi
-cmake --build "$build" -j "${BURST_JOBS:-$(nproc)}"
+cmake --build "$build" -j "${BURST_JOBS:-$(nproc)}" "${targets[@]}"
 echo "$build"

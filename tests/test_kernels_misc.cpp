@@ -14,6 +14,7 @@
 #include <cmath>
 #include <functional>
 #include <random>
+#include <string>
 #include <vector>
 
 using namespace burst;
@@ -119,6 +120,34 @@ TEST(Activations, SwiGluGradients) {
   auto loss = [&]() { return dot(fwd(), W); };
   EXPECT_LT(fd_error(g, gg, loss), 1e-6);
   EXPECT_LT(fd_error(u, gu, loss), 1e-6);
+}
+
+// convert: double -> float and float -> bf16 round to nearest even (the bf16
+// model's fp32 attention outputs before its GEMMs); add_inplace with alpha.
+TEST(Activations, ConvertAndAdd) {
+  const long N = 5, F = 7;
+  const Vec x = randn(N * F, 3.0);
+  Kokkos::View<float**, Layout, Mem> xf("act/xf", N, F);
+  convert<double, float, Mem>(dev2(x, N, F), xf);
+  Kokkos::View<bf16**, Layout, Mem> xb("act/xb", N, F);
+  convert<float, bf16, Mem>(xf, xb);
+  auto hf = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), xf);
+  auto hb = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), xb);
+  for (long e = 0; e < N * F; ++e) {
+    EXPECT_EQ(hf.data()[e], float(x[size_t(e)]));
+    EXPECT_EQ(hb.data()[e].bits, bf16(float(x[size_t(e)])).bits);
+  }
+  Kokkos::View<double**, Layout, Mem> y = dev2(x, N, F);
+  const Vec z = randn(N * F);
+  add_inplace<double, Mem>(y, dev2(z, N, F), -0.25);
+  const Vec hy = host(y);
+  for (long e = 0; e < N * F; ++e) EXPECT_DOUBLE_EQ(hy[size_t(e)], x[size_t(e)] - 0.25 * z[size_t(e)]);
+  try {
+    convert<float, bf16, Mem>(xf, Kokkos::View<bf16**, Layout, Mem>("act/bad", N, F + 1));
+    FAIL() << "convert accepted another shape";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("convert"), std::string::npos) << e.what();
+  }
 }
 
 TEST(Activations, GeluGradientsBothForms) {

@@ -1,16 +1,27 @@
 // The whole LLaMA step: gradients of every parameter against central finite
 // differences in double (relative error < 1e-6) for SwiGLU and GELU MLPs,
 // GQA, tied and untied heads, document masks and ignored labels; presets and
-// Hugging Face config.json in both of its forms.
+// Hugging Face config.json in both of its forms. One block alone (the API
+// `burst bench layer` times): finite differences in double, float and bf16
+// against double, the bench's HDF5 file.
+#include "cli/bench_layer.hpp"
+#include "cli/commands.hpp"
+#include "comm/runtime.hpp"
 #include "core/error.hpp"
+#include "io/h5.hpp"
 #include "kernels/cross_entropy.hpp"
 #include "model/config.hpp"
 #include "model/llama.hpp"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cmath>
+#include <cstdio>
+#include <filesystem>
 #include <random>
+#include <string>
+#include <vector>
 
 using namespace burst;
 using Mem = DeviceMem;
@@ -197,4 +208,192 @@ TEST(Model, HuggingFaceConfigBothForms) {
             "model has 1 sliding-window layers but no sliding_window size");
   EXPECT_EQ(err("{not json"), err("{not json"));
   EXPECT_NE(err("{not json").find("cannot parse bad.json as JSON"), std::string::npos);
+}
+
+// ------------------------------------------------------------ one block alone
+
+namespace {
+template <class T> Kokkos::View<T**, Layout, Mem> random2(long r, long c, std::mt19937& g, double amp) {
+  Kokkos::View<T**, Layout, Mem> v("act/random", r, c);
+  auto h = Kokkos::create_mirror_view(v);
+  std::uniform_real_distribution<double> u(-amp, amp);
+  for (long i = 0; i < r; ++i)
+    for (long j = 0; j < c; ++j) h(i, j) = T(u(g));
+  Kokkos::deep_copy(v, h);
+  return v;
+}
+}  // namespace
+
+// block_forward / block_backward (what `burst bench layer` times) of layer 1
+// of a two-layer model: dL/dx and every weight gradient against central
+// finite differences of L = sum(y * dy), in double; layer 0's gradients stay 0.
+TEST(Block, ApiGradientsMatchFiniteDifferences) {
+  ModelConfig cfg = small_config(MlpKind::SwiGLU, false, 1);
+  const double scale = 1.0 / std::sqrt(double(cfg.head_dim));
+  LlamaModel<double, Mem> model(cfg, std::make_shared<LocalAttention<double, Mem>>(scale));
+  init_params(model.params(), 11, 0.5);
+  HostBatch hb;
+  const long s = 7, H = cfg.hidden;
+  for (long i = 0; i < s; ++i) hb.tokens.push_back(0), hb.labels.push_back(0), hb.pos.push_back(i + 2);
+  const TokenBatch<Mem> b = to_device(hb);
+  std::mt19937 g(5);
+  auto x = random2<double>(s, H, g, 1.0), dy = random2<double>(s, H, g, 1.0);
+  Kokkos::View<double**, Layout, Mem> y("act/y", s, H), dx("act/dx", s, H);
+  LlamaModel<double, Mem>::LayerActs acts;
+  Kokkos::deep_copy(model.grads().flat(), 0.0);
+  model.block_forward(1, b, x, y, acts);
+  Kokkos::deep_copy(dx, dy);
+  model.block_backward(1, b, acts, dx);
+  EXPECT_EQ(acts.x_in.extent(0), 0u) << "the backward frees the layer's state";
+  auto grad = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), model.grads().flat());
+  auto hdx = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), dx);
+  auto hdy = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), dy);
+  auto hx = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), x);
+  auto p = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), model.params().flat());
+  auto loss_at = [&]() {
+    Kokkos::deep_copy(model.params().flat(), p);
+    Kokkos::deep_copy(x, hx);
+    LlamaModel<double, Mem>::LayerActs a;
+    model.block_forward(1, b, x, y, a);
+    auto hy = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), y);
+    double l = 0;
+    for (long i = 0; i < s; ++i)
+      for (long j = 0; j < H; ++j) l += hy(i, j) * hdy(i, j);
+    return l;
+  };
+  const double eps = 1e-6;
+  double worst = 0;
+  std::string worst_name;
+  const UnitInfo u1 = model.params().units()[2];  // layer 1
+  for (const ParamInfo& info : model.params().table()) {
+    for (long e = 0; e < info.size; ++e) {
+      const long k = info.offset + e;
+      if (k < u1.begin || k >= u1.begin + u1.size) {
+        EXPECT_EQ(grad(k), 0.0) << info.name << " is not layer 1's";
+        continue;
+      }
+      const double x0 = p(k);
+      p(k) = x0 + eps;
+      const double lp = loss_at();
+      p(k) = x0 - eps;
+      const double lm = loss_at();
+      p(k) = x0;
+      const double fd = (lp - lm) / (2 * eps);
+      const double err = std::fabs(fd - grad(k)) / std::max(1.0, std::fabs(fd));
+      if (err > worst) worst = err, worst_name = info.name;
+    }
+  }
+  for (long i = 0; i < s; ++i)
+    for (long j = 0; j < H; ++j) {
+      const double x0 = hx(i, j);
+      hx(i, j) = x0 + eps;
+      const double lp = loss_at();
+      hx(i, j) = x0 - eps;
+      const double lm = loss_at();
+      hx(i, j) = x0;
+      const double fd = (lp - lm) / (2 * eps);
+      const double err = std::fabs(fd - hdx(i, j)) / std::max(1.0, std::fabs(fd));
+      if (err > worst) worst = err, worst_name = "x";
+    }
+  EXPECT_LT(worst, 1e-6) << "worst at " << worst_name;
+  EXPECT_GT(std::fabs(grad(u1.begin)), 0.0);
+}
+
+// The block in float and bf16 (bf16 weights and activations, fp32 gradients
+// and attention outputs) against the double block with the same values: the
+// bench's check. GQA 2:1, head dim 64 (on CUDA builds the flash kernels), a
+// token count that is no multiple of the tiles.
+TEST(Block, Bf16AndFloatMatchDouble) {
+  const ModelConfig c = cli::bench_layer_model("custom", 128, 2, 1, 64, 192, 96);
+  const cli::BlockCheck f = cli::check_block_against_double<float>(c, 96, 3);
+  EXPECT_LT(f.y, 1e-5);
+  EXPECT_LT(f.dx, 1e-5);
+  EXPECT_LT(f.dw, 1e-5);
+  const cli::BlockCheck h = cli::check_block_against_double<bf16>(c, 96, 3);
+  std::printf("bf16 block vs double: y %.2e dx %.2e dW %.2e\n", h.y, h.dx, h.dw);
+  EXPECT_LT(h.y, 3e-2);
+  EXPECT_LT(h.dx, 3e-2);
+  EXPECT_LT(h.dw, 3e-2);
+  // and it is bf16: rounding the activations leaves a visible error
+  EXPECT_GT(h.y, 1e-4);
+  EXPECT_GT(h.dw, 1e-4);
+}
+
+TEST(Block, BenchModelPresetsAndBadInput) {
+  const ModelConfig b1 = cli::bench_layer_model("1B", 0, 0, 0, 0, 0, 32768);
+  EXPECT_EQ(b1.hidden, 2048);
+  EXPECT_EQ(b1.heads, 16);
+  EXPECT_EQ(b1.kv_heads, 16);
+  EXPECT_EQ(b1.head_dim, 128);
+  EXPECT_EQ(b1.ffn, 5632);
+  const ModelConfig b7 = cli::bench_layer_model("7B", 0, 0, 8, 0, 0, 32768);
+  EXPECT_EQ(b7.hidden, 4096);
+  EXPECT_EQ(b7.kv_heads, 8);
+  EXPECT_EQ(b7.ffn, 11008);
+  // ALGORITHMS.md section 9 per layer (no vocabulary term), MHA and causal:
+  // 12 S h^2 [1 + n_kv/n + S/(2h) + 1.5 ffn/h] for forward + backward.
+  for (const ModelConfig& c : {b1, cli::bench_layer_model("7B", 0, 0, 0, 0, 0, 32768)}) {
+    const double S = 32768, h = double(c.hidden);
+    const double paper = 12 * S * h * h * (1 + 1 + 0.5 * S / h + 1.5 * double(c.ffn) / h);
+    EXPECT_NEAR(3 * cli::block_flops_forward(c, 32768) / paper, 1.0, 1e-12);
+  }
+  // the torch peer's count at 1B: 0.053 s was 443 TFLOP/s (PLATFORM.md)
+  EXPECT_NEAR(3 * cli::block_flops_forward(b1, 32768) / 0.053 / 1e12, 440, 5);
+  for (auto bad : {std::vector<long>{0, 2, 0, 16, 8}, std::vector<long>{32, 3, 2, 16, 8}}) {
+    try {
+      cli::bench_layer_model("custom", bad[0], bad[1], bad[2], bad[3], bad[4], 64);
+      FAIL() << "accepted a bad shape";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.exit_code(), 2) << e.what();
+    }
+  }
+}
+
+// `burst bench layer` tiny, in float on the host: the HDF5 file holds the
+// shapes, the times, the FLOP count by the convention, the phases, the memory
+// and a passed check.
+TEST(Block, BenchLayerWritesHdf5) {
+  const std::string out =
+      (std::filesystem::temp_directory_path() / ("burst_bench_layer_test_" + std::to_string(::getpid()) + ".h5")).string();
+  cli::BenchGemmOptions opt;
+  opt.sets = {"bench.preset=custom", "bench.hidden=32", "bench.heads=2", "bench.kv_heads=1", "bench.head_dim=16",
+              "bench.ffn=48", "bench.tokens=40", "bench.dtype=float", "bench.repeats=2", "bench.warmup=0",
+              "bench.check_tokens=24"};
+  opt.output = out;
+  ASSERT_EQ(cli::cmd_bench_layer(Runtime::current(), opt), 0);
+  if (Runtime::current().rank() != 0) return;
+  io::H5File f = io::H5File::open(out);
+  EXPECT_EQ(f.attr_string("/", "benchmark"), "layer");
+  EXPECT_EQ(f.attr_string("/", "dtype"), "float32");
+  EXPECT_EQ(f.attr_int("/", "tokens"), 40);
+  EXPECT_EQ(f.attr_int("/", "hidden"), 32);
+  EXPECT_EQ(f.attr_int("/", "kv_heads"), 1);
+  EXPECT_EQ(f.attr_int("/", "ffn"), 48);
+  const double S = 40, h = 32, q = 32, kv = 16, F = 48;
+  const double fwd = 2 * S * (h * q + 2 * h * kv + q * h + 3 * h * F) + 4 * S * S * 2 * 16 * 0.5;
+  EXPECT_NEAR(f.attr_double("/", "flops_fwd"), fwd, 1e-6 * fwd);
+  EXPECT_NEAR(f.attr_double("/", "flops_fwd_bwd"), 3 * fwd, 3e-6 * fwd);
+  const std::vector<double> fb = f.read<double>("layer/fwd_bwd_seconds"), fo = f.read<double>("layer/fwd_seconds");
+  ASSERT_EQ(fb.size(), 2u);
+  ASSERT_EQ(fo.size(), 2u);
+  for (double t : fb) EXPECT_GT(t, 0.0);
+  const double med = f.attr_double("/", "median_fwd_bwd_s");
+  EXPECT_TRUE(med == fb[0] || med == fb[1]);
+  EXPECT_NEAR(f.attr_double("/", "tflops_fwd_bwd"), 3 * fwd / med / 1e12, 1e-9 * 3 * fwd / med / 1e12);
+  EXPECT_EQ(f.attr_string("/", "phase_names"), "attention_fwd;attention_bwd;gemm_fwd;gemm_bwd;rest_fwd;rest_bwd");
+  const std::vector<double> ph = f.read<double>("phases/seconds");
+  ASSERT_EQ(ph.size(), 6u);
+  for (int i = 0; i < 4; ++i) EXPECT_GT(ph[size_t(i)], 0.0);
+  EXPECT_GT(f.attr_int("/", "peak_bytes"), f.attr_int("/", "peak_extra_bytes"));
+  EXPECT_GT(f.attr_int("/", "peak_extra_bytes"), 0);
+  EXPECT_EQ(f.attr_int("/", "check_tokens"), 24);
+  EXPECT_EQ(f.attr_int("/", "check_passed"), 1);
+  for (const char* k : {"check_rel_error_y", "check_rel_error_dx", "check_rel_error_dw"}) {
+    EXPECT_LT(f.attr_double("/", k), 1e-4) << k;
+    EXPECT_GT(f.attr_double("/", k), 0.0) << k << ": float against double cannot be exact";
+  }
+  for (const char* k : {"execution_space", "host", "config", "date", "flops_convention"})
+    EXPECT_TRUE(f.has_attr("/", k)) << k;
+  f.close();
+  std::filesystem::remove(out);
 }

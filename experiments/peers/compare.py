@@ -1,8 +1,13 @@
 #!/usr/bin/env python3
 """Side-by-side ratios of our benchmarks and the PyTorch peers of one device run.
 
-  compare.py DIR     DIR holds gemm_bf16.h5, ce_bf16.h5 (burst bench) and peers_*.json
-                     (experiments/peers/peers.py); whatever is there is compared.
+  compare.py DIR     DIR holds gemm_bf16.h5, ce_bf16.h5, kernels_bf16.h5, layer_*.h5 (burst bench) and
+                     peers_*.json (experiments/peers/peers.py); whatever is there is compared.
+
+The LLaMA block (layer_<preset>_<dtype>.h5 from `burst bench layer`, peers' `block`): time of forward +
+backward side by side, the ratio torch / burst (> 1: burst is faster; the issue's target is >= 1.1 against
+eager), TFLOP/s by the same convention (ALGORITHMS.md section 9: 3 x (GEMMs + causal attention) forward
+FLOPs), peak memory, burst's phase breakdown and the check against the double block.
 """
 import glob
 import json
@@ -61,6 +66,50 @@ def main():
     for r in peers.get("block", []):
         if "tflops" in r:
             print(f"block {r['model']} {r['mode']:7s} {r['ms']:9.3f} ms {r['tflops']:7.1f} TFLOP/s")
+    compare_layers(d, peers)
+
+
+def attr_str(f, k):
+    v = f.attrs[k]
+    return v.decode() if isinstance(v, bytes) else str(v)
+
+
+def compare_layers(d, peers):
+    """burst bench layer files against the torch block of the same preset and token count."""
+    files = sorted(glob.glob(os.path.join(d, "layer_*.h5")))
+    if not files:
+        return
+    torch_rows = {}
+    for r in peers.get("block", []):
+        if "ms" in r:
+            torch_rows[(r["model"], int(r["tokens"]), r["mode"])] = r
+    print(f"\n{'LLaMA block fwd+bwd':26s} {'ms':>9s} {'TFLOP/s':>8s} {'peak GiB':>9s} {'torch/burst':>11s}")
+    for path in files:
+        with h5py.File(path, "r") as f:
+            preset, dtype, S = attr_str(f, "preset"), attr_str(f, "dtype"), int(f.attrs["tokens"])
+            ms = float(f.attrs["median_fwd_bwd_s"]) * 1e3
+            tf = float(f.attrs["tflops_fwd_bwd"])
+            fl = float(f.attrs["flops_fwd_bwd"])
+            extra = float(f.attrs["peak_extra_bytes"]) / 2**30
+            fwd_ms = float(f.attrs["median_fwd_s"]) * 1e3
+            names = attr_str(f, "phase_names").split(";") if "phase_names" in f.attrs else []
+            phases = f["phases/seconds"][:] if "phases/seconds" in f else []
+            chk = [float(f.attrs[k]) for k in ("check_rel_error_y", "check_rel_error_dx", "check_rel_error_dw")]
+            passed, ctok = int(f.attrs["check_passed"]), int(f.attrs["check_tokens"])
+        print(f"{'burst ' + preset + ' ' + dtype:26s} {ms:9.3f} {tf:8.1f} {extra:9.2f} {'1.000':>11s}"
+              f"   (forward alone {fwd_ms:.3f} ms)")
+        for mode in ("eager", "compile"):
+            r = torch_rows.get((preset, S, mode))
+            if not r:
+                continue
+            if abs(r["flops"] / fl - 1) > 1e-6:
+                print(f"  (torch {mode} counts {r['flops']:.4g} FLOPs, burst {fl:.4g}: different shapes?)")
+            print(f"{'torch ' + preset + ' ' + mode:26s} {r['ms']:9.3f} {r['tflops']:8.1f} "
+                  f"{r['peak_extra_bytes'] / 2**30:9.2f} {r['ms'] / ms:11.3f}")
+        if len(phases):
+            print("  phases (alone, ms): " + ", ".join(f"{n} {s * 1e3:.3f}" for n, s in zip(names, phases)))
+        print(f"  check vs double at {ctok} tokens: y {chk[0]:.2e}, dx {chk[1]:.2e}, dW {chk[2]:.2e}"
+              f" ({'passed' if passed else 'FAILED'})")
 
 
 if __name__ == "__main__":

@@ -8,6 +8,10 @@
 # Then the device tool, from the repository root, carry [".offline"]:
 #   PART=1 OUT=$OUT experiments/peers/run_h200.sh   build, kernel tests, benches, peers gemm+ce+kernels (~7 min)
 #   PART=2 OUT=$OUT experiments/peers/run_h200.sh   every gpu test, peers sdpa + LLaMA block (eager, compile)
+#   PART=3 OUT=$OUT experiments/peers/run_h200.sh   the bf16 LLaMA block through the engine (`burst bench layer`,
+#                                                   1B and 7B at 32K) beside the torch block (eager, compile),
+#                                                   the gpu tests of that code; every step logged, a failing step
+#                                                   does not stop the next, the whole call kept under ~9 min
 # (PART=2 rebuilds unless the machine is still warm from PART=1.)
 # Copy what comes back under $OUT into experiments/results/h200/ (at most 6
 # files per part: the device tool returns 8).
@@ -22,6 +26,65 @@ export BURST_JOBS=${BURST_JOBS:-$(nproc)} PYTHONUNBUFFERED=1
 date -u
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu,power.draw,memory.used --format=csv
 t0=$(date +%s)
+if [ "$PART" = 3 ]; then
+  # Budget: the device tool allows 10 min per command; stop starting steps
+  # that would end after BUDGET seconds (each gets a timeout from what is left).
+  BUDGET=${BUDGET:-530}
+  left() { echo $(( BUDGET - ($(date +%s) - t0) )); }
+  # step NAME CAP CMD...: run CMD with a timeout of min(CAP, time left), its
+  # output appended to $OUT/part3_steps.log and its last lines to this log;
+  # never fails. (The device tool returns at most 8 files: this part leaves 6,
+  # run_part3.log, part3_steps.log, peers_block_kernels.json, layer_1B_bf16.h5,
+  # layer_7B_bf16.h5, kernels_bf16.h5.)
+  step() {
+    local name=$1 cap=$2 log=part3_steps.log; shift 2
+    local l; l=$(left)
+    local lim=$(( cap < l ? cap : l ))
+    if [ "$lim" -lt 15 ]; then echo "== $name: SKIPPED ($l s left of the ${BUDGET} s budget)"; return 0; fi
+    echo "== $name (timeout ${lim} s, t = $(( $(date +%s) - t0 )) s)"
+    echo "== $name: $*" >>"$OUT/$log"
+    local n0; n0=$(wc -l <"$OUT/$log")
+    timeout --kill-after=10 "$lim" "$@" >>"$OUT/$log" 2>&1
+    local rc=$?
+    tail -n +"$((n0 + 1))" "$OUT/$log" | tail -n 30
+    if [ $rc = 0 ]; then echo "== $name: ok"; elif [ $rc = 124 ] || [ $rc = 137 ]; then echo "== $name: TIMED OUT after ${lim} s"; else echo "== $name: FAILED (exit $rc)"; fi
+    return 0
+  }
+  # 1. the torch peer first, on an idle machine: it needs no build, so a
+  #    failing build still leaves its numbers (peers_block_kernels.json)
+  #    (+ the memory-bound kernels: the fused SwiGLU's peer.)
+  step "torch LLaMA block (eager, compile) 1B and 7B at 32K, memory-bound kernels" 220 \
+    python3 experiments/peers/peers.py "$OUT" --only block,kernels --tokens 32768
+  # 2. Kokkos (CUDA) and the engine: only the targets used below.
+  step "bootstrap (Kokkos CUDA from .offline)" 240 scripts/bootstrap.sh --cuda --from .offline
+  step "build (burst, test_kernels_cuda, test_model, test_kernels_misc)" 330 \
+    scripts/build.sh --cuda --deps-include "$(pwd)/.offline/include" -DBURST_ENABLE_NCCL=ON \
+    --target burst --target test_kernels_cuda --target test_model --target test_kernels_misc
+  build=$(pwd)/build-cuda
+  if [ -x "$build/burst" ]; then
+    # 3. the block through the engine, bf16, checked against a double block at 256 tokens first.
+    for m in 1B 7B; do
+      step "burst bench layer $m bf16 32K" 120 "$build/burst" bench layer --set bench.preset=$m \
+        --set bench.tokens=32768 --set bench.dtype=bf16 --set bench.repeats=5 --set bench.warmup=1 \
+        --output "$OUT/layer_${m}_bf16.h5"
+    done
+    step "burst bench kernels (the fused SwiGLU, RMSNorm, RoPE, AdamW)" 60 \
+      "$build/burst" bench kernels --output "$OUT/kernels_bf16.h5"
+    # 4. the gpu tests of what this part changed (the block's finite-difference
+    #    test runs on the host build: it takes minutes on the GPU).
+    step "gpu tests: elementwise / rowsum / RMSNorm / GEMM kernels, the bench's CLI" 150 \
+      bash -c "cd '$build' && ctest --output-on-failure -R 'test_kernels_cuda_np1|test_kernels_misc_np1|cli_bench_layer'"
+    step "gpu tests: the bf16 / float block against double (test_model Block.*)" 120 \
+      mpiexec -n 1 "$build/test_model" '--gtest_filter=Block.*:-Block.ApiGradientsMatchFiniteDifferences'
+  else
+    echo "== no $build/burst: the engine steps are skipped (see $OUT/part3_steps.log)"
+  fi
+  if python3 -c "import h5py" 2>/dev/null; then python3 experiments/peers/compare.py "$OUT"
+  else echo "(no h5py here: run experiments/peers/compare.py on the fetched folder)"; fi
+  echo "PART 3 done in $(( $(date +%s) - t0 )) s"
+  date -u
+  exit 0
+fi
 scripts/bootstrap.sh --cuda --from .offline >/tmp/bootstrap.log 2>&1 || { echo "BOOTSTRAP FAILED"; tail -30 /tmp/bootstrap.log; exit 1; }
 echo "bootstrap: $(( $(date +%s) - t0 )) s"
 build=$(scripts/build.sh --cuda --deps-include "$(pwd)/.offline/include" -DBURST_ENABLE_NCCL=ON 2>/tmp/build_err.log | tail -n1)

@@ -8,6 +8,7 @@
 // naive head (the whole [N, V] logits at once) through the same kernels.
 // Checked first on a few tokens against a double-precision host reference
 // (loss, dx and sampled rows of dW). Rank 0's numbers are written.
+#include "cli/bench_common.hpp"
 #include "cli/commands.hpp"
 #include "core/config.hpp"
 #include "core/error.hpp"
@@ -41,18 +42,6 @@ static ConfigSchema bench_ce_schema() {
 }
 
 namespace {
-
-constexpr MemSpaceKind dev_kind() {
-  return std::is_same<DeviceMem, Kokkos::HostSpace>::value ? MemSpaceKind::Host : MemSpaceKind::Device;
-}
-
-std::int64_t gemm_workspace() {
-#ifdef BURST_HAVE_CUDA
-  return std::int64_t(lt::workspace_bytes());
-#else
-  return 0;
-#endif
-}
 
 KOKKOS_INLINE_FUNCTION double hash01(unsigned long i, unsigned seed) {
   unsigned long x = i * 0x9E3779B97F4A7C15ul + seed * 0xBF58476D1CE4E5B9ul;
@@ -160,7 +149,7 @@ template <class T> static void run(Runtime& rt, const Config& cfg, const std::st
     const long c = std::min<long>(chunks[ci], N);
     Kokkos::fence();
     MemoryTracker::global().reset_peaks();
-    const std::int64_t base = MemoryTracker::global().counters(dev_kind()).current_total;
+    const std::int64_t base = MemoryTracker::global().counters(bench_dev_kind()).current_total;
     kernels::LossSum ls;
     for (int w = 0; w < warmup; ++w) ls = kernels::lm_head_cross_entropy<T, Mem>(CV2(x), CV2(W), CI1(target), c, scale, dx, dW);
     Kokkos::fence();
@@ -174,7 +163,7 @@ template <class T> static void run(Runtime& rt, const Config& cfg, const std::st
     std::sort(ts.begin(), ts.end());
     sec[ci] = ts[ts.size() / 2];
     tflops[ci] = 6.0 * double(N) * H * V / sec[ci] / 1e12;
-    extra[ci] = double(MemoryTracker::global().counters(dev_kind()).peak_total - base + gemm_workspace());
+    extra[ci] = double(MemoryTracker::global().counters(bench_dev_kind()).peak_total - base + bench_gemm_workspace_bytes());
     loss_mean[ci] = ls.sum / double(std::max(ls.valid, 1L));
   }
   if (rt.rank() == 0) {
@@ -206,13 +195,7 @@ template <class T> static void run(Runtime& rt, const Config& cfg, const std::st
     f.set_attr("/", "check_rel_error_loss", err_loss);
     f.set_attr("/", "check_rel_error_dx", err_dx);
     f.set_attr("/", "check_rel_error_dw_rows", err_dw);
-    f.set_attr("/", "execution_space", std::string(Kokkos::DefaultExecutionSpace::name()));
-    f.set_attr("/", "host", rt.hostname());
-    f.set_attr("/", "config", cfg.dump());
-    std::time_t now = std::time(nullptr);
-    char date[64];
-    std::strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
-    f.set_attr("/", "date", std::string(date));
+    set_bench_provenance(f, rt, cfg);
     std::printf("wrote %s\n", output.c_str());
   }
 }

@@ -7,6 +7,7 @@
 // bench.llama = true the GEMMs of a LLaMA layer at bench.tokens tokens for
 // the 1B (2048 / 5632) and 7B (4096 / 11008) shapes and the 128256-word LM
 // head: forward X W^T (NT), input gradient dY W (NN), weight gradient dY^T X (TN).
+#include "cli/bench_common.hpp"
 #include "cli/commands.hpp"
 #include "core/config.hpp"
 #include "core/error.hpp"
@@ -222,14 +223,8 @@ template <class T, class TC> static void run(Runtime& rt, const Config& cfg, con
     f.set_attr("/", "out_dtype", std::string(scalar_name<TC>()));
     f.set_attr("/", "ranks", std::int64_t(P));
     f.set_attr("/", "threads_per_rank", std::int64_t(Kokkos::DefaultExecutionSpace::concurrency()));
-    f.set_attr("/", "execution_space", std::string(Kokkos::DefaultExecutionSpace::name()));
     f.set_attr("/", "gemm_path", std::string(path));
-    f.set_attr("/", "host", rt.hostname());
-    f.set_attr("/", "config", cfg.dump());
-    std::time_t now = std::time(nullptr);
-    char date[64];
-    std::strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
-    f.set_attr("/", "date", std::string(date));
+    set_bench_provenance(f, rt, cfg);
     std::printf("wrote %s\n", output.c_str());
   }
   BURST_CHECK(worst <= tol, ErrorKind::Numeric, "gemm result differs from the double-precision reference: relative error ",

@@ -4,6 +4,7 @@
 // the rest), each against its byte floor: median time, the fewest bytes the
 // operation must move (every input read once, every output written once),
 // and the achieved GB/s = floor bytes / time. Rank 0's numbers are written.
+#include "cli/bench_common.hpp"
 #include "cli/commands.hpp"
 #include "core/config.hpp"
 #include "core/error.hpp"
@@ -131,13 +132,7 @@ template <class T> static void run(Runtime& rt, const Config& cfg, const std::st
     f.write("kernels/gbps", gbps);
     f.set_attr("/", "benchmark", std::string("kernels"));
     f.set_attr("/", "dtype", std::string(scalar_name<T>()));
-    f.set_attr("/", "execution_space", std::string(Kokkos::DefaultExecutionSpace::name()));
-    f.set_attr("/", "host", rt.hostname());
-    f.set_attr("/", "config", cfg.dump());
-    std::time_t now = std::time(nullptr);
-    char date[64];
-    std::strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
-    f.set_attr("/", "date", std::string(date));
+    set_bench_provenance(f, rt, cfg);
     std::printf("wrote %s\n", output.c_str());
   }
 }

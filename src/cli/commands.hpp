@@ -23,6 +23,8 @@ int cmd_bench_attention(Runtime& rt, const BenchGemmOptions& opt);
 int cmd_bench_ce(Runtime& rt, const BenchGemmOptions& opt);
 // The memory-bound layer kernels against their byte floors (bench_kernels.cpp).
 int cmd_bench_kernels(Runtime& rt, const BenchGemmOptions& opt);
+// One LLaMA block forward + backward through the model code (bench_layer.cpp).
+int cmd_bench_layer(Runtime& rt, const BenchGemmOptions& opt);
 // Its distributed part (bench.methods given): bench_attention_dist.cpp.
 int bench_attention_methods(Runtime& rt, const Config& cfg, const std::string& output);
 // MPI alpha-beta between ranks 0 and 1 (--config, --set, --output).

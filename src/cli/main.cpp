@@ -63,6 +63,11 @@ int main(int argc, char** argv) {
   kbench->add_option("--config", kern_opt.config, "TOML run file with a [bench] table")->check(CLI::ExistingFile);
   kbench->add_option("--set", kern_opt.sets, "override a key: --set bench.tokens=4096");
   kbench->add_option("--output", kern_opt.output, "HDF5 output (default: bench.output)");
+  cli::BenchGemmOptions layer_opt;
+  auto* lbench = bench->add_subcommand("layer", "one LLaMA block (1B / 7B widths), forward + backward, through the model code");
+  lbench->add_option("--config", layer_opt.config, "TOML run file with a [bench] table")->check(CLI::ExistingFile);
+  lbench->add_option("--set", layer_opt.sets, "override a key: --set bench.preset=1B");
+  lbench->add_option("--output", layer_opt.output, "HDF5 output (default: bench.output)");
 
   cli::AttnCheckOptions ac;
   int ranks_per_node = 0;
@@ -186,6 +191,7 @@ int main(int argc, char** argv) {
     else if (*coll) rc = cli::cmd_bench_collective(*rt, coll_opt);
     else if (*cebench) rc = cli::cmd_bench_ce(*rt, ce_opt);
     else if (*kbench) rc = cli::cmd_bench_kernels(*rt, kern_opt);
+    else if (*lbench) rc = cli::cmd_bench_layer(*rt, layer_opt);
     else if (*chk) rc = cli::cmd_attn_check(*rt, ac);
     else if (*impc) rc = cli::cmd_import_hf(*rt, imp);
     else if (*expc) rc = cli::cmd_export_hf(*rt, exp);

@@ -43,16 +43,16 @@ template <class T, class Mem> kernels::AttnMask<Mem> LocalAttention<T, Mem>::mas
 
 template <class T, class Mem>
 void LocalAttention<T, Mem>::forward(int, const TokenBatch<Mem>& b, CV3 q, CV3 k, CV3 v, V3 o, V2 lse) {
-  kernels::flash_attention_forward<T, Mem>(q, k, v, mask(b), T(scale_), o, lse);
+  kernels::flash_attention_forward<T, Mem>(q, k, v, mask(b), A(scale_), o, lse);
 }
 
 template <class T, class Mem>
 void LocalAttention<T, Mem>::backward(int, const TokenBatch<Mem>& b, CV3 q, CV3 k, CV3 v,
-                                      Kokkos::View<const T***, Layout, Mem> o, Kokkos::View<const T**, Layout, Mem> lse,
+                                      Kokkos::View<const A***, Layout, Mem> o, Kokkos::View<const A**, Layout, Mem> lse,
                                       CV3 dout, V3 dq, V3 dk, V3 dv) {
-  Kokkos::View<T**, Layout, Mem> D(mem_label(MemCategory::Activations, "attn.D"), o.extent(0), o.extent(1));
+  Kokkos::View<A**, Layout, Mem> D(mem_label(MemCategory::Activations, "attn.D"), o.extent(0), o.extent(1));
   kernels::attention_backward_rowsum<T, Mem>(dout, o, D);
-  kernels::flash_attention_backward<T, Mem>(q, k, v, dout, lse, D, mask(b), T(scale_), dq, dk, dv, false);
+  kernels::flash_attention_backward<T, Mem>(q, k, v, dout, lse, D, mask(b), A(scale_), dq, dk, dv, false);
 }
 
 // ------------------------------------------------------------------- model
@@ -109,7 +109,7 @@ template <class T, class Mem>
 void LlamaModel<T, Mem>::use_param_hooks(ParamHooks* hooks, bool params_per_unit, bool grads_per_unit) {
   hooks_ = hooks;
   if (params_per_unit) params_ = FlatTensors<T, Mem>::per_unit(params_.table());
-  if (grads_per_unit) grads_ = FlatTensors<T, Mem>::per_unit(grads_.table());
+  if (grads_per_unit) grads_ = FlatTensors<A, Mem>::per_unit(grads_.table());
 }
 
 template <class T, class Mem>
@@ -140,6 +140,20 @@ template <class V> auto cv(const V& v) {
   using T = typename V::non_const_value_type;
   return Kokkos::View<const T**, Layout, typename V::memory_space>(v);
 }
+// x (accum_t<T>) in the storage type T: x itself when the types agree, else
+// a converted copy (attention's fp32 outputs before the bf16 GEMMs).
+template <class T, class Mem>
+Kokkos::View<T**, Layout, Mem> to_storage(const char* name, const Kokkos::View<accum_t<T>**, Layout, Mem>& x) {
+  if constexpr (std::is_same<accum_t<T>, T>::value) {
+    (void)name;
+    return x;
+  } else {
+    Kokkos::View<T**, Layout, Mem> y(
+        Kokkos::view_alloc(Kokkos::WithoutInitializing, mem_label(MemCategory::Activations, name)), x.extent(0), x.extent(1));
+    kernels::convert<accum_t<T>, T, Mem>(x, y);
+    return y;
+  }
+}
 }  // namespace
 
 template <class T, class Mem>
@@ -148,7 +162,7 @@ void LlamaModel<T, Mem>::layer_forward(int l, const TokenBatch<Mem>& b, V2 x, La
   const long s = b.seq_len(), H = cfg_.hidden, n = cfg_.heads, nkv = cfg_.kv_heads, d = cfg_.head_dim, F = cfg_.ffn;
   a.x_in = x;
   a.h1 = act2<T, Mem>("h1", s, H);
-  a.rstd1 = V1(mem_label(MemCategory::Activations, "rstd1"), s);
+  a.rstd1 = AV1(mem_label(MemCategory::Activations, "rstd1"), s);
   kernels::rmsnorm_forward<T, Mem>(x, params_.vec(p + "input_layernorm.weight"), cfg_.rms_eps, a.h1, a.rstd1);
   a.q = act2<T, Mem>("q", s, n * d);
   a.k = act2<T, Mem>("k", s, nkv * d);
@@ -163,15 +177,16 @@ void LlamaModel<T, Mem>::layer_forward(int l, const TokenBatch<Mem>& b, V2 x, La
     kernels::rope_apply<T, Mem>(as3(a.k, s, nkv, d), b.positions, freqs, af, false);
   }
   if (cfg_.attn_log_scale > 0) log_length_scale<T, Mem>(a.q, b.index, cfg_.attn_log_scale);
+  using A3 = Kokkos::View<A***, Layout, Mem>;
   if (src == AttnSource::Compute) {
-    a.o = act2<T, Mem>("attn.o", s, n * d);
-    a.lse = act2<T, Mem>("attn.lse", s, n);
+    a.o = act2<A, Mem>("attn.o", s, n * d);
+    a.lse = act2<A, Mem>("attn.lse", s, n);
     attn_->forward(l, b, as3(a.q, s, n, d), as3(a.k, s, nkv, d), as3(a.v, s, nkv, d), as3(a.o, s, n, d), a.lse);
   } else if (src == AttnSource::FirstHalf) {
     // a.o, a.lse hold the cached second half [s - s/2, .]; the first half is
     // recomputed against first-half keys only.
     const long h = s / 2;
-    V2 o = act2<T, Mem>("attn.o", s, n * d), lse = act2<T, Mem>("attn.lse", s, n);
+    AV2 o = act2<A, Mem>("attn.o", s, n * d), lse = act2<A, Mem>("attn.lse", s, n);
     Kokkos::deep_copy(Kokkos::subview(o, std::make_pair(h, s), Kokkos::ALL), a.o);
     Kokkos::deep_copy(Kokkos::subview(lse, std::make_pair(h, s), Kokkos::ALL), a.lse);
     TokenBatch<Mem> bh;
@@ -181,15 +196,16 @@ void LlamaModel<T, Mem>::layer_forward(int l, const TokenBatch<Mem>& b, V2 x, La
     if (b.doc_ids.extent(0) > 0) bh.doc_ids = decltype(bh.doc_ids)(b.doc_ids.data(), h);
     if (b.index.extent(0) > 0) bh.index = decltype(bh.index)(b.index.data(), h);
     attn_->forward_first_half(l, bh, V3(a.q.data(), h, n, d), V3(a.k.data(), h, nkv, d), V3(a.v.data(), h, nkv, d),
-                              V3(o.data(), h, n, d), V2(lse.data(), h, n));
+                              A3(o.data(), h, n, d), AV2(lse.data(), h, n));
     a.o = o, a.lse = lse;
   }  // AttnSource::Cached: a.o, a.lse are the forward's own
+  a.ob = to_storage<T, Mem>("attn.o_storage", a.o);
   // x2 = x + o_proj(o)
   a.x2 = act2<T, Mem>("x2", s, H);
   Kokkos::deep_copy(a.x2, x);
-  gemm('N', 'T', 1, a.o, params_.mat(p + "self_attn.o_proj.weight"), 1, a.x2);
+  gemm('N', 'T', 1, a.ob, params_.mat(p + "self_attn.o_proj.weight"), 1, a.x2);
   a.h2 = act2<T, Mem>("h2", s, H);
-  a.rstd2 = V1(mem_label(MemCategory::Activations, "rstd2"), s);
+  a.rstd2 = AV1(mem_label(MemCategory::Activations, "rstd2"), s);
   kernels::rmsnorm_forward<T, Mem>(a.x2, params_.vec(p + "post_attention_layernorm.weight"), cfg_.rms_eps, a.h2, a.rstd2);
   a.up = act2<T, Mem>("mlp.up", s, F);
   a.m = act2<T, Mem>("mlp.act", s, F);
@@ -214,8 +230,8 @@ template <class T, class Mem> void LlamaModel<T, Mem>::keep_for_backward(int l, 
     kept.o = a.o, kept.lse = a.lse;
   } else if (opt_.policy == ActPolicy::Half) {
     const long s = long(a.o.extent(0)), h = s / 2;
-    kept.o = act2<T, Mem>("attn.o_second_half", s - h, long(a.o.extent(1)));
-    kept.lse = act2<T, Mem>("attn.lse_second_half", s - h, long(a.lse.extent(1)));
+    kept.o = act2<A, Mem>("attn.o_second_half", s - h, long(a.o.extent(1)));
+    kept.lse = act2<A, Mem>("attn.lse_second_half", s - h, long(a.lse.extent(1)));
     Kokkos::deep_copy(kept.o, Kokkos::subview(a.o, std::make_pair(h, s), Kokkos::ALL));
     Kokkos::deep_copy(kept.lse, Kokkos::subview(a.lse, std::make_pair(h, s), Kokkos::ALL));
   }
@@ -234,7 +250,7 @@ template <class T, class Mem> void LlamaModel<T, Mem>::recompute(int l, const To
 
 template <class T, class Mem>
 typename LlamaModel<T, Mem>::V2 LlamaModel<T, Mem>::embed_and_layers(const TokenBatch<Mem>& b, std::vector<LayerActs>& acts,
-                                                                    V1& rstd_f, V2& hf, bool for_backward) {
+                                                                    AV1& rstd_f, V2& hf, bool for_backward) {
   const long s = b.seq_len(), H = cfg_.hidden;
   V2 x = act2<T, Mem>("x0", s, H);
   {
@@ -258,7 +274,7 @@ typename LlamaModel<T, Mem>::V2 LlamaModel<T, Mem>::embed_and_layers(const Token
     x = xo;
   }
   hf = act2<T, Mem>("h_final", s, H);
-  rstd_f = V1(mem_label(MemCategory::Activations, "rstd_final"), s);
+  rstd_f = AV1(mem_label(MemCategory::Activations, "rstd_final"), s);
   Held pn(hooks_, norm_unit());
   kernels::rmsnorm_forward<T, Mem>(x, params_.vec("model.norm.weight"), cfg_.rms_eps, hf, rstd_f);
   return x;
@@ -266,7 +282,7 @@ typename LlamaModel<T, Mem>::V2 LlamaModel<T, Mem>::embed_and_layers(const Token
 
 template <class T, class Mem> void LlamaModel<T, Mem>::forward_logits(const TokenBatch<Mem>& b, V2 logits) {
   std::vector<LayerActs> acts;
-  V1 rstd_f;
+  AV1 rstd_f;
   V2 hf;
   embed_and_layers(b, acts, rstd_f, hf, false);
   Held ph(hooks_, head_unit());
@@ -277,7 +293,7 @@ template <class T, class Mem> void LlamaModel<T, Mem>::forward_logits(const Toke
 template <class T, class Mem>
 void LlamaModel<T, Mem>::forward_logits(const TokenBatch<Mem>& b, V2 logits, std::vector<V2>& hidden_states) {
   std::vector<LayerActs> acts;
-  V1 rstd_f;
+  AV1 rstd_f;
   V2 hf;
   embed_and_layers(b, acts, rstd_f, hf, false);
   Held ph(hooks_, head_unit());
@@ -317,17 +333,20 @@ void LlamaModel<T, Mem>::layer_backward(int l, const TokenBatch<Mem>& b, LayerAc
   // Attention: x2 = x + o_proj(o)
   V2 dO = act2<T, Mem>("d.attn.o", s, n * d);
   gemm('N', 'N', 1, dx2, params_.mat(p + "self_attn.o_proj.weight"), 0, dO);
-  gemm('T', 'N', 1, dx2, a.o, 1, grads_.mat(p + "self_attn.o_proj.weight"));
-  V2 dq = act2<T, Mem>("d.q", s, n * d), dk = act2<T, Mem>("d.k", s, nkv * d), dv = act2<T, Mem>("d.v", s, nkv * d);
+  gemm('T', 'N', 1, dx2, a.ob, 1, grads_.mat(p + "self_attn.o_proj.weight"));
+  AV2 dqa = act2<A, Mem>("d.q", s, n * d), dka = act2<A, Mem>("d.k", s, nkv * d), dva = act2<A, Mem>("d.v", s, nkv * d);
   attn_->backward(l, b, as3(a.q, s, n, d), as3(a.k, s, nkv, d), as3(a.v, s, nkv, d), as3(a.o, s, n, d), a.lse,
-                  as3(dO, s, n, d), as3(dq, s, n, d), as3(dk, s, nkv, d), as3(dv, s, nkv, d));
-  if (cfg_.attn_log_scale > 0) log_length_scale<T, Mem>(dq, b.index, cfg_.attn_log_scale);
+                  as3(dO, s, n, d), as3(dqa, s, n, d), as3(dka, s, nkv, d), as3(dva, s, nkv, d));
+  if (cfg_.attn_log_scale > 0) log_length_scale<A, Mem>(dqa, b.index, cfg_.attn_log_scale);
   if (cfg_.uses_rope(l)) {
     double af = 1;
     auto freqs = rope_freqs(s, &af);
-    kernels::rope_apply<T, Mem>(as3(dq, s, n, d), b.positions, freqs, af, true);
-    kernels::rope_apply<T, Mem>(as3(dk, s, nkv, d), b.positions, freqs, af, true);
+    kernels::rope_apply<A, Mem>(as3(dqa, s, n, d), b.positions, freqs, af, true);
+    kernels::rope_apply<A, Mem>(as3(dka, s, nkv, d), b.positions, freqs, af, true);
   }
+  // The projections' backward reads them in T (bf16: converted copies).
+  const V2 dq = to_storage<T, Mem>("d.q_storage", dqa), dk = to_storage<T, Mem>("d.k_storage", dka),
+           dv = to_storage<T, Mem>("d.v_storage", dva);
   V2 dh1 = act2<T, Mem>("d.h1", s, H);
   gemm('N', 'N', 1, dq, params_.mat(p + "self_attn.q_proj.weight"), 0, dh1);
   gemm('N', 'N', 1, dk, params_.mat(p + "self_attn.k_proj.weight"), 1, dh1);
@@ -345,7 +364,7 @@ template <class T, class Mem> StepLoss LlamaModel<T, Mem>::forward_backward(cons
   BURST_CHECK_INPUT(b.labels.extent(0) == size_t(s) && b.positions.extent(0) == size_t(s), "batch: ", s, " tokens but ",
                     b.labels.extent(0), " labels and ", b.positions.extent(0), " positions");
   std::vector<LayerActs> acts;
-  V1 rstd_f;
+  AV1 rstd_f;
   V2 hf;
   const bool grad = grad_norm > 0;
   V2 xL = embed_and_layers(b, acts, rstd_f, hf, grad);
@@ -361,11 +380,11 @@ template <class T, class Mem> StepLoss LlamaModel<T, Mem>::forward_backward(cons
     Phase ph("lm_head_loss");
     if (opt_.loss_chunk > 0) {
       ls = kernels::lm_head_cross_entropy<T, Mem>(hf, params_.mat(head), b.labels, opt_.loss_chunk,
-                                                  grad ? 1.0 / grad_norm : 0.0, dhf, grads_.mat(head));
+                                                  grad ? 1.0 / grad_norm : 0.0, dhf, AV2(grads_.mat(head)));
     } else {  // the plain head: logits [s, V], then the loss (the reference)
       V2 logits = act2<T, Mem>("logits", s, V);
       gemm('N', 'T', 1, hf, params_.mat(head), 0, logits);
-      Kokkos::View<T*, Layout, Mem> loss(mem_label(MemCategory::Activations, "loss"), s);
+      Kokkos::View<A*, Layout, Mem> loss(mem_label(MemCategory::Activations, "loss"), s);
       V2 dlogits = act2<T, Mem>("d.logits", grad ? s : 0, grad ? V : 0);
       ls = kernels::cross_entropy<T, Mem>(logits, b.labels, loss, dlogits, grad ? 1.0 / grad_norm : 0.0);
       if (grad) {
@@ -400,9 +419,40 @@ template <class T, class Mem> StepLoss LlamaModel<T, Mem>::forward_backward(cons
   return {ls.sum, ls.valid};
 }
 
+template <class T, class Mem>
+void LlamaModel<T, Mem>::block_forward(int l, const TokenBatch<Mem>& b, V2 x, V2 y, LayerActs& acts) {
+  const long s = b.seq_len(), H = cfg_.hidden;
+  BURST_CHECK_INPUT(l >= 0 && l < cfg_.layers, "block_forward: layer ", l, " is not in [0, ", cfg_.layers, ")");
+  BURST_CHECK_INPUT(long(x.extent(0)) == s && long(x.extent(1)) == H && long(y.extent(0)) == s && long(y.extent(1)) == H,
+                    "block_forward: x and y must be [", s, ", ", H, "], got [", x.extent(0), ", ", x.extent(1), "] and [",
+                    y.extent(0), ", ", y.extent(1), "]");
+  BURST_CHECK_INPUT(b.positions.extent(0) == size_t(s), "block_forward: ", b.positions.extent(0), " positions for ", s,
+                    " tokens");
+  Held pl(hooks_, l + 1);
+  layer_forward(l, b, x, acts, y);
+  keep_for_backward(l, acts);
+}
+
+template <class T, class Mem>
+void LlamaModel<T, Mem>::block_backward(int l, const TokenBatch<Mem>& b, LayerActs& acts, V2 dx_io) {
+  const long s = b.seq_len(), H = cfg_.hidden;
+  BURST_CHECK_INPUT(l >= 0 && l < cfg_.layers, "block_backward: layer ", l, " is not in [0, ", cfg_.layers, ")");
+  BURST_CHECK_INPUT(acts.x_in.extent(0) == size_t(s), "block_backward: no forward state of ", s, " tokens for layer ", l);
+  BURST_CHECK_INPUT(long(dx_io.extent(0)) == s && long(dx_io.extent(1)) == H, "block_backward: dy must be [", s, ", ", H,
+                    "]");
+  Held pl(hooks_, l + 1);
+  acquire_grads(l + 1);
+  recompute(l, b, acts);
+  layer_backward(l, b, acts, dx_io);
+  acts = LayerActs();
+  release_grads(l + 1);
+}
+
 template class LocalAttention<float, DeviceMem>;
 template class LocalAttention<double, DeviceMem>;
+template class LocalAttention<bf16, DeviceMem>;
 template class LlamaModel<float, DeviceMem>;
 template class LlamaModel<double, DeviceMem>;
+template class LlamaModel<bf16, DeviceMem>;
 
 }  // namespace burst

@@ -33,15 +33,19 @@ template <class Mem = DeviceMem> struct TokenBatch {
 };
 
 // Attention over one layer's q, k, v (after RoPE), as the model sees it.
+// q, k, v and dO are in the storage type T; O, lse and dQ, dK, dV in the
+// accumulation type accum_t<T> (fp32 for bf16, as the kernels write them;
+// the same type as T for float and double).
 template <class T, class Mem = DeviceMem> class AttentionOp {
  public:
-  using V3 = Kokkos::View<T***, Layout, Mem>;
+  using A = accum_t<T>;
+  using V3 = Kokkos::View<A***, Layout, Mem>;
   using CV3 = Kokkos::View<const T***, Layout, Mem>;
-  using V2 = Kokkos::View<T**, Layout, Mem>;
+  using V2 = Kokkos::View<A**, Layout, Mem>;
   virtual ~AttentionOp() = default;
   virtual void forward(int layer, const TokenBatch<Mem>& b, CV3 q, CV3 k, CV3 v, V3 o, V2 lse) = 0;
-  virtual void backward(int layer, const TokenBatch<Mem>& b, CV3 q, CV3 k, CV3 v, Kokkos::View<const T***, Layout, Mem> o,
-                        Kokkos::View<const T**, Layout, Mem> lse, CV3 dout, V3 dq, V3 dk, V3 dv) = 0;
+  virtual void backward(int layer, const TokenBatch<Mem>& b, CV3 q, CV3 k, CV3 v, Kokkos::View<const A***, Layout, Mem> o,
+                        Kokkos::View<const A**, Layout, Mem> lse, CV3 dout, V3 dq, V3 dk, V3 dv) = 0;
   // The `half` activation policy's recompute: `b`, q, k, v hold the first
   // half of the local tokens (global positions < S/2 under the striped
   // layout); o and lse of those queries against those keys only (they never
@@ -58,13 +62,14 @@ template <class T, class Mem = DeviceMem> class AttentionOp {
 // document ids), through the block flash kernel.
 template <class T, class Mem = DeviceMem> class LocalAttention : public AttentionOp<T, Mem> {
  public:
+  using typename AttentionOp<T, Mem>::A;
   using typename AttentionOp<T, Mem>::V3;
   using typename AttentionOp<T, Mem>::CV3;
   using typename AttentionOp<T, Mem>::V2;
   explicit LocalAttention(double scale, long window = 0) : scale_(scale), window_(window) {}
   void forward(int layer, const TokenBatch<Mem>& b, CV3 q, CV3 k, CV3 v, V3 o, V2 lse) override;
-  void backward(int layer, const TokenBatch<Mem>& b, CV3 q, CV3 k, CV3 v, Kokkos::View<const T***, Layout, Mem> o,
-                Kokkos::View<const T**, Layout, Mem> lse, CV3 dout, V3 dq, V3 dk, V3 dv) override;
+  void backward(int layer, const TokenBatch<Mem>& b, CV3 q, CV3 k, CV3 v, Kokkos::View<const A***, Layout, Mem> o,
+                Kokkos::View<const A**, Layout, Mem> lse, CV3 dout, V3 dq, V3 dk, V3 dv) override;
   // One process holds every token in natural order: the first half of the
   // tokens is a sequence of its own.
   void forward_first_half(int layer, const TokenBatch<Mem>& b, CV3 q, CV3 k, CV3 v, V3 o, V2 lse) override {
@@ -84,6 +89,7 @@ template <class T, class Mem = DeviceMem> class LocalAttention : public Attentio
 template <class T, class Mem = DeviceMem> class PerLayerAttention : public AttentionOp<T, Mem> {
  public:
   using Op = AttentionOp<T, Mem>;
+  using typename Op::A;
   using typename Op::V3;
   using typename Op::CV3;
   using typename Op::V2;
@@ -92,8 +98,8 @@ template <class T, class Mem = DeviceMem> class PerLayerAttention : public Atten
   void forward(int l, const TokenBatch<Mem>& b, CV3 q, CV3 k, CV3 v, V3 o, V2 lse) override {
     op(l).forward(l, b, q, k, v, o, lse);
   }
-  void backward(int l, const TokenBatch<Mem>& b, CV3 q, CV3 k, CV3 v, Kokkos::View<const T***, Layout, Mem> o,
-                Kokkos::View<const T**, Layout, Mem> lse, CV3 dout, V3 dq, V3 dk, V3 dv) override {
+  void backward(int l, const TokenBatch<Mem>& b, CV3 q, CV3 k, CV3 v, Kokkos::View<const A***, Layout, Mem> o,
+                Kokkos::View<const A**, Layout, Mem> lse, CV3 dout, V3 dq, V3 dk, V3 dv) override {
     op(l).backward(l, b, q, k, v, o, lse, dout, dq, dk, dv);
   }
   void forward_first_half(int l, const TokenBatch<Mem>& b, CV3 q, CV3 k, CV3 v, V3 o, V2 lse) override {
@@ -150,20 +156,24 @@ struct StepLoss {
   long valid = 0;  // tokens with a label
 };
 
+// T = float or double: everything in T. T = bf16: weights and activations
+// in bf16; gradients, RMSNorm's rstd, attention's O, lse and dQ / dK / dV
+// in fp32 (accum_t<T>); every kernel accumulates in fp32 (GEMMs through
+// cuBLASLt on CUDA builds, bf16 x bf16 -> fp32 for the weight gradients).
 template <class T, class Mem = DeviceMem> class LlamaModel {
-  static_assert(std::is_same<accum_t<T>, T>::value,
-                "the host model runs in float or double; the bf16 model arrives with the CUDA backend");
-
  public:
+  using A = accum_t<T>;
   using V1 = Kokkos::View<T*, Layout, Mem>;
   using V2 = Kokkos::View<T**, Layout, Mem>;
   using V3 = Kokkos::View<T***, Layout, Mem>;
+  using AV1 = Kokkos::View<A*, Layout, Mem>;
+  using AV2 = Kokkos::View<A**, Layout, Mem>;
 
   LlamaModel(const ModelConfig& cfg, std::shared_ptr<AttentionOp<T, Mem>> attn, const ModelOptions& opt = {});
 
   const ModelConfig& config() const { return cfg_; }
   FlatTensors<T, Mem>& params() { return params_; }
-  FlatTensors<T, Mem>& grads() { return grads_; }
+  FlatTensors<A, Mem>& grads() { return grads_; }
   AttentionOp<T, Mem>& attention() { return *attn_; }
   // Another attention (e.g. built for another sequence length).
   void set_attention(std::shared_ptr<AttentionOp<T, Mem>> a) { attn_ = std::move(a); }
@@ -187,18 +197,30 @@ template <class T, class Mem = DeviceMem> class LlamaModel {
   // first), then the final normed output; L + 1 views [s, hidden].
   void forward_logits(const TokenBatch<Mem>& b, V2 logits, std::vector<V2>& hidden_states);
 
- private:
+  // What a layer keeps between its forward and its backward. o and lse are
+  // attention's (accum_t<T>); ob is O in T, what o_proj reads (o itself when
+  // T is the accumulation type).
   struct LayerActs {
-    V2 x_in, h1, q, k, v, o, x2, h2, gate, up, m;
-    V1 rstd1, rstd2;
-    V2 lse;
+    V2 x_in, h1, q, k, v, ob, x2, h2, gate, up, m;
+    AV2 o, lse;
+    AV1 rstd1, rstd2;
   };
+
+  // One decoder layer on its own (`burst bench layer`, tests): the forward of
+  // layer l on x [s, hidden] into y, keeping in `acts` what the backward
+  // needs under the activation policy; the backward takes dL/dy in dx_io,
+  // leaves dL/dx there and adds the layer's weight gradients into grads().
+  // The same code forward_backward runs per layer.
+  void block_forward(int l, const TokenBatch<Mem>& b, V2 x, V2 y, LayerActs& acts);
+  void block_backward(int l, const TokenBatch<Mem>& b, LayerActs& acts, V2 dx_io);
+
+ private:
   // How layer_forward gets attention's O and lse: computed (with its
   // communication), taken from the cache (`whole`), or the first half
   // computed and the second half taken from the cache (`half`).
   enum class AttnSource { Compute, Cached, FirstHalf };
   // for_backward: keep what the policy keeps; else keep nothing.
-  V2 embed_and_layers(const TokenBatch<Mem>& b, std::vector<LayerActs>& acts, V1& rstd_f, V2& hf, bool for_backward);
+  V2 embed_and_layers(const TokenBatch<Mem>& b, std::vector<LayerActs>& acts, AV1& rstd_f, V2& hf, bool for_backward);
   // x_out empty: the layer's output is not needed (a recompute).
   void layer_forward(int l, const TokenBatch<Mem>& b, V2 x, LayerActs& a, V2 x_out, AttnSource src = AttnSource::Compute);
   void layer_backward(int l, const TokenBatch<Mem>& b, LayerActs& a, V2 dx);
@@ -236,7 +258,8 @@ template <class T, class Mem = DeviceMem> class LlamaModel {
   ModelOptions opt_;
   ParamHooks* hooks_ = nullptr;
   std::function<void()> forward_probe_;
-  FlatTensors<T, Mem> params_, grads_;
+  FlatTensors<T, Mem> params_;
+  FlatTensors<A, Mem> grads_;
   long rope_len_ = -1;
   double rope_factor_ = 1.0;
   Kokkos::View<double*, Layout, Mem> rope_table_;

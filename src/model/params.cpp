@@ -58,5 +58,6 @@ template <class T, class Mem> void init_params(FlatTensors<T, Mem>& p, std::uint
 
 template void init_params<float, DeviceMem>(FlatTensors<float, DeviceMem>&, std::uint64_t, double);
 template void init_params<double, DeviceMem>(FlatTensors<double, DeviceMem>&, std::uint64_t, double);
+template void init_params<bf16, DeviceMem>(FlatTensors<bf16, DeviceMem>&, std::uint64_t, double);
 
 }  // namespace burst

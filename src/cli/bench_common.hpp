@@ -1,0 +1,43 @@
+// What the `burst bench` subcommands share: the memory space the tracker
+// counts for device views, the cuBLASLt workspace (allocated outside Kokkos,
+// so the tracker misses it), and the provenance attributes of every bench
+// file (execution space, host, the resolved config, UTC date).
+#pragma once
+
+#include "comm/runtime.hpp"
+#include "core/config.hpp"
+#include "core/memory.hpp"
+#include "core/views.hpp"
+#include "io/h5.hpp"
+#include "kernels/gemm.hpp"
+
+#include <cstdint>
+#include <ctime>
+#include <string>
+#include <type_traits>
+
+namespace burst::cli {
+
+constexpr MemSpaceKind bench_dev_kind() {
+  return std::is_same<DeviceMem, Kokkos::HostSpace>::value ? MemSpaceKind::Host : MemSpaceKind::Device;
+}
+
+inline std::int64_t bench_gemm_workspace_bytes() {
+#ifdef BURST_HAVE_CUDA
+  return std::int64_t(lt::workspace_bytes());
+#else
+  return 0;
+#endif
+}
+
+inline void set_bench_provenance(io::H5File& f, Runtime& rt, const Config& cfg) {
+  f.set_attr("/", "execution_space", std::string(Kokkos::DefaultExecutionSpace::name()));
+  f.set_attr("/", "host", rt.hostname());
+  f.set_attr("/", "config", cfg.dump());
+  std::time_t now = std::time(nullptr);
+  char date[64];
+  std::strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
+  f.set_attr("/", "date", std::string(date));
+}
+
+}  // namespace burst::cli
