@@ -4,7 +4,7 @@
 #   stage 1  the tiny LLaMA on the passkey task at 128 tokens: 4 data-parallel
 #            replicas, `whole` checkpointing, fused LM head, PoSE-spread
 #            training positions (experiments/configs/passkey_tiny.toml)
-#   stage 2  that model trained on 2048-token sequences over 4 sequence-
+#   stage 2  that model trained on 4096-token sequences over 4 sequence-
 #            parallel ranks with burst attention and `whole` checkpointing,
 #            evaluated at 2048 and 4096 tokens
 #            (experiments/configs/passkey_long.toml)

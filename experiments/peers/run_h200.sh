@@ -75,7 +75,7 @@ if [ "$PART" = 3 ]; then
     step "gpu tests: elementwise / rowsum / RMSNorm / GEMM kernels, the bench's CLI" 150 \
       bash -c "cd '$build' && ctest --output-on-failure -R 'test_kernels_cuda_np1|test_kernels_misc_np1|cli_bench_layer'"
     step "gpu tests: the bf16 / float block against double (test_model Block.*)" 120 \
-      mpiexec -n 1 "$build/test_model" '--gtest_filter=Block.*:-Block.ApiGradientsMatchFiniteDifferences'
+      mpiexec -n 1 "$build/tests/test_model" '--gtest_filter=Block.*:-Block.ApiGradientsMatchFiniteDifferences'
   else
     echo "== no $build/burst: the engine steps are skipped (see $OUT/part3_steps.log)"
   fi
