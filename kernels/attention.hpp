@@ -101,6 +101,14 @@ template <class Mem = DeviceMem> struct AttnMask {
     return true;
   }
 
+  // The range of query positions in [i0, i1) and key positions in [j0, j1).
+  KOKKOS_INLINE_FUNCTION void pos_bounds(long i0, long i1, long j0, long j1, long& qmin, long& qmax, long& kmin,
+                                         long& kmax) const {
+    qmin = qmax = q_pos(i0), kmin = kmax = k_pos(j0);
+    for (long i = i0 + 1; i < i1; ++i) qmin = q_pos(i) < qmin ? q_pos(i) : qmin, qmax = q_pos(i) > qmax ? q_pos(i) : qmax;
+    for (long j = j0 + 1; j < j1; ++j) kmin = k_pos(j) < kmin ? k_pos(j) : kmin, kmax = k_pos(j) > kmax ? k_pos(j) : kmax;
+  }
+
   // Could any query in [i0, i1) see any key in [j0, j1)? Exact for None and
   // Causal; for the position masks a bound from each tile's min/max (a tile
   // it lets through may still be empty; one it rejects is empty for sure).
@@ -110,9 +118,8 @@ template <class Mem = DeviceMem> struct AttnMask {
       case MaskKind::Causal: return j0 <= (i1 - 1) + diag_offset;
       case MaskKind::Window:
       case MaskKind::Document: {
-        long qmin = q_pos(i0), qmax = q_pos(i0), kmin = k_pos(j0), kmax = k_pos(j0);
-        for (long i = i0 + 1; i < i1; ++i) qmin = q_pos(i) < qmin ? q_pos(i) : qmin, qmax = q_pos(i) > qmax ? q_pos(i) : qmax;
-        for (long j = j0 + 1; j < j1; ++j) kmin = k_pos(j) < kmin ? k_pos(j) : kmin, kmax = k_pos(j) > kmax ? k_pos(j) : kmax;
+        long qmin, qmax, kmin, kmax;
+        pos_bounds(i0, i1, j0, j1, qmin, qmax, kmin, kmax);
         if (kmin > qmax) return false;  // every key after every query
         if (kind == MaskKind::Window) return qmin - kmax < window;
         int qd0 = q_doc(i0), qd1 = q_doc(i0), kd0 = k_doc(j0), kd1 = k_doc(j0);
@@ -133,9 +140,8 @@ template <class Mem = DeviceMem> struct AttnMask {
       case MaskKind::Causal: return (j1 - 1) <= i0 + diag_offset;
       default: break;
     }
-    long qmin = q_pos(i0), qmax = q_pos(i0), kmin = k_pos(j0), kmax = k_pos(j0);
-    for (long i = i0 + 1; i < i1; ++i) qmin = q_pos(i) < qmin ? q_pos(i) : qmin, qmax = q_pos(i) > qmax ? q_pos(i) : qmax;
-    for (long j = j0 + 1; j < j1; ++j) kmin = k_pos(j) < kmin ? k_pos(j) : kmin, kmax = k_pos(j) > kmax ? k_pos(j) : kmax;
+    long qmin, qmax, kmin, kmax;
+    pos_bounds(i0, i1, j0, j1, qmin, qmax, kmin, kmax);
     if (kind == MaskKind::Window) return kmax <= qmin && qmax - kmin < window;
     // Document: one document id on both sides. General: no padding (ids >= 0)
     // and, under same_doc, one id.

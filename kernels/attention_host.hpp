@@ -275,6 +275,18 @@ inline void backward_tile(const MaskT& mask, bool whole, long i0, long j0, long 
   }
 }
 
+// The backward's query-side tile of head h, rows [i0, i0 + rows): Q
+// (pre-scaled) and dO with zero padding rows up to rowsp, lse (-inf on
+// padding rows, so backward_tile zeroes them) and D.
+template <class Acc, class V3, class V2>
+inline void load_query_tile(const V3& q, const V3& dout, const V2& lse, const V2& D, long i0, long rows, long rowsp, long h,
+                            long d, Acc scale, Acc* Q, Acc* dO, Acc* L, Acc* Dr) {
+  load_rows(q, i0, rows, h, d, scale, Q, rowsp, static_cast<Acc*>(nullptr), 0);
+  load_rows(dout, i0, rows, h, d, Acc(1), dO, rowsp, static_cast<Acc*>(nullptr), 0);
+  for (long r = 0; r < rowsp; ++r)
+    L[r] = r < rows ? Acc(lse(i0 + r, h)) : neg_inf<Acc>(), Dr[r] = r < rows ? Acc(D(i0 + r, h)) : Acc(0);
+}
+
 // ---------------------------------------------------------- backward: dK, dV
 template <class T, class Acc, class Exec, class Mem, int DC> struct HostFlashBackwardKV {
   using Policy = Kokkos::TeamPolicy<Exec>;
@@ -314,10 +326,7 @@ template <class T, class Acc, class Exec, class Mem, int DC> struct HostFlashBac
         if (!mask.tile_visible(i0, i1, j0, j1)) continue;
         computed += 1;
         const bool whole = mask.tile_all_visible(i0, i1, j0, j1);
-        load_rows(q, i0, rows, h, dd, scale, Q, rowsp, static_cast<Acc*>(nullptr), 0);
-        load_rows(dout, i0, rows, h, dd, Acc(1), dO, rowsp, static_cast<Acc*>(nullptr), 0);
-        for (long r = 0; r < rowsp; ++r)
-          L[r] = r < rows ? Acc(lse(i0 + r, h)) : neg_inf<Acc>(), Dr[r] = r < rows ? Acc(D(i0 + r, h)) : Acc(0);
+        load_query_tile(q, dout, lse, D, i0, rows, rowsp, h, dd, scale, Q, dO, L, Dr);
         backward_tile<Acc, DC>(mask, whole, i0, j0, rows, rowsp, cols, colsp, dd, Q, dO, Kt, Vt, L, Dr, P, dS);
         // dV += P^T dO, dK += dS^T (scale Q): Q is stored pre-scaled.
         tile_accum<Acc, DC>(P, 1, colsp, dO, dV, round_up(cols, kRowBlock), rows, dd);
@@ -366,11 +375,8 @@ template <class T, class Acc, class Exec, class Mem, int DC> struct HostFlashBac
     Acc *Q = carve(p, brp * dd), *dO = carve(p, brp * dd), *dQ = carve(p, brp * dd), *Kt = carve(p, ldb * dd),
         *Ks = carve(p, ldb * dd), *Vt = carve(p, ldb * dd), *P = carve(p, brp * ldb), *dS = carve(p, brp * ldb),
         *L = carve(p, brp), *Dr = carve(p, brp);
-    load_rows(q, i0, rows, h, dd, scale, Q, rowsp, static_cast<Acc*>(nullptr), 0);
-    load_rows(dout, i0, rows, h, dd, Acc(1), dO, rowsp, static_cast<Acc*>(nullptr), 0);
+    load_query_tile(q, dout, lse, D, i0, rows, rowsp, h, dd, scale, Q, dO, L, Dr);
     for (long x = 0; x < rowsp * dd; ++x) dQ[x] = 0;
-    for (long r = 0; r < rowsp; ++r)
-      L[r] = r < rows ? Acc(lse(i0 + r, h)) : neg_inf<Acc>(), Dr[r] = r < rows ? Acc(D(i0 + r, h)) : Acc(0);
     for (long j0 = 0; j0 < sk; j0 += bc) {
       const long j1 = (j0 + bc < sk) ? j0 + bc : sk, cols = j1 - j0;
       if (!mask.tile_visible(i0, i1, j0, j1)) continue;

@@ -27,6 +27,17 @@ using namespace burst;
 using Mem = DeviceMem;
 
 namespace {
+// (f(x + eps) - f(x - eps)) / 2 eps for the parameter x, left as it was.
+template <class F> double central_difference(double& x, double eps, F&& loss) {
+  const double x0 = x;
+  x = x0 + eps;
+  const double lp = loss();
+  x = x0 - eps;
+  const double lm = loss();
+  x = x0;
+  return (lp - lm) / (2 * eps);
+}
+
 ModelConfig small_config(MlpKind mlp, bool tied, long kv) {
   ModelConfig c;
   c.name = "grad-check";
@@ -109,13 +120,7 @@ TEST(Model, GradientsMatchFiniteDifferencesEverywhere) {
     for (const ParamInfo& info : model.params().table()) {
       for (long e = 0; e < info.size; ++e) {
         const long x = info.offset + e;
-        const double x0 = p(x);
-        p(x) = x0 + eps;
-        const double lp = loss_at();
-        p(x) = x0 - eps;
-        const double lm = loss_at();
-        p(x) = x0;
-        const double fd = (lp - lm) / (2 * eps);
+        const double fd = central_difference(p(x), eps, loss_at);
         const double err = std::fabs(fd - grad(x)) / std::max(1.0, std::fabs(fd));
         if (err > worst) worst = err, worst_name = info.name;
       }
@@ -272,26 +277,14 @@ TEST(Block, ApiGradientsMatchFiniteDifferences) {
         EXPECT_EQ(grad(k), 0.0) << info.name << " is not layer 1's";
         continue;
       }
-      const double x0 = p(k);
-      p(k) = x0 + eps;
-      const double lp = loss_at();
-      p(k) = x0 - eps;
-      const double lm = loss_at();
-      p(k) = x0;
-      const double fd = (lp - lm) / (2 * eps);
+      const double fd = central_difference(p(k), eps, loss_at);
       const double err = std::fabs(fd - grad(k)) / std::max(1.0, std::fabs(fd));
       if (err > worst) worst = err, worst_name = info.name;
     }
   }
   for (long i = 0; i < s; ++i)
     for (long j = 0; j < H; ++j) {
-      const double x0 = hx(i, j);
-      hx(i, j) = x0 + eps;
-      const double lp = loss_at();
-      hx(i, j) = x0 - eps;
-      const double lm = loss_at();
-      hx(i, j) = x0;
-      const double fd = (lp - lm) / (2 * eps);
+      const double fd = central_difference(hx(i, j), eps, loss_at);
       const double err = std::fabs(fd - hdx(i, j)) / std::max(1.0, std::fabs(fd));
       if (err > worst) worst = err, worst_name = "x";
     }
