@@ -40,6 +40,35 @@ void adamw_step(Kokkos::View<P*, Layout, Mem> p, Kokkos::View<const P*, Layout, 
       });
 }
 
+// Mixed precision: the same step on the fp32 master p, then the master
+// rounded into the working copy `out` (bf16) in the same pass. g is the
+// fp32 gradient, already scaled by `g_scale` here (clipping) when != 1.
+template <class P, class T, class Mem>
+void adamw_step_copy(Kokkos::View<P*, Layout, Mem> p, Kokkos::View<const P*, Layout, Mem> g, Kokkos::View<P*, Layout, Mem> m,
+                     Kokkos::View<P*, Layout, Mem> v, const AdamWParams& hp, long t, Kokkos::View<T*, Layout, Mem> out,
+                     double g_scale = 1.0) {
+  using Exec = typename Kokkos::View<P*, Layout, Mem>::execution_space;
+  BURST_CHECK_INPUT(g.extent(0) == p.extent(0) && m.extent(0) == p.extent(0) && v.extent(0) == p.extent(0) &&
+                        out.extent(0) == p.extent(0),
+                    "adamw (mixed precision): p, g, m, v, copy lengths differ (", p.extent(0), ", ", g.extent(0), ", ",
+                    m.extent(0), ", ", v.extent(0), ", ", out.extent(0), ")");
+  BURST_CHECK_INPUT(t >= 1, "adamw: step t = ", t, " must be >= 1");
+  const P lr = P(hp.lr), b1 = P(hp.beta1), b2 = P(hp.beta2), eps = P(hp.eps), wd = P(hp.weight_decay), gs = P(g_scale);
+  const P bc1 = P(1 - std::pow(hp.beta1, double(t))), bc2 = P(1 - std::pow(hp.beta2, double(t)));
+  Kokkos::parallel_for(
+      "burst::adamw_step_copy", Kokkos::RangePolicy<Exec>(0, long(p.extent(0))), KOKKOS_LAMBDA(const long i) {
+        const P gi = g(i) * gs;
+        const P mi = b1 * m(i) + (P(1) - b1) * gi;
+        const P vi = b2 * v(i) + (P(1) - b2) * gi * gi;
+        m(i) = mi;
+        v(i) = vi;
+        P pi = p(i) * (P(1) - lr * wd);
+        pi -= lr * (mi / bc1) / (kx::sqrt(vi / bc2) + eps);
+        p(i) = pi;
+        out(i) = T(pi);
+      });
+}
+
 // Sum of squares of a flat view, in double.
 template <class P, class Mem> double sum_squares(Kokkos::View<const P*, Layout, Mem> g) {
   using Exec = typename Kokkos::View<const P*, Layout, Mem>::execution_space;

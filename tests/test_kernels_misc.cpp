@@ -359,6 +359,45 @@ TEST(Optim, AdamWMatchesScalarReference) {
   for (long i = 0; i < n; ++i) EXPECT_NEAR(got[i], rp[i], 1e-14);
 }
 
+// The mixed-precision step: the master follows adamw_step exactly (with the
+// gradient scaled inside), and the bf16 copy is the master rounded to nearest.
+TEST(Optim, AdamWCopyMatchesAdamWAndRoundsTheCopy) {
+  const long n = 1000;
+  Vec p0 = randn(n), g0 = randn(n);
+  AdamWParams hp{3e-2, 0.9, 0.95, 1e-8, 0.1};
+  std::vector<float> pf(p0.begin(), p0.end()), gf(g0.begin(), g0.end());
+  auto devf = [&](const std::vector<float>& x) {
+    Kokkos::View<float*, Layout, Mem> d("optim/test", x.size());
+    auto h = Kokkos::create_mirror_view(d);
+    for (size_t i = 0; i < x.size(); ++i) h(i) = x[i];
+    Kokkos::deep_copy(d, h);
+    return d;
+  };
+  auto a = devf(pf), b = devf(pf), g = devf(gf), gs = devf(gf);
+  const double scale = 0.37;
+  kernels::scale_inplace<float, Mem>(gs, scale);
+  Kokkos::View<float*, Layout, Mem> ma("optim/ma", n), va("optim/va", n), mb("optim/mb", n), vb("optim/vb", n);
+  auto copy = uninit_view<Kokkos::View<bf16*, Layout, Mem>>("optim/copy", n);
+  for (long t = 1; t <= 3; ++t) {
+    adamw_step<float, Mem>(a, gs, ma, va, hp, t);
+    adamw_step_copy<float, bf16, Mem>(b, g, mb, vb, hp, t, copy, scale);
+  }
+  auto ha = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), a);
+  auto hb = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), b);
+  auto hc = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), copy);
+  for (long i = 0; i < n; ++i) {
+    EXPECT_NEAR(hb(i), ha(i), 1e-6 * (1 + std::fabs(ha(i))));
+    EXPECT_EQ(hc(i).bits, bf16(hb(i)).bits) << i;
+  }
+  Kokkos::View<bf16*, Layout, Mem> short_copy("optim/short", n - 1);
+  try {
+    adamw_step_copy<float, bf16, Mem>(b, g, mb, vb, hp, 4, short_copy);
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("copy lengths differ"), std::string::npos) << e.what();
+  }
+}
+
 TEST(Optim, ClippingAndSchedule) {
   Vec g = {3, 4};
   EXPECT_DOUBLE_EQ((sum_squares<double, Mem>(dev1(g))), 25.0);

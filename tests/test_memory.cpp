@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 using namespace burst;
 
 namespace {
@@ -65,4 +67,21 @@ TEST(MemoryTracker, FormatsBytes) {
   EXPECT_EQ(format_bytes(512), "512 B");
   EXPECT_EQ(format_bytes(1536), "1.5 KiB");
   EXPECT_EQ(format_bytes(3 * 1024 * 1024), "3.0 MiB");
+}
+
+// The suite runs with BURST_POISON=1 (tests/CMakeLists.txt), so every buffer
+// the model allocates without initialisation starts as NaN: a kernel that
+// reads an element nobody wrote makes the model tests fail.
+TEST(Poison, UninitializedViewsArePoisonedUnderTheTestSuite) {
+  ASSERT_TRUE(burst::poison_uninitialized()) << "the tests must run with BURST_POISON=1";
+  auto f = burst::uninit_view<burst::View2<float>>("act/poison_f", 3, 5);
+  auto d = burst::uninit_view<burst::View1<double>>("act/poison_d", 7);
+  auto b = burst::uninit_view<burst::View1<burst::bf16>>("act/poison_b", 4);
+  auto hf = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), f);
+  auto hd = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), d);
+  auto hb = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), b);
+  for (int i = 0; i < 3; ++i)
+    for (int j = 0; j < 5; ++j) EXPECT_TRUE(std::isnan(hf(i, j)));
+  for (int i = 0; i < 7; ++i) EXPECT_TRUE(std::isnan(hd(i)));
+  for (int i = 0; i < 4; ++i) EXPECT_TRUE(std::isnan(float(hb(i))));
 }

@@ -397,6 +397,10 @@ template <class T> static int run(Runtime& rt, const Config& cfg, const std::str
     std::printf("device memory: peak %s over forward + backward, %s beyond what was allocated before (incl. %s cuBLASLt "
                 "workspace)\n",
                 format_bytes(peak).c_str(), format_bytes(peak_extra).c_str(), format_bytes(bench_gemm_workspace_bytes()).c_str());
+    if (device_pool_reserved_high() >= 0)
+      std::printf("device memory pool: %s reserved at most (stream-ordered allocation; the whole run, the double check "
+                  "included)\n",
+                  format_bytes(device_pool_reserved_high()).c_str());
     io::H5File h = io::H5File::create(output);
     h.write("layer/fwd_bwd_seconds", t_fb);
     h.write("layer/fwd_seconds", t_f);
@@ -428,6 +432,7 @@ template <class T> static int run(Runtime& rt, const Config& cfg, const std::str
                            "causal), fwd + bwd = 3 fwd = 12 S h^2 [1 + n_kv/n + c S/h + 1.5 ffn/h] when n d = h"));
     h.set_attr("/", "peak_bytes", peak);
     h.set_attr("/", "peak_extra_bytes", peak_extra);
+    h.set_attr("/", "pool_reserved_high_bytes", device_pool_reserved_high());
     h.set_attr("/", "peak_meaning",
                std::string("memory tracker (every Kokkos device allocation) over the first timed forward + backward, "
                            "absolute and beyond what was allocated before (weights, fp32 grads, x, dy, y, dx), plus the "

@@ -25,6 +25,8 @@ int cmd_bench_ce(Runtime& rt, const BenchGemmOptions& opt);
 int cmd_bench_kernels(Runtime& rt, const BenchGemmOptions& opt);
 // One LLaMA block forward + backward through the model code (bench_layer.cpp).
 int cmd_bench_layer(Runtime& rt, const BenchGemmOptions& opt);
+// One whole training step of a model preset on one device (bench_step.cpp).
+int cmd_bench_step(Runtime& rt, const BenchGemmOptions& opt);
 // Its distributed part (bench.methods given): bench_attention_dist.cpp.
 int bench_attention_methods(Runtime& rt, const Config& cfg, const std::string& output);
 // MPI alpha-beta between ranks 0 and 1 (--config, --set, --output).

@@ -68,6 +68,11 @@ int main(int argc, char** argv) {
   lbench->add_option("--config", layer_opt.config, "TOML run file with a [bench] table")->check(CLI::ExistingFile);
   lbench->add_option("--set", layer_opt.sets, "override a key: --set bench.preset=1B");
   lbench->add_option("--output", layer_opt.output, "HDF5 output (default: bench.output)");
+  cli::BenchGemmOptions step_opt;
+  auto* sbench = bench->add_subcommand("step", "one whole training step of a model preset (forward, backward, AdamW): MFU and phases");
+  sbench->add_option("--config", step_opt.config, "TOML run file with a [bench] table")->check(CLI::ExistingFile);
+  sbench->add_option("--set", step_opt.sets, "override a key: --set bench.tokens=[32768,65536]");
+  sbench->add_option("--output", step_opt.output, "HDF5 output (default: bench.output)");
 
   cli::AttnCheckOptions ac;
   int ranks_per_node = 0;
@@ -192,6 +197,7 @@ int main(int argc, char** argv) {
     else if (*cebench) rc = cli::cmd_bench_ce(*rt, ce_opt);
     else if (*kbench) rc = cli::cmd_bench_kernels(*rt, kern_opt);
     else if (*lbench) rc = cli::cmd_bench_layer(*rt, layer_opt);
+    else if (*sbench) rc = cli::cmd_bench_step(*rt, step_opt);
     else if (*chk) rc = cli::cmd_attn_check(*rt, ac);
     else if (*impc) rc = cli::cmd_import_hf(*rt, imp);
     else if (*expc) rc = cli::cmd_export_hf(*rt, exp);

@@ -2,10 +2,25 @@
 
 #include "core/kokkos_compat.hpp"
 
+#include "core/views.hpp"
+
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 
+#ifdef KOKKOS_ENABLE_CUDA
+#include <cuda_runtime.h>
+#endif
+
 namespace burst {
+
+bool poison_uninitialized() {
+  static const bool on = [] {
+    const char* e = std::getenv("BURST_POISON");
+    return e && e[0] && e[0] != '0';
+  }();
+  return on;
+}
 
 namespace {
 constexpr const char* kNames[kMemCategories] = {"params", "grads", "optim", "act", "comm", "work", "other"};
@@ -120,6 +135,24 @@ std::string MemoryTracker::report(MemSpaceKind space) const {
   }
   out += "total " + format_bytes(k.current_total) + " (peak " + format_bytes(k.peak_total) + ")\n";
   return out;
+}
+
+std::int64_t device_pool_reserved_high() {
+#ifdef KOKKOS_ENABLE_CUDA
+  const char* e = std::getenv("KOKKOS_CUDA_MALLOC_ASYNC");
+  if (e && e[0] == '0') return -1;
+  int dev = 0;
+  cudaMemPool_t pool;
+  unsigned long long high = 0;
+  if (cudaGetDevice(&dev) != cudaSuccess || cudaDeviceGetDefaultMemPool(&pool, dev) != cudaSuccess ||
+      cudaMemPoolGetAttribute(pool, cudaMemPoolAttrReservedMemHigh, &high) != cudaSuccess) {
+    cudaGetLastError();
+    return -1;
+  }
+  return static_cast<std::int64_t>(high);
+#else
+  return -1;
+#endif
 }
 
 }  // namespace burst

@@ -70,4 +70,11 @@ class MemoryTracker {
 
 std::string format_bytes(std::int64_t bytes);
 
+// CUDA builds whose Kokkos draws from the device's stream-ordered memory
+// pool (cmake/patches/kokkos-05): the most device memory the pool has held
+// (reserved, cudaMemPoolAttrReservedMemHigh), which is what the process
+// really took, fragmentation included; the tracker counts live views only.
+// -1 on other builds or when the pool is not in use.
+std::int64_t device_pool_reserved_high();
+
 }  // namespace burst

@@ -5,6 +5,9 @@
 #include "core/bf16.hpp"
 #include "core/kokkos_compat.hpp"
 
+#include <limits>
+#include <string>
+
 namespace burst {
 
 using ExecSpace = Kokkos::DefaultExecutionSpace;
@@ -24,5 +27,24 @@ template <class T> using HView3 = View3<T, HostMem>;
 
 // Unmanaged host view over caller memory (HDF5 buffers, MPI payloads).
 template <class T> using HUnmanaged1 = Kokkos::View<T*, Layout, HostMem, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
+
+// BURST_POISON=1 in the environment (the test suite sets it): buffers made
+// by uninit_view are filled with NaN (integers: -1), so a kernel that reads
+// an element nobody wrote shows in the results instead of reading zeros.
+bool poison_uninitialized();
+
+template <class T> T poison_value() {
+  if constexpr (std::numeric_limits<T>::has_quiet_NaN) return std::numeric_limits<T>::quiet_NaN();
+  else if constexpr (std::is_same<T, bf16>::value) return bf16(std::numeric_limits<float>::quiet_NaN());
+  else return T(-1);
+}
+
+// A view allocated without initialisation (no fill kernel): for buffers the
+// next kernel overwrites whole. Poisoned under BURST_POISON=1.
+template <class V, class... Dims> V uninit_view(const std::string& label, Dims... dims) {
+  V v(Kokkos::view_alloc(Kokkos::WithoutInitializing, label), dims...);
+  if (poison_uninitialized()) Kokkos::deep_copy(v, poison_value<typename V::non_const_value_type>());
+  return v;
+}
 
 }  // namespace burst

@@ -50,7 +50,7 @@ template <class T, class Mem>
 void LocalAttention<T, Mem>::backward(int, const TokenBatch<Mem>& b, CV3 q, CV3 k, CV3 v,
                                       Kokkos::View<const A***, Layout, Mem> o, Kokkos::View<const A**, Layout, Mem> lse,
                                       CV3 dout, V3 dq, V3 dk, V3 dv) {
-  Kokkos::View<A**, Layout, Mem> D(mem_label(MemCategory::Activations, "attn.D"), o.extent(0), o.extent(1));
+  auto D = uninit_view<Kokkos::View<A**, Layout, Mem>>(mem_label(MemCategory::Activations, "attn.D"), o.extent(0), o.extent(1));
   kernels::attention_backward_rowsum<T, Mem>(dout, o, D);
   kernels::flash_attention_backward<T, Mem>(q, k, v, dout, lse, D, mask(b), A(scale_), dq, dk, dv, false);
 }
@@ -129,8 +129,14 @@ Kokkos::View<double*, Layout, Mem> LlamaModel<T, Mem>::rope_freqs(long seq_len, 
 }
 
 namespace {
+// Activations are allocated without initialisation: every one is written
+// whole by the kernel that makes it (tests run with BURST_POISON=1, which
+// fills them with NaN first, to prove it).
 template <class T, class Mem> Kokkos::View<T**, Layout, Mem> act2(const char* name, long r, long c) {
-  return Kokkos::View<T**, Layout, Mem>(mem_label(MemCategory::Activations, name), r, c);
+  return uninit_view<Kokkos::View<T**, Layout, Mem>>(mem_label(MemCategory::Activations, name), r, c);
+}
+template <class T, class Mem> Kokkos::View<T*, Layout, Mem> act1(const char* name, long r) {
+  return uninit_view<Kokkos::View<T*, Layout, Mem>>(mem_label(MemCategory::Activations, name), r);
 }
 template <class V> auto as3(const V& v, long a, long b, long c) {
   using T = typename V::value_type;
@@ -148,8 +154,7 @@ Kokkos::View<T**, Layout, Mem> to_storage(const char* name, const Kokkos::View<a
     (void)name;
     return x;
   } else {
-    Kokkos::View<T**, Layout, Mem> y(
-        Kokkos::view_alloc(Kokkos::WithoutInitializing, mem_label(MemCategory::Activations, name)), x.extent(0), x.extent(1));
+    auto y = uninit_view<Kokkos::View<T**, Layout, Mem>>(mem_label(MemCategory::Activations, name), x.extent(0), x.extent(1));
     kernels::convert<accum_t<T>, T, Mem>(x, y);
     return y;
   }
@@ -162,7 +167,7 @@ void LlamaModel<T, Mem>::layer_forward(int l, const TokenBatch<Mem>& b, V2 x, La
   const long s = b.seq_len(), H = cfg_.hidden, n = cfg_.heads, nkv = cfg_.kv_heads, d = cfg_.head_dim, F = cfg_.ffn;
   a.x_in = x;
   a.h1 = act2<T, Mem>("h1", s, H);
-  a.rstd1 = AV1(mem_label(MemCategory::Activations, "rstd1"), s);
+  a.rstd1 = act1<A, Mem>("rstd1", s);
   kernels::rmsnorm_forward<T, Mem>(x, params_.vec(p + "input_layernorm.weight"), cfg_.rms_eps, a.h1, a.rstd1);
   a.q = act2<T, Mem>("q", s, n * d);
   a.k = act2<T, Mem>("k", s, nkv * d);
@@ -205,7 +210,7 @@ void LlamaModel<T, Mem>::layer_forward(int l, const TokenBatch<Mem>& b, V2 x, La
   Kokkos::deep_copy(a.x2, x);
   gemm('N', 'T', 1, a.ob, params_.mat(p + "self_attn.o_proj.weight"), 1, a.x2);
   a.h2 = act2<T, Mem>("h2", s, H);
-  a.rstd2 = AV1(mem_label(MemCategory::Activations, "rstd2"), s);
+  a.rstd2 = act1<A, Mem>("rstd2", s);
   kernels::rmsnorm_forward<T, Mem>(a.x2, params_.vec(p + "post_attention_layernorm.weight"), cfg_.rms_eps, a.h2, a.rstd2);
   a.up = act2<T, Mem>("mlp.up", s, F);
   a.m = act2<T, Mem>("mlp.act", s, F);
@@ -241,7 +246,7 @@ template <class T, class Mem> void LlamaModel<T, Mem>::keep_for_backward(int l, 
 
 template <class T, class Mem> void LlamaModel<T, Mem>::recompute(int l, const TokenBatch<Mem>& b, LayerActs& a) {
   if (opt_.policy == ActPolicy::Keep) return;
-  Phase ph("recompute");
+  Phase ph("recompute", phase_times_, phase_times_ != nullptr);
   const AttnSource src = opt_.policy == ActPolicy::Full    ? AttnSource::Compute
                          : opt_.policy == ActPolicy::Whole ? AttnSource::Cached
                                                            : AttnSource::FirstHalf;
@@ -254,12 +259,13 @@ typename LlamaModel<T, Mem>::V2 LlamaModel<T, Mem>::embed_and_layers(const Token
   const long s = b.seq_len(), H = cfg_.hidden;
   V2 x = act2<T, Mem>("x0", s, H);
   {
+    Phase ph("embedding", phase_times_, phase_times_ != nullptr);
     Held p0(hooks_, 0);
     kernels::embedding_forward<T, Mem>(b.tokens, cv(params_.mat("model.embed_tokens.weight")), x);
   }
   acts.resize(cfg_.layers);
   for (int l = 0; l < cfg_.layers; ++l) {
-    Phase ph("layer_forward");
+    Phase ph("layer_forward", phase_times_, phase_times_ != nullptr);
     Held pl(hooks_, l + 1);
     V2 xo = act2<T, Mem>("x_out", s, H);
     layer_forward(l, b, x, acts[l], xo);
@@ -274,7 +280,7 @@ typename LlamaModel<T, Mem>::V2 LlamaModel<T, Mem>::embed_and_layers(const Token
     x = xo;
   }
   hf = act2<T, Mem>("h_final", s, H);
-  rstd_f = AV1(mem_label(MemCategory::Activations, "rstd_final"), s);
+  rstd_f = act1<A, Mem>("rstd_final", s);
   Held pn(hooks_, norm_unit());
   kernels::rmsnorm_forward<T, Mem>(x, params_.vec("model.norm.weight"), cfg_.rms_eps, hf, rstd_f);
   return x;
@@ -377,14 +383,14 @@ template <class T, class Mem> StepLoss LlamaModel<T, Mem>::forward_backward(cons
   auto p_norm = std::make_unique<Held>(hooks_, norm_unit());
   if (grad) acquire_grads(head_unit()), acquire_grads(norm_unit());
   {
-    Phase ph("lm_head_loss");
+    Phase ph("lm_head_loss", phase_times_, phase_times_ != nullptr);
     if (opt_.loss_chunk > 0) {
       ls = kernels::lm_head_cross_entropy<T, Mem>(hf, params_.mat(head), b.labels, opt_.loss_chunk,
                                                   grad ? 1.0 / grad_norm : 0.0, dhf, AV2(grads_.mat(head)));
     } else {  // the plain head: logits [s, V], then the loss (the reference)
       V2 logits = act2<T, Mem>("logits", s, V);
       gemm('N', 'T', 1, hf, params_.mat(head), 0, logits);
-      Kokkos::View<A*, Layout, Mem> loss(mem_label(MemCategory::Activations, "loss"), s);
+      auto loss = act1<A, Mem>("loss", s);
       V2 dlogits = act2<T, Mem>("d.logits", grad ? s : 0, grad ? V : 0);
       ls = kernels::cross_entropy<T, Mem>(logits, b.labels, loss, dlogits, grad ? 1.0 / grad_norm : 0.0);
       if (grad) {
@@ -407,13 +413,16 @@ template <class T, class Mem> StepLoss LlamaModel<T, Mem>::forward_backward(cons
     Held pl(hooks_, l + 1);
     acquire_grads(l + 1);
     recompute(l, b, acts[l]);
-    Phase ph("layer_backward");
+    Phase ph("layer_backward", phase_times_, phase_times_ != nullptr);
     layer_backward(l, b, acts[l], dx);
     acts[l] = LayerActs();  // free this layer's activations as soon as they are used
     release_grads(l + 1);
   }
   acquire_grads(0);
-  kernels::embedding_backward<T, Mem>(b.tokens, dx, grads_.mat("model.embed_tokens.weight"));
+  {
+    Phase ph("embedding_backward", phase_times_, phase_times_ != nullptr);
+    kernels::embedding_backward<T, Mem>(b.tokens, dx, grads_.mat("model.embed_tokens.weight"));
+  }
   release_grads(0);
   if (cfg_.tie_embeddings) release_grads(0);
   return {ls.sum, ls.valid};

@@ -8,6 +8,7 @@
 #pragma once
 
 #include "core/memory.hpp"
+#include "core/timer.hpp"
 #include "core/views.hpp"
 #include "kernels/attention.hpp"
 #include "kernels/rope.hpp"
@@ -184,6 +185,11 @@ template <class T, class Mem = DeviceMem> class LlamaModel {
   // For tests: called at the end of forward_backward's forward, before the
   // LM head (to read what the activation policy kept).
   void set_forward_probe(std::function<void()> f) { forward_probe_ = std::move(f); }
+  // Time the phases of forward_backward (embedding, layer_forward,
+  // lm_head_loss, recompute, layer_backward, embedding_backward) into `t`,
+  // fencing the device at both ends of each (`burst bench step`); nullptr:
+  // profiler regions only, no fence.
+  void set_phase_times(PhaseTimes* t) { phase_times_ = t; }
 
   // Forward and backward of the mean loss over `grad_norm` tokens (the
   // valid-label count of the whole step, which may span several sequences
@@ -258,6 +264,7 @@ template <class T, class Mem = DeviceMem> class LlamaModel {
   ModelOptions opt_;
   ParamHooks* hooks_ = nullptr;
   std::function<void()> forward_probe_;
+  PhaseTimes* phase_times_ = nullptr;
   FlatTensors<T, Mem> params_;
   FlatTensors<A, Mem> grads_;
   long rope_len_ = -1;
