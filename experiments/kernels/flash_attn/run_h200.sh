@@ -3,7 +3,7 @@
 # correctness against the fp64 GPU reference, time every variant, time torch's
 # FLASH and cuDNN SDPA on the same shapes, print the side-by-side table last.
 #   OUT=dir [SIZES=4096,8192,16384,32768] [REPS_MS=300] [CHECK=1] [WGMMA=1] [MAIN=1] [PEERS=1] experiments/kernels/flash_attn/run_h200.sh
-# The wgmma forward (d128 variants 4, 5; flash_fwd_wgmma_d128.cu, built for
+# The wgmma forward (variants 4, 5; flash_fwd_wgmma_d{64,128}.cu, built for
 # sm_90a) is checked and timed in a second bench_attn process (OUT/wgmma/), so
 # that a fault there cannot take the mma.sync results with it; its time.csv
 # rows are then merged into OUT/time.csv for the table.
@@ -22,7 +22,7 @@ FLAGS_90A="-O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a -Xptxas -v -line
 t0=$(date +%s)
 pids=()
 SRCS="flash_attn bench_attn flash_fwd_d64 flash_fwd_d128 flash_bwd_d64 flash_bwd_d128"
-SRCS_90A="flash_fwd_wgmma_d128"  # wgmma / sm_90a only
+SRCS_90A="flash_fwd_wgmma_d64 flash_fwd_wgmma_d128"  # wgmma / sm_90a only
 for f in $SRCS; do
   nvcc $FLAGS -c $f.cu -o "$BUILD/$f.o" > "$BUILD/$f.ptxas" 2>&1 &
   pids+=($!)
@@ -42,11 +42,11 @@ grep -A2 "Compiling entry function '_ZN8burst_fa3dev[0-9]*flash_" "$OUT/ptxas.tx
   | sed -e 's/ptxas info    : //' -e "s/Compiling entry function '_ZN8burst_fa3dev[0-9]*//" | paste - - - | cut -c1-200
 SIZES=${SIZES:-4096,8192,16384,32768}; REPS_MS=${REPS_MS:-300}
 MODE="--time"; [ "${CHECK:-1}" = 1 ] && MODE="--check --time"
-for f in flash_fwd_d128 flash_bwd_d128 flash_fwd_wgmma_d128; do
+for f in flash_fwd_d128 flash_bwd_d128 flash_fwd_wgmma_d64 flash_fwd_wgmma_d128; do
   cuobjdump --dump-sass "$BUILD/$f.o" > "$BUILD/$f.sass" 2>&1
   echo "$f.o SASS: HMMA $(grep -c HMMA "$BUILD/$f.sass"), HGMMA $(grep -c HGMMA "$BUILD/$f.sass"), LDSM $(grep -c LDSM "$BUILD/$f.sass"), local LDL/STL $(grep -cE 'LDL|STL' "$BUILD/$f.sass")"
 done
-# wgmma forward first, in its own process (variants 4, 5 of the d128 table; no backward)
+# wgmma forward first, in its own process (variants 4, 5; no backward)
 if [ "${WGMMA:-1}" = 1 ]; then
   mkdir -p "$OUT/wgmma"
   timeout 300 "$BUILD/bench_attn" --out "$OUT/wgmma" $MODE --gqa-time --sizes "$SIZES" --reps-ms "$REPS_MS" \
