@@ -10,7 +10,8 @@ namespace {
 // Variant tables (the template arguments live in flash_{fwd,bwd}_d{64,128}.cu).
 const char* kFwdNames128[] = {"fwd BR128 BC64 8w (Q in regs)", "fwd BR128 BC32 4w MT2 (Q in smem)",
                               "fwd BR64 BC64 4w x2/SM (Q in regs)", "fwd BR128 BC64 4w MT2 (Q in smem)",
-                              "fwd wgmma BR128 BC128 2WG", "fwd wgmma BR128 BC128 2WG overlap"};
+                              "fwd wgmma BR128 BC128 2WG", "fwd wgmma BR128 BC128 2WG overlap",
+                              "fwd wgmma overlap DIAG V-desc LBO/SBO swapped"};
 const char* kFwdNames64[] = {"fwd BR128 BC64 8w (Q in regs)", "fwd BR128 BC32 4w MT2 (Q in smem)",
                              "fwd BR64 BC64 4w x2/SM (Q in regs)", "fwd BR128 BC64 4w MT2 (Q in smem)",
                              "fwd wgmma BR128 BC128 2WG", "fwd wgmma BR128 BC128 2WG overlap"};

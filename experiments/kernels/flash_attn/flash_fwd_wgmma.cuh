@@ -115,7 +115,10 @@ __device__ __forceinline__ void wgmma_rs_tb(float (&d)[N / 2], const uint32_t (&
   else wgmma_rs_m64n64_tb(d, a, db, scale_d);
 }
 
-template <int D, int BC, bool PIPE, bool POS>
+// VSWAP (diagnostic only): V's descriptor with the leading and stride byte
+// offsets exchanged, in case the MN-major reading above is the wrong way
+// round; whichever of variants 5 / 6 passes the check settles it.
+template <int D, int BC, bool PIPE, bool POS, bool VSWAP = false>
 __global__ void __launch_bounds__(256, 1) flash_fwd_wgmma_kernel(const FwdParams p) {
   using Tr = WgTraits<D, BC, PIPE>;
   constexpr int BR = Tr::BR, NT = Tr::NT;
@@ -176,6 +179,7 @@ __global__ void __launch_bounds__(256, 1) flash_fwd_wgmma_kernel(const FwdParams
   const uint32_t q_base = smem_u32(Qs) + wg * 64 * 128;
   const uint32_t k_base = smem_u32(Ks), v_base = smem_u32(Vs);
   constexpr uint32_t KV_STAGE = BC * D * 2;  // bytes
+  constexpr uint32_t V_LBO = VSWAP ? 1024 : BC * 128, V_SBO = VSWAP ? BC * 128 : 1024;
 
   int it = 0;  // iteration count: K_j (and V_j) live in stage j & 1
   // One key tile. FIRST (peeled, so that every wgmma issue below is
@@ -209,7 +213,7 @@ __global__ void __launch_bounds__(256, 1) flash_fwd_wgmma_kernel(const FwdParams
     if constexpr (PIPE && !FIRST) {
 #pragma unroll
       for (int kk = 0; kk < BC / 16; ++kk) {
-        const uint64_t db = sw128_desc(v_base + (st ^ 1) * KV_STAGE + kk * 16 * 128, BC * 128, 1024);
+        const uint64_t db = sw128_desc(v_base + (st ^ 1) * KV_STAGE + kk * 16 * 128, V_LBO, V_SBO);
         wgmma_rs_tb<D>(o, pf[kk], db, 1);
       }
       wgmma_commit();
@@ -284,7 +288,7 @@ __global__ void __launch_bounds__(256, 1) flash_fwd_wgmma_kernel(const FwdParams
       wgmma_fence();
 #pragma unroll
       for (int kk = 0; kk < BC / 16; ++kk) {
-        const uint64_t db = sw128_desc(v_base + st * KV_STAGE + kk * 16 * 128, BC * 128, 1024);
+        const uint64_t db = sw128_desc(v_base + st * KV_STAGE + kk * 16 * 128, V_LBO, V_SBO);
         wgmma_rs_tb<D>(o, pf[kk], db, 1);
       }
       wgmma_commit();
@@ -307,7 +311,7 @@ __global__ void __launch_bounds__(256, 1) flash_fwd_wgmma_kernel(const FwdParams
       wgmma_fence();
 #pragma unroll
       for (int kk = 0; kk < BC / 16; ++kk) {
-        const uint64_t db = sw128_desc(v_base + st * KV_STAGE + kk * 16 * 128, BC * 128, 1024);
+        const uint64_t db = sw128_desc(v_base + st * KV_STAGE + kk * 16 * 128, V_LBO, V_SBO);
         wgmma_rs_tb<D>(o, pf[kk], db, 1);
       }
       wgmma_commit();
@@ -338,10 +342,10 @@ __global__ void __launch_bounds__(256, 1) flash_fwd_wgmma_kernel(const FwdParams
   }
 }
 
-template <int D, int BC, bool PIPE, bool POS>
+template <int D, int BC, bool PIPE, bool POS, bool VSWAP>
 cudaError_t launch_fwd_wgmma_t(const FwdParams& p, cudaStream_t st) {
   using Tr = WgTraits<D, BC, PIPE>;
-  auto kern = flash_fwd_wgmma_kernel<D, BC, PIPE, POS>;
+  auto kern = flash_fwd_wgmma_kernel<D, BC, PIPE, POS, VSWAP>;
   static cudaError_t attr = cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)Tr::smem_bytes);
   if (attr != cudaSuccess) return attr;
   const dim3 grid((p.sq + Tr::BR - 1) / Tr::BR, p.n);
@@ -349,10 +353,10 @@ cudaError_t launch_fwd_wgmma_t(const FwdParams& p, cudaStream_t st) {
   return cudaGetLastError();
 }
 
-template <int D, int BC, bool PIPE>
+template <int D, int BC, bool PIPE, bool VSWAP = false>
 cudaError_t launch_fwd_wgmma(const FwdParams& p, cudaStream_t st) {
-  return p.mask.kind >= kMaskWindow ? launch_fwd_wgmma_t<D, BC, PIPE, true>(p, st)
-                                    : launch_fwd_wgmma_t<D, BC, PIPE, false>(p, st);
+  return p.mask.kind >= kMaskWindow ? launch_fwd_wgmma_t<D, BC, PIPE, true, VSWAP>(p, st)
+                                    : launch_fwd_wgmma_t<D, BC, PIPE, false, VSWAP>(p, st);
 }
 
 }  // namespace dev

@@ -1,6 +1,6 @@
 // wgmma forward instantiations, head dim 128 (sm_90a only: build this file
-// with -gencode=arch=compute_90a,code=sm_90a). Forward variants 4 and 5 of
-// flash_attn.cu's d128 table land here as 0 and 1.
+// with -gencode=arch=compute_90a,code=sm_90a). Forward variants 4, 5 and 6
+// of flash_attn.cu's d128 table land here as 0, 1 and 2.
 #include "flash_api.cuh"
 #include "flash_fwd_wgmma.cuh"
 
@@ -13,6 +13,7 @@ cudaError_t fwd_wgmma_d128(const FwdParams& p, int variant, cudaStream_t st) {
   switch (variant) {
     case 0: return launch_fwd_wgmma<128, 128, false>(p, st);
     case 1: return launch_fwd_wgmma<128, 128, true>(p, st);
+    case 2: return launch_fwd_wgmma<128, 128, true, true>(p, st);  // diagnostic: V descriptor offsets swapped
   }
   return cudaErrorInvalidValue;
 }

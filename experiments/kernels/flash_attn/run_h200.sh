@@ -46,11 +46,11 @@ for f in flash_fwd_d128 flash_bwd_d128 flash_fwd_wgmma_d64 flash_fwd_wgmma_d128;
   cuobjdump --dump-sass "$BUILD/$f.o" > "$BUILD/$f.sass" 2>&1
   echo "$f.o SASS: HMMA $(grep -c HMMA "$BUILD/$f.sass"), HGMMA $(grep -c HGMMA "$BUILD/$f.sass"), LDSM $(grep -c LDSM "$BUILD/$f.sass"), local LDL/STL $(grep -cE 'LDL|STL' "$BUILD/$f.sass")"
 done
-# wgmma forward first, in its own process (variants 4, 5; no backward)
+# wgmma forward first, in its own process (variants 4, 5, and the d128 diagnostic 6; no backward)
 if [ "${WGMMA:-1}" = 1 ]; then
   mkdir -p "$OUT/wgmma"
   timeout 300 "$BUILD/bench_attn" --out "$OUT/wgmma" $MODE --gqa-time --sizes "$SIZES" --reps-ms "$REPS_MS" \
-    --fwd-variants 4,5 --no-bwd
+    --fwd-variants 4,5,6 --no-bwd
   echo "bench_attn (wgmma) exit $? (0 ok, 1 check failed, 3 fault, 124 timeout)"
 fi
 # the mma.sync variants (forward 0-3, every backward) in the main process
