@@ -4,6 +4,13 @@
 // median) of every kernel variant on the benchmark shapes.
 //
 //   bench_attn [--check] [--time] [--seed N] [--out DIR] [--sizes 4096,8192,...] [--reps-ms 300]
+//              [--fwd-variants 0,1,...] [--no-bwd]
+// --fwd-variants restricts the forward variants checked and timed (default:
+// all); --no-bwd skips the backward (checks and timings). A forward call that
+// returns an error or faults is reported as a FAIL with the error; a fault
+// (sticky error: the CUDA context is lost) ends the process with exit code 3
+// after the CSVs are flushed, so run_h200.sh runs risky variants in a
+// separate process.
 // Writes DIR/check.csv, DIR/time.csv; exits 1 if any check fails.
 #include "flash_attn.h"
 #include "flash_common.cuh"
@@ -169,6 +176,11 @@ __global__ void fill_uniform(bf16* x, size_t n, unsigned long long seed, float a
 struct Err {
   double rel_fro = 0, rel_max = 0;
   long bad = 0;  // NaN / unwritten / -inf pattern mismatch
+  long first_bad = -1;               // flat index of the first bad element
+  long worst = -1;                   // flat index of the largest |got - ref|
+  double worst_got = 0, worst_ref = 0;
+  double bad_got = 0, bad_ref = 0;   // values at first_bad
+  std::string err;                   // a CUDA error instead of a result
 };
 template <class T> double tod(T x) { return (double)x; }
 template <> double tod<bf16>(bf16 x) { return (double)__bfloat162float(x); }
@@ -178,9 +190,13 @@ template <class T> Err compare(const std::vector<T>& got, const std::vector<doub
   double num = 0, den = 0, mx = 0, mref = 0;
   for (size_t i = 0; i < ref.size(); ++i) {
     const double g = tod(got[i]), r = ref[i] * scale_ref;
-    if (!std::isfinite(g)) { ++e.bad; continue; }
+    if (!std::isfinite(g)) {
+      if (e.bad++ == 0) e.first_bad = (long)i, e.bad_got = g, e.bad_ref = r;
+      continue;
+    }
     num += (g - r) * (g - r), den += r * r;
-    mx = std::max(mx, std::fabs(g - r)), mref = std::max(mref, std::fabs(r));
+    if (std::fabs(g - r) > mx || e.worst < 0) mx = std::fabs(g - r), e.worst = (long)i, e.worst_got = g, e.worst_ref = r;
+    mref = std::max(mref, std::fabs(r));
   }
   e.rel_fro = den > 0 ? std::sqrt(num / den) : std::sqrt(num);
   e.rel_max = mref > 0 ? mx / mref : mx;
@@ -191,8 +207,12 @@ Err compare_lse(const std::vector<float>& got, const std::vector<double>& ref) {
   double mx = 0;
   for (size_t i = 0; i < ref.size(); ++i) {
     const bool rinf = ref[i] == -INFINITY, ginf = got[i] == -INFINITY;
-    if (rinf != ginf || std::isnan(got[i])) { ++e.bad; continue; }
-    if (!rinf) mx = std::max(mx, std::fabs((double)got[i] - ref[i]));
+    if (rinf != ginf || std::isnan(got[i])) {
+      if (e.bad++ == 0) e.first_bad = (long)i, e.bad_got = got[i], e.bad_ref = ref[i];
+      continue;
+    }
+    if (!rinf && (std::fabs((double)got[i] - ref[i]) > mx || e.worst < 0))
+      mx = std::fabs((double)got[i] - ref[i]), e.worst = (long)i, e.worst_got = got[i], e.worst_ref = ref[i];
   }
   e.rel_fro = e.rel_max = mx;  // absolute, in nats
   return e;
@@ -257,22 +277,67 @@ static MaskData make_mask(const Case& c, std::mt19937_64& rng) {
 }
 
 static FILE* g_check_csv = nullptr;
+static std::vector<int> g_fwd_vars;  // empty: every forward variant
+static bool g_no_bwd = false;
+static bool fwd_enabled(int v) {
+  return g_fwd_vars.empty() || std::find(g_fwd_vars.begin(), g_fwd_vars.end(), v) != g_fwd_vars.end();
+}
+// A forward call's error: "" if none. A sticky error (a fault: the context is
+// lost) flushes the CSVs and ends the process (exit 3).
+static std::string fwd_error(cudaError_t launch) {
+  cudaError_t e = launch;
+  if (e == cudaSuccess) e = cudaDeviceSynchronize();
+  if (e == cudaSuccess) return "";
+  const std::string msg = cudaGetErrorString(e);
+  cudaGetLastError();  // clears a non-sticky error
+  if (cudaDeviceSynchronize() != cudaSuccess || cudaGetLastError() != cudaSuccess) {
+    std::printf("FATAL: %s left the CUDA context unusable; stopping (exit 3)\n", msg.c_str());
+    std::fflush(stdout);
+    if (g_check_csv) std::fflush(g_check_csv);
+    std::_Exit(3);
+  }
+  return msg;
+}
 static int g_fail = 0, g_checks = 0;
 static double g_worst[6] = {0, 0, 0, 0, 0, 0};  // o, obf16, lse(abs), dq, dk, dv
 
+// "(row r, head h, col e)" of a flat index into [rows, heads, d] (or [rows, heads] for lse-like outputs).
+static std::string where(const Case& c, const char* what, long idx) {
+  if (idx < 0) return "-";
+  const std::string w = what;
+  const bool kv = w.rfind("dk", 0) == 0 || w.rfind("dv", 0) == 0;
+  const int heads = kv ? c.nkv : c.n;
+  char buf[96];
+  if (w == "lse") std::snprintf(buf, sizeof buf, "[%ld] (row %ld, head %ld)", idx, idx / heads, idx % heads);
+  else std::snprintf(buf, sizeof buf, "[%ld] (row %ld, head %ld, col %ld)", idx, idx / ((long)heads * c.d), (idx / c.d) % heads, idx % c.d);
+  return buf;
+}
+
 static void report(const Case& c, const char* what, const char* variant, const Err& e, double tol) {
-  const bool ok = e.bad == 0 && e.rel_fro <= tol && std::isfinite(e.rel_fro);
+  const bool ok = e.err.empty() && e.bad == 0 && e.rel_fro <= tol && std::isfinite(e.rel_fro);
   ++g_checks;
   if (!ok) {
     ++g_fail;
-    std::printf("FAIL %-34s %-5s %-36s rel_fro=%.3e rel_max=%.3e bad=%ld\n", c.name.c_str(), what, variant, e.rel_fro,
-                e.rel_max, e.bad);
+    if (!e.err.empty()) {
+      std::printf("FAIL %-34s %-5s %-36s CUDA error: %s\n", c.name.c_str(), what, variant, e.err.c_str());
+    } else {
+      std::printf("FAIL %-34s %-5s %-36s rel_fro=%.3e rel_max=%.3e bad=%ld (sq=%d sk=%d n=%d/%d d=%d)\n", c.name.c_str(),
+                  what, variant, e.rel_fro, e.rel_max, e.bad, c.sq, c.sk, c.n, c.nkv, c.d);
+      if (e.first_bad >= 0)
+        std::printf("     first bad %s: got %.6g ref %.6g\n", where(c, what, e.first_bad).c_str(), e.bad_got, e.bad_ref);
+      if (e.worst >= 0)
+        std::printf("     max |err| %s: got %.6g ref %.6g\n", where(c, what, e.worst).c_str(), e.worst_got, e.worst_ref);
+    }
+    std::fflush(stdout);
   }
   std::fprintf(g_check_csv, "%s,%d,%d,%d,%d,%d,%s,%s,%.4e,%.4e,%ld,%s\n", c.name.c_str(), c.sq, c.sk, c.n, c.nkv, c.d,
                what, variant, e.rel_fro, e.rel_max, e.bad, ok ? "ok" : "FAIL");
 }
 
 static void run_case(const Case& c, std::mt19937_64& rng) {
+  bool any = false;  // skip a case no enabled forward variant serves (e.g. d = 64 for the wgmma-only run)
+  for (int var = 0; flash_fwd_variant_name(c.d, var); ++var) any = any || fwd_enabled(var);
+  if (!any && g_no_bwd) return;
   const size_t nq = (size_t)c.sq * c.n * c.d, nk = (size_t)c.sk * c.nkv * c.d, nr = (size_t)c.sq * c.n;
   DevBuf<bf16> q(nq), k(nk), v(nk), dout(nq);
   const unsigned long long s0 = rng();
@@ -290,13 +355,15 @@ static void run_case(const Case& c, std::mt19937_64& rng) {
   CK(cudaGetLastError());
   ref_rowsum<<<(unsigned)((nr + 127) / 128), 128>>>((int)nr, c.d, dout.p, o_ref.p, D_ref.p);
   CK(cudaGetLastError());
-  ref_dq<<<(unsigned)((nr + 63) / 64), 64>>>(c.sq, c.sk, c.n, c.nkv, c.d, q.p, k.p, v.p, dout.p, lse_ref.p, D_ref.p, rm,
-                                            scale, dq_ref.p);
-  CK(cudaGetLastError());
-  const size_t nkr = (size_t)c.sk * c.nkv;
-  ref_dkdv<<<(unsigned)((nkr + 31) / 32), 32>>>(c.sq, c.sk, c.n, c.nkv, c.d, q.p, k.p, v.p, dout.p, lse_ref.p, D_ref.p,
-                                               rm, scale, dk_ref.p, dv_ref.p);
-  CK(cudaGetLastError());
+  if (!g_no_bwd) {
+    ref_dq<<<(unsigned)((nr + 63) / 64), 64>>>(c.sq, c.sk, c.n, c.nkv, c.d, q.p, k.p, v.p, dout.p, lse_ref.p, D_ref.p, rm,
+                                              scale, dq_ref.p);
+    CK(cudaGetLastError());
+    const size_t nkr = (size_t)c.sk * c.nkv;
+    ref_dkdv<<<(unsigned)((nkr + 31) / 32), 32>>>(c.sq, c.sk, c.n, c.nkv, c.d, q.p, k.p, v.p, dout.p, lse_ref.p, D_ref.p,
+                                                 rm, scale, dk_ref.p, dv_ref.p);
+    CK(cudaGetLastError());
+  }
   CK(cudaDeviceSynchronize());
   const auto ho = o_ref.download(), hl = lse_ref.download(), hdq = dq_ref.download(), hdk = dk_ref.download(),
              hdv = dv_ref.download();
@@ -307,17 +374,39 @@ static void run_case(const Case& c, std::mt19937_64& rng) {
   DevBuf<bf16> ob(nq);
   const double tol = 1e-2;
   for (int var = 0; flash_fwd_variant_name(c.d, var); ++var) {
+    if (!fwd_enabled(var)) continue;
     o.poison(), ob.poison(), lse.poison();
-    CK(flash_forward(s, q.p, k.p, v.p, md.mask, (float)scale, o.p, ob.p, lse.p, ws.p, 0, FwdConfig{var}));
-    CK(cudaDeviceSynchronize());
     const char* vn = flash_fwd_variant_name(c.d, var);
-    Err eo = compare(o.download(), ho), eb = compare(ob.download(), ho), el = compare_lse(lse.download(), hl);
+    const std::string err =
+        fwd_error(flash_forward(s, q.p, k.p, v.p, md.mask, (float)scale, o.p, ob.p, lse.p, ws.p, 0, FwdConfig{var}));
+    if (!err.empty()) {
+      Err e;
+      e.err = err;
+      report(c, "o", vn, e, tol);
+      continue;
+    }
+    const auto hoo = o.download();
+    Err eo = compare(hoo, ho), eb = compare(ob.download(), ho), el = compare_lse(lse.download(), hl);
     report(c, "o", vn, eo, tol);
     report(c, "o_bf16", vn, eb, tol);
     report(c, "lse", vn, el, 1e-3);
     g_worst[0] = std::max(g_worst[0], eo.rel_fro), g_worst[1] = std::max(g_worst[1], eb.rel_fro);
     g_worst[2] = std::max(g_worst[2], el.rel_fro);
+    // Empty-row contract: rows the reference finds empty must be exactly O = 0.
+    Err ez;
+    for (size_t r = 0; r < nr; ++r)
+      if (hl[r] == -INFINITY)
+        for (int e = 0; e < c.d; ++e)
+          if (hoo[r * c.d + e] != 0.f && ez.bad++ == 0) ez.first_bad = (long)(r * c.d + e), ez.bad_got = hoo[r * c.d + e];
+    report(c, "empty_rows_zero", vn, ez, 1.0);
   }
+  {
+    long empty = 0;
+    for (size_t r = 0; r < nr; ++r) empty += hl[r] == -INFINITY;
+    std::printf("  %-34s sq=%d sk=%d n=%d/%d d=%d: %ld empty (row, head) pairs\n", c.name.c_str(), c.sq, c.sk, c.n,
+                c.nkv, c.d, empty);
+  }
+  if (g_no_bwd) return;
   // Backward on the default forward's lse and D = rowsum(dO * O) (what the engine does).
   o.poison(), lse.poison(), D.poison();
   CK(flash_forward(s, q.p, k.p, v.p, md.mask, (float)scale, o.p, nullptr, lse.p, ws.p, 0, FwdConfig{0}));
@@ -343,21 +432,7 @@ static void run_case(const Case& c, std::mt19937_64& rng) {
       report(c, "dv_acc", vn, compare(dv.download(), hdv, 2.0), tol);
     }
   }
-  // Empty-row contract: rows the reference finds empty must be exactly O = 0.
-  {
-    auto hoo = o.download();
-    long bad = 0;
-    for (size_t r = 0; r < nr; ++r)
-      if (hl[r] == -INFINITY)
-        for (int e = 0; e < c.d; ++e) bad += hoo[r * c.d + e] != 0.f;
-    long empty = 0;
-    for (size_t r = 0; r < nr; ++r) empty += hl[r] == -INFINITY;
-    Err e;
-    e.bad = bad;
-    report(c, "empty_rows_zero", "fwd default", e, 1.0);
-    std::printf("  %-34s sq=%d sk=%d n=%d/%d d=%d: %ld empty (row, head) pairs\n", c.name.c_str(), c.sq, c.sk, c.n,
-                c.nkv, c.d, empty);
-  }
+
 }
 
 // ------------------------------------------------------------ timing
@@ -425,10 +500,21 @@ static void run_timing(const std::vector<TShape>& shapes, int n, int nkv, int d,
     auto row = [&](const std::string& kern, double t, double tf) {
       std::fprintf(csv, "ours,%s,%d,%d,%d,%d,%d,%d,%.5f,%.2f\n", kern.c_str(), ts.sq, ts.sk, n, nkv, d, causal, t, tf);
     };
-    CK(flash_forward(s, q.p, k.p, v.p, m, scale, o.p, nullptr, lse.p, nullptr, 0, FwdConfig{0}));
-    CK(flash_rowsum(ts.sq, n, d, dout.p, o.p, D.p, 0));
-    row("rowsum", time_ms([&] { CK(flash_rowsum(ts.sq, n, d, dout.p, o.p, D.p, 0)); }, budget_ms / 4), 0);
+    if (!g_no_bwd) {
+      CK(flash_forward(s, q.p, k.p, v.p, m, scale, o.p, nullptr, lse.p, nullptr, 0, FwdConfig{0}));
+      CK(flash_rowsum(ts.sq, n, d, dout.p, o.p, D.p, 0));
+      row("rowsum", time_ms([&] { CK(flash_rowsum(ts.sq, n, d, dout.p, o.p, D.p, 0)); }, budget_ms / 4), 0);
+    }
     for (int var = 0; flash_fwd_variant_name(d, var); ++var) {
+      if (!fwd_enabled(var)) continue;
+      {  // a variant that fails to launch is skipped (a fault ends the process: fwd_error)
+        const std::string err =
+            fwd_error(flash_forward(s, q.p, k.p, v.p, m, scale, o.p, nullptr, lse.p, nullptr, 0, FwdConfig{var}));
+        if (!err.empty()) {
+          std::printf("time %-40s SKIPPED: %s\n", flash_fwd_variant_name(d, var), err.c_str());
+          continue;
+        }
+      }
       const double t = time_ms(
           [&] { CK(flash_forward(s, q.p, k.p, v.p, m, scale, o.p, nullptr, lse.p, nullptr, 0, FwdConfig{var})); },
           budget_ms);
@@ -438,6 +524,7 @@ static void run_timing(const std::vector<TShape>& shapes, int n, int nkv, int d,
       row(flash_fwd_variant_name(d, var), t, tf);
       std::fflush(stdout);
     }
+    if (g_no_bwd) continue;
     // lse and D for the backward from the default forward
     CK(flash_forward(s, q.p, k.p, v.p, m, scale, o.p, nullptr, lse.p, nullptr, 0, FwdConfig{0}));
     CK(flash_rowsum(ts.sq, n, d, dout.p, o.p, D.p, 0));
@@ -486,6 +573,17 @@ int main(int argc, char** argv) {
     else if (s == "--seed" && a + 1 < argc) seed = std::strtoull(argv[++a], nullptr, 10);
     else if (s == "--out" && a + 1 < argc) out = argv[++a];
     else if (s == "--reps-ms" && a + 1 < argc) budget_ms = std::atof(argv[++a]);
+    else if (s == "--no-bwd") g_no_bwd = true;
+    else if (s == "--fwd-variants" && a + 1 < argc) {
+      const std::string l = argv[++a];
+      size_t p = 0;
+      while (p < l.size()) {
+        size_t q = l.find(',', p);
+        if (q == std::string::npos) q = l.size();
+        g_fwd_vars.push_back(std::atoi(l.substr(p, q - p).c_str()));
+        p = q + 1;
+      }
+    }
     else if (s == "--sizes" && a + 1 < argc) {
       sizes.clear();
       std::string l = argv[++a];

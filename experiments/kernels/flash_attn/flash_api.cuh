@@ -46,6 +46,9 @@ cudaError_t launch_bwd(const BwdParams& p, cudaStream_t st) {
 
 cudaError_t fwd_d64(const FwdParams& p, int variant, cudaStream_t st);
 cudaError_t fwd_d128(const FwdParams& p, int variant, cudaStream_t st);
+// The wgmma forward (flash_fwd_wgmma.cuh, built for sm_90a only): variants 4, 5 (d128: 6, a diagnostic).
+cudaError_t fwd_wgmma_d64(const FwdParams& p, int variant, cudaStream_t st);
+cudaError_t fwd_wgmma_d128(const FwdParams& p, int variant, cudaStream_t st);
 cudaError_t bwd_d64(const BwdParams& p, int variant, cudaStream_t st);
 cudaError_t bwd_d128(const BwdParams& p, int variant, cudaStream_t st);
 

@@ -2,7 +2,11 @@
 # One device call: build with nvcc there (ptxas report kept), check
 # correctness against the fp64 GPU reference, time every variant, time torch's
 # FLASH and cuDNN SDPA on the same shapes, print the side-by-side table last.
-#   OUT=dir [SIZES=4096,8192,16384,32768] [REPS_MS=300] [CHECK=1] experiments/kernels/flash_attn/run_h200.sh
+#   OUT=dir [SIZES=4096,8192,16384,32768] [REPS_MS=300] [CHECK=1] [WGMMA=1] [MAIN=1] [PEERS=1] experiments/kernels/flash_attn/run_h200.sh
+# The wgmma forward (variants 4, 5; flash_fwd_wgmma_d{64,128}.cu, built for
+# sm_90a) is checked and timed in a second bench_attn process (OUT/wgmma/), so
+# that a fault there cannot take the mma.sync results with it; its time.csv
+# rows are then merged into OUT/time.csv for the table.
 set -uo pipefail
 cd "$(dirname "$0")"
 OUT=${OUT:-/tmp/fa_out}
@@ -14,29 +18,51 @@ date -u
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu,power.draw,memory.used --format=csv
 nvcc --version | tail -1
 FLAGS="-O3 -std=c++17 -gencode=arch=compute_90,code=sm_90 -Xptxas -v -lineinfo"
+FLAGS_90A="-O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a -Xptxas -v -lineinfo"
 t0=$(date +%s)
 pids=()
 SRCS="flash_attn bench_attn flash_fwd_d64 flash_fwd_d128 flash_bwd_d64 flash_bwd_d128"
+SRCS_90A="flash_fwd_wgmma_d64 flash_fwd_wgmma_d128"  # wgmma / sm_90a only
 for f in $SRCS; do
   nvcc $FLAGS -c $f.cu -o "$BUILD/$f.o" > "$BUILD/$f.ptxas" 2>&1 &
   pids+=($!)
 done
+for f in $SRCS_90A; do
+  nvcc $FLAGS_90A -c $f.cu -o "$BUILD/$f.o" > "$BUILD/$f.ptxas" 2>&1 &
+  pids+=($!)
+done
+SRCS="$SRCS $SRCS_90A"
 fail=0
 for p in "${pids[@]}"; do wait "$p" || fail=1; done
 for f in $SRCS; do echo "=== $f.cu"; cat "$BUILD/$f.ptxas"; done > "$OUT/ptxas.txt"
 if [ $fail -ne 0 ]; then echo "BUILD FAILED"; grep -B2 -A5 error "$OUT/ptxas.txt" | head -50; exit 1; fi
 nvcc -gencode=arch=compute_90,code=sm_90 $(for f in $SRCS; do echo "$BUILD/$f.o"; done) -o "$BUILD/bench_attn" || { echo "LINK FAILED"; exit 1; }
 echo "build: $(( $(date +%s) - t0 )) s"
-grep -A2 "Compiling entry function '_ZN8burst_fa3dev16flash_" "$OUT/ptxas.txt" | grep -E "Compiling|spill|Used" \
-  | sed -e 's/ptxas info    : //' -e "s/Compiling entry function '_ZN8burst_fa3dev16//" | paste - - - | cut -c1-200
+grep -A2 "Compiling entry function '_ZN8burst_fa3dev[0-9]*flash_" "$OUT/ptxas.txt" | grep -E "Compiling|spill|Used" \
+  | sed -e 's/ptxas info    : //' -e "s/Compiling entry function '_ZN8burst_fa3dev[0-9]*//" | paste - - - | cut -c1-200
 SIZES=${SIZES:-4096,8192,16384,32768}; REPS_MS=${REPS_MS:-300}
 MODE="--time"; [ "${CHECK:-1}" = 1 ] && MODE="--check --time"
-for f in flash_fwd_d128 flash_bwd_d128; do
-  echo "$f.o SASS: HMMA $(cuobjdump --dump-sass "$BUILD/$f.o" | grep -c HMMA), LDSM $(cuobjdump --dump-sass "$BUILD/$f.o" | grep -c LDSM), local LDL/STL $(cuobjdump --dump-sass "$BUILD/$f.o" | grep -cE 'LDL|STL')"
+for f in flash_fwd_d128 flash_bwd_d128 flash_fwd_wgmma_d64 flash_fwd_wgmma_d128; do
+  cuobjdump --dump-sass "$BUILD/$f.o" > "$BUILD/$f.sass" 2>&1
+  echo "$f.o SASS: HMMA $(grep -c HMMA "$BUILD/$f.sass"), HGMMA $(grep -c HGMMA "$BUILD/$f.sass"), LDSM $(grep -c LDSM "$BUILD/$f.sass"), local LDL/STL $(grep -cE 'LDL|STL' "$BUILD/$f.sass")"
 done
-"$BUILD/bench_attn" --out "$OUT" $MODE --gqa-time --sizes "$SIZES" --reps-ms "$REPS_MS"
-rc=$?
-echo "bench_attn exit $rc"
-PYTHONUNBUFFERED=1 python3 peers_sdpa.py "$OUT" --gqa-time --sizes "$SIZES" --reps-ms "$REPS_MS" 2>&1 | grep -v Warning
+# wgmma forward first, in its own process (variants 4, 5, and the d128 diagnostic 6; no backward)
+if [ "${WGMMA:-1}" = 1 ]; then
+  mkdir -p "$OUT/wgmma"
+  timeout 300 "$BUILD/bench_attn" --out "$OUT/wgmma" $MODE --gqa-time --sizes "$SIZES" --reps-ms "$REPS_MS" \
+    --fwd-variants 4,5,6 --no-bwd
+  echo "bench_attn (wgmma) exit $? (0 ok, 1 check failed, 3 fault, 124 timeout)"
+fi
+# the mma.sync variants (forward 0-3, every backward) in the main process
+if [ "${MAIN:-1}" = 1 ]; then
+  "$BUILD/bench_attn" --out "$OUT" $MODE --gqa-time --sizes "$SIZES" --reps-ms "$REPS_MS" --fwd-variants 0,1,2,3
+  echo "bench_attn exit $?"
+else
+  echo "impl,kernel,sq,sk,n,nkv,d,causal,ms,tflops" > "$OUT/time.csv"
+fi
+[ -f "$OUT/wgmma/time.csv" ] && tail -n +2 "$OUT/wgmma/time.csv" >> "$OUT/time.csv"
+if [ "${PEERS:-1}" = 1 ]; then
+  PYTHONUNBUFFERED=1 python3 peers_sdpa.py "$OUT" --gqa-time --sizes "$SIZES" --reps-ms "$REPS_MS" 2>&1 | grep -v Warning
+fi
 python3 summarize.py "$OUT"
 date -u

@@ -1,0 +1,20 @@
+// wgmma forward instantiations, head dim 128 (sm_90a only: build this file
+// with -gencode=arch=compute_90a,code=sm_90a). Forward variants 4, 5 and 6
+// of flash_attn.cu's d128 table land here as 0, 1 and 2.
+#include "flash_api.cuh"
+#include "flash_fwd_wgmma.cuh"
+
+#if defined(__CUDA_ARCH__) && !defined(__CUDA_ARCH_FEAT_SM90_ALL)
+#error "flash_fwd_wgmma_d128.cu needs the sm_90a target: -gencode=arch=compute_90a,code=sm_90a"
+#endif
+
+namespace burst_fa { namespace dev {
+cudaError_t fwd_wgmma_d128(const FwdParams& p, int variant, cudaStream_t st) {
+  switch (variant) {
+    case 0: return launch_fwd_wgmma<128, 128, false>(p, st);
+    case 1: return launch_fwd_wgmma<128, 128, true>(p, st);
+    case 2: return launch_fwd_wgmma<128, 128, true, true>(p, st);  // diagnostic: V descriptor offsets swapped
+  }
+  return cudaErrorInvalidValue;
+}
+}}
