@@ -401,3 +401,66 @@ TEST(PerfModel, CollectivesOnSharedCoresWaitForTheirMembers) {
   s.P = 2, s.S = 1024;  // dedicated cores
   EXPECT_EQ(simulate_step(c, k, s).t_step_sync, 0);
 }
+
+// CPU hosts (host.concurrency_*, host.layer_overhead_ms, host.step_overhead_*;
+// experiments/runners/calibrate_cpu.py measures them with `burst bench layer`
+// run as P copies at once and one-rank training steps): the rate per
+// CPU-second of a rank while P ranks run at once, piecewise linear in log2 P
+// through (1, 1); CPU-time overheads per layer and per step, stretched by the
+// same sharing as the kernel rates. Absent keys change nothing.
+TEST(PerfModel, HostConcurrencyAndOverheads) {
+  const std::string dir = std::string(BURST_FIXTURE_DIR);
+  const Cluster plain = load_cluster(dir + "/cpu_cluster_test.toml", default_data_dir());
+  const Cluster c = load_cluster(dir + "/cpu_cluster_overheads_test.toml", default_data_dir());
+  EXPECT_DOUBLE_EQ(plain.concurrency_efficiency(4), 1.0);
+  EXPECT_DOUBLE_EQ(a800().concurrency_efficiency(64), 1.0);
+  EXPECT_DOUBLE_EQ(c.concurrency_efficiency(1), 1.0);
+  EXPECT_DOUBLE_EQ(c.concurrency_efficiency(2), 0.9);
+  EXPECT_DOUBLE_EQ(c.concurrency_efficiency(4), 0.8);
+  EXPECT_NEAR(c.concurrency_efficiency(3), 0.9 - 0.1 * std::log2(1.5), 1e-12);
+  EXPECT_DOUBLE_EQ(c.concurrency_efficiency(16), 0.7);  // the last value beyond the points
+  EXPECT_DOUBLE_EQ(c.layer_overhead, 3e-3);
+  EXPECT_DOUBLE_EQ(c.step_overhead, 10e-3);
+  EXPECT_DOUBLE_EQ(c.step_overhead_per_token, 2e-6);
+  // shared_by: cores / P, times the efficiency; overheads stretched alike
+  EXPECT_DOUBLE_EQ(c.shared_by(1).attn_rate_inf, c.attn_rate_inf);
+  EXPECT_DOUBLE_EQ(c.shared_by(2).attn_rate_inf, c.attn_rate_inf * 0.9);
+  EXPECT_DOUBLE_EQ(c.shared_by(4).gemm_rate(), c.gemm_rate() * 0.5 * 0.8);
+  EXPECT_DOUBLE_EQ(c.shared_by(8).hbm_bw, c.hbm_bw * 0.25 * 0.7);
+  EXPECT_DOUBLE_EQ(c.shared_by(4).layer_overhead, 3e-3 / 0.4);
+  EXPECT_DOUBLE_EQ(c.shared_by(4).step_overhead, 10e-3 / 0.4);
+  EXPECT_DOUBLE_EQ(c.shared_by(4).nvlink().beta, c.nvlink().beta);  // links are not divided
+  EXPECT_DOUBLE_EQ(plain.shared_by(2).attn_rate_inf, plain.attn_rate_inf);
+
+  // A step: the overheads add exactly L x (layer overhead + its forward share
+  // again for a recompute) + step overhead (+ per token of this rank), all
+  // over the rank's share of a core; everything else as without them.
+  const Calibration k = calib();
+  ModelShape m;
+  m.name = "exp", m.layers = 2, m.hidden = 128, m.ffn = 256, m.heads = m.kv_heads = 8, m.head_dim = 16, m.vocab = 64;
+  StepConfig s;
+  s.model = m, s.zero = 0, s.S = 2048, s.P = 4;
+  Cluster no_over = c;
+  no_over.layer_overhead = no_over.step_overhead = no_over.step_overhead_per_token = 0;
+  const double f = 0.5 * 0.8;  // 2 cores / 4 ranks, efficiency at 4
+  for (const char* policy : {"keep", "whole", "full"}) {
+    s.policy = policy;
+    const StepResult r = simulate_step(c, k, s), r0 = simulate_step(no_over, k, s);
+    const double fwd_share = k.elem_fwd_share, again = s.policy == "keep" ? 0.0 : fwd_share;
+    EXPECT_NEAR(r.t_layer_overhead, 2 * 3e-3 * (1 + again) / f, 1e-12) << policy;
+    EXPECT_NEAR(r.t_step_overhead, (10e-3 + 2e-6 * 512) / f, 1e-12) << policy;
+    EXPECT_NEAR(r.t_total - r0.t_total, r.t_layer_overhead + r.t_step_overhead, 1e-12) << policy;
+    EXPECT_NEAR(r.t_layers_fwd - r0.t_layers_fwd, 2 * 3e-3 * fwd_share / f, 1e-12) << policy;
+    EXPECT_NEAR(r.t_layers_bwd - r0.t_layers_bwd, 2 * 3e-3 * (1 - fwd_share) / f, 1e-12) << policy;
+  }
+  // The efficiency slows every compute term of a step by 1 / efficiency.
+  Cluster eff_only = no_over, plain_rates = no_over;
+  plain_rates.conc_ranks.clear(), plain_rates.conc_eff.clear();
+  s.policy = "whole", s.attn.method = "ring";
+  const StepResult e = simulate_step(eff_only, k, s), p = simulate_step(plain_rates, k, s);
+  EXPECT_NEAR(e.gemm_fwd, p.gemm_fwd / 0.8, 1e-12);
+  EXPECT_NEAR(e.elem_fwd, p.elem_fwd / 0.8, 1e-12);
+  EXPECT_NEAR(e.t_optimizer, p.t_optimizer / 0.8, 1e-12);
+  // GPU clusters: no overheads, no efficiency (the paper tables are unchanged)
+  EXPECT_DOUBLE_EQ(a800().layer_overhead + a800().step_overhead + a800().step_overhead_per_token, 0);
+}

@@ -2,11 +2,22 @@
 """Describe THIS machine to the performance model (src/perf) from our own
 microbenchmarks, measured now, before any experiment is compared:
 
-- GEMM rate: `burst bench gemm` at the sizes of the experiments' model
-  (hidden 128, ffn 256), one rank, one thread;
-- attention kernel: `burst bench attention` with the model's heads (8 x 16,
-  causal) at the block sizes the runs use; rate(t) = r_inf t / (t + t0)
-  fitted through them (the same curve as the A800's), fwd/bwd ratio;
+- the block: `burst bench layer` (the engine's block forward + backward,
+  float, the model's widths) at LAYER_SEQ tokens, one rank: the GEMM rate at
+  the block's own shapes (its 7 forward and 14 backward GEMMs timed alone),
+  and the rest (RMSNorm, RoPE, SwiGLU, residuals, copies, launches: the
+  block's time minus its attention and GEMMs) as a line in the tokens:
+  slope -> elementwise passes, intercept -> a per-layer overhead;
+- concurrency: the same block benchmark as P = 2, 4, 8 copies at once
+  (mpiexec, no communication): the CPU time per block at P over that of one
+  copy alone = the rate per CPU-second a rank keeps while P ranks share the
+  host (caches, memory bandwidth, context switches past the cores);
+- attention kernel: the block's causal attention as bench layer times it
+  alone (the model's heads, 8 x 16) at the block sizes the runs use;
+  rate(t) = r_inf t / (t + t0) fitted through them (the same curve as the
+  A800's), fwd/bwd ratio;
+- every kernel timing above in CPU seconds of the benchmark's process
+  (bench.clock = cpu): the cores are shared with other jobs;
 - MPI alpha-beta: `burst bench pingpong` between two ranks;
 - waits of collectives on shared cores: `burst bench collective` at
   P = 2, 4, 8 ranks (compute between the engine's collectives, against the
@@ -16,17 +27,18 @@ microbenchmarks, measured now, before any experiment is compared:
   per round for the busy-polling blocking collectives (all-to-all,
   all-gather, reduce-scatter), one per call for the engine's napping
   all-reduce;
-- memory bandwidth (merges, copies, elementwise passes): a 64 MiB copy;
-- elementwise passes of one block (norms, RoPE, SwiGLU, residuals, copies,
-  kernel launches): no microbenchmark isolates them, so this one constant
-  is what a one-rank training step of the model at 1024 tokens leaves
-  unexplained by the terms above (the analogue of the paper's one-GPU
-  point; one global constant, no per-run factor, no multi-rank run used).
+- memory bandwidth (the unit of the elementwise passes): a 64 MiB copy;
+- the step outside the layers (data, embedding, the trainer's bookkeeping):
+  no microbenchmark isolates it, so what one-rank training steps of the
+  model at STEP_SEQ tokens leave unexplained by every term above, as a line
+  in the tokens (intercept: per step; slope: per token). One-rank runs only,
+  at sizes no experiment runs; no multi-rank run is used.
 
 Writes experiments/results/calibration/{cpu.toml,cpu_calibration.toml,
 calibration.h5}. The cluster has host.cores = the cores of this machine:
 with P ranks on it each computes at cores / P of the one-thread rates.
 """
+import json
 import os
 import sys
 import time
@@ -40,6 +52,12 @@ import common as C  # noqa: E402
 HEADS, KVH, D = 8, 8, 16          # experiments/configs/exp_model.json
 HIDDEN, FFN, LAYERS = 128, 256, 2
 ATTN_SEQ = [256, 512, 1024, 2048]  # the per-rank block sizes of the runs (S / P)
+LAYER_SEQ = [256, 512, 1024, 2048]  # bench layer, one rank: tokens per rank of the runs
+CONC_RANKS = [2, 4, 8]  # bench layer copies at once (the runs' rank counts)
+CONC_SEQ = 512          # tokens per copy (the runs' most common tokens per rank)
+STEP_SEQ = [1024, 2048]  # one-rank training steps (no experiment runs one rank at these sizes)
+STEPS = 8               # train steps of each, the first dropped
+REPEATS = 5             # timed repeats of the kernel benchmarks
 
 
 COLL_RANKS = [2, 4, 8]  # the runs' rank counts (scaling goes to 8)
@@ -84,6 +102,61 @@ def collective_waits(d, alpha, beta):
     return tau, rows
 
 
+def bench_layer(d, tokens, ranks, tag):
+    """`burst bench layer` at the model's widths, float, `tokens` tokens, as
+    `ranks` independent copies at once; rank 0's numbers, timed in CPU
+    seconds of the process (bench.clock = cpu: on this shared host the wall
+    time of each phase holds whatever the scheduler gave to other processes,
+    and the block's rest is a difference of phases timed at different moments)."""
+    h5 = os.path.join(d, f"layer_{tag}.h5")
+    C.mpiexec(ranks, ["bench", "layer", "--set", "bench.preset=\"custom\"", "--set", f"bench.hidden={HIDDEN}",
+                      "--set", f"bench.heads={HEADS}", "--set", f"bench.kv_heads={KVH}", "--set", f"bench.head_dim={D}",
+                      "--set", f"bench.ffn={FFN}", "--set", f"bench.tokens={tokens}", "--set", "bench.dtype=\"float\"",
+                      "--set", f"bench.repeats={REPEATS}", "--set", "bench.check_tokens=0", "--set", "bench.clock=\"cpu\"",
+                      "--output", h5],
+              os.path.join(d, f"layer_{tag}.log"))
+    with h5py.File(h5, "r") as f:
+        a = f.attrs
+        names = a["phase_names"]
+        names = (names.decode() if isinstance(names, bytes) else names).split(";")
+        ph = dict(zip(names, f["phases/seconds"][:]))
+        return dict(tokens=tokens, ranks=ranks, fb=float(a["median_fwd_bwd_s"]), f=float(a["median_fwd_s"]),
+                    share=min(1.0, float(a["cpu_share"])), share_phases=min(1.0, float(a["cpu_share_phases"])),
+                    flops_fwd=float(a["flops_fwd"]), **{k: float(v) for k, v in ph.items()})
+
+
+def block_gemm_flops_fwd(t):
+    """Forward GEMM FLOPs of one block at t tokens (perf::ModelShape::gemm_flops_per_token)."""
+    q = kv = HEADS * D
+    return 2.0 * t * (HIDDEN * q + 2 * HIDDEN * kv + q * HIDDEN + 3 * HIDDEN * FFN)
+
+
+def layer_terms(d):
+    """One rank: GEMM rate at the block's shapes, the rest as a + b t.
+    P copies: CPU seconds per block against one copy (concurrency)."""
+    one = [bench_layer(d, t, 1, f"np1_t{t}") for t in LAYER_SEQ]
+    # the phase times are CPU seconds of the process (bench.clock = cpu)
+    gemm_rates = [3 * block_gemm_flops_fwd(r["tokens"]) / (r["gemm_fwd"] + r["gemm_bwd"]) for r in one]
+    gemm_rate = float(np.median(gemm_rates))
+    t = np.array([r["tokens"] for r in one], dtype=float)
+    rest = np.array([r["rest_fwd"] + r["rest_bwd"] for r in one])
+    # The rest grows faster than the tokens (measured: ~4, 8, 29, 73 CPU-ms at 256-2048): a part of it
+    # scales with the attention's pairs (mask and tile-visibility work around the kernel calls). Least
+    # squares a + b t + c t^2: a -> per-layer overhead, b -> elementwise passes, c t^2 -> the attention term
+    # (per visible pair of the causal block, t^2 / 2 of them), added to the attention timings below.
+    A = np.vstack([np.ones_like(t), t, t * t]).T
+    (a, b, c), *_ = np.linalg.lstsq(A, rest, rcond=None)
+    c = max(0.0, float(c))
+    base = next(r for r in one if r["tokens"] == CONC_SEQ)
+    cpu1 = base["fb"]
+    conc = []
+    for P in CONC_RANKS:
+        r = bench_layer(d, CONC_SEQ, P, f"np{P}_t{CONC_SEQ}")
+        conc.append(dict(r, eff=cpu1 / r["fb"]))
+    return dict(one=one, gemm_rates=gemm_rates, gemm_rate=gemm_rate, rest=rest, rest_a=float(a), rest_b=float(b), rest_c=c,
+                conc=conc)
+
+
 def mem_bandwidth():
     a = np.ones(8 << 20, dtype=np.float64)  # 64 MiB
     b = np.empty_like(a)
@@ -95,40 +168,46 @@ def mem_bandwidth():
     return 2 * a.nbytes / sorted(ts)[len(ts) // 2]  # read + write
 
 
-ELEM_SEQ = 1024  # tokens per rank of most runs
-
-
-def elementwise_passes(d, kpath, template):
-    """One-rank train steps of the model at ELEM_SEQ tokens (whole, fused
-    loss, as the runs): the part of the measured step the model's GEMM,
-    attention, LM head and optimizer terms do not explain, in passes."""
+def one_rank_step(d, seq):
+    """One-rank train steps of the model at `seq` tokens (whole, fused loss,
+    as the runs): median step seconds after the first and its CPU share."""
     import tomllib
     with open(os.path.join(C.CONFIGS, "exp_main.toml"), "rb") as f:
         keys = C.flatten(tomllib.load(f)["train"])
-    log_h5 = os.path.join(d, "one_rank_step.h5")
+    log_h5 = os.path.join(d, f"one_rank_step_S{seq}.h5")
     if os.path.exists(log_h5):
         os.remove(log_h5)
     model = os.path.join(C.ROOT, keys["model.config"])
-    keys.update({"model.config": model, "train.seq_len": ELEM_SEQ, "train.steps": 4, "parallel.cp": 1, "train.batch": 1,
+    keys.update({"model.config": model, "train.seq_len": seq, "train.steps": STEPS, "parallel.cp": 1, "train.batch": 1,
                  "io.run_log": log_h5})
-    C.mpiexec(1, ["train"] + C.set_args(keys), os.path.join(d, "one_rank_step.log"))
+    C.mpiexec(1, ["train"] + C.set_args(keys), os.path.join(d, f"one_rank_step_S{seq}.log"))
     share = min(1.0, C.last_cpu_share)
     with h5py.File(log_h5, "r") as f:
         step_s = float(np.median(f["log/seconds"][1:]))
         if "log/cpu_seconds" in f:  # the timed steps' own CPU share
             share = min(1.0, float(np.median(f["log/cpu_seconds"][1:] / f["log/seconds"][1:])))
-    preds = []
-    for passes in (0.0, 1.0):
-        with open(kpath, "w") as f:
-            f.write(template.replace("@ELEMENTWISE_PASSES@", str(passes)))
-        ph5 = os.path.join(d, f"one_rank_pred{int(passes)}.h5")
-        C.simulate(["--model", model, "--seq", str(ELEM_SEQ), "--gpus", "1", "--gpus-per-node", "1", "--zero", "0",
-                    "--offload", "off", "--policy", keys["train.activation"], "--fused-loss", "on", "--host-cores", f"{share:.4f}"], ph5)
+    return model, keys, step_s, share
+
+
+def step_overhead(d):
+    """What one-rank steps at STEP_SEQ leave unexplained by the model with
+    every other term (cluster and calibration already written), in CPU
+    seconds: a line a + b tokens."""
+    pts = []
+    for seq in STEP_SEQ:
+        model, keys, step_s, share = one_rank_step(d, seq)
+        ph5 = os.path.join(d, f"one_rank_pred_S{seq}.h5")
+        C.simulate(["--model", model, "--seq", str(seq), "--gpus", "1", "--gpus-per-node", "1", "--zero", "0",
+                    "--offload", "off", "--policy", keys["train.activation"], "--fused-loss", "on", "--host-cores", "1"], ph5)
         with h5py.File(ph5, "r") as f:
-            preds.append(float(f["run"].attrs["t_total"]))
-    per_pass = preds[1] - preds[0]
-    elementwise_passes.share = share
-    return max(0.0, (step_s - preds[0]) / per_pass), step_s, preds[0], per_pass
+            pred = float(f["run"].attrs["t_total"])  # at one full core: CPU seconds
+        pts.append(dict(seq=seq, step_s=step_s, share=share, cpu_s=step_s * share, model_s=pred,
+                        residual=step_s * share - pred))
+    x = np.array([p["seq"] for p in pts], dtype=float)
+    y = np.array([p["residual"] for p in pts])
+    A = np.vstack([np.ones_like(x), x]).T
+    (a, b), *_ = np.linalg.lstsq(A, y, rcond=None)
+    return float(a), float(b), pts
 
 
 def main():
@@ -136,29 +215,28 @@ def main():
     os.makedirs(d, exist_ok=True)
     cores = int(os.environ.get("BURST_HOST_CORES", os.cpu_count()))
     t_start = time.time()
+    load_start = os.getloadavg()
 
-    g_h5 = os.path.join(d, "gemm.h5")
-    C.mpiexec(1, ["bench", "gemm", "--set", f"bench.sizes=[{HIDDEN},{FFN}]", "--set", "bench.repeats=30",
-                  "--set", "bench.warmup=3", "--output", g_h5], os.path.join(d, "gemm.log"))
-    share_gemm = min(1.0, C.last_cpu_share)
-    with h5py.File(g_h5, "r") as f:
-        gemm_gflops = f["gemm/gflops"][0, :]
     # Rates per CPU-second: the machine is shared with other jobs, so each
-    # benchmark's rate is divided by the CPU share its process got (CPU time /
-    # wall, from the kernel's accounting); each run's prediction then uses the
-    # cores that run got (run_experiment.py).
-    gemm_rate = float(np.median(gemm_gflops)) * 1e9 / share_gemm
+    # benchmark's time is multiplied by the CPU share its process got (CPU
+    # time / wall, from the kernel's accounting); each run's prediction then
+    # uses the cores that run got (run_experiment.py).
+    bw = mem_bandwidth()
+    lay = layer_terms(d)
+    gemm_rate = lay["gemm_rate"]
+    # rest of the block = a + b t CPU-seconds: b in passes over (h + ffn) float... in the model's unit,
+    # "bf16 passes over (hidden + ffn) values per token" at the copy bandwidth: 2 (h + ffn) bytes per pass per token
+    passes = max(0.0, lay["rest_b"] * bw / (2 * (HIDDEN + FFN)))
+    layer_over = max(0.0, lay["rest_a"])
 
-    a_h5 = os.path.join(d, "attention.h5")
-    C.mpiexec(1, ["bench", "attention", "--set", f"bench.seq={ATTN_SEQ}".replace(" ", ""), "--set", f"bench.heads={HEADS}",
-                  "--set", f"bench.kv_heads={KVH}", "--set", f"bench.head_dim={D}", "--set", "bench.repeats=2",
-                  "--output", a_h5], os.path.join(d, "attention.log"))
-    share_attn = min(1.0, C.last_cpu_share)
-    with h5py.File(a_h5, "r") as f:
-        seq = f["attention/seq"][:].astype(float)
-        tf, tb = f["attention/fwd_seconds"][:], f["attention/bwd_seconds"][:]
-        # per point: the CPU share of the timed rounds themselves (else the whole run's)
-        point_share = np.minimum(1.0, f["attention/cpu_share"][:]) if "attention/cpu_share" in f else np.full(len(seq), share_attn)
+    # attention: the block's own causal attention (LocalAttention: the kernel every ring round calls), timed
+    # alone in bench layer in CPU seconds, forward and backward (rowsum + flash backward)
+    seq = np.array([r["tokens"] for r in lay["one"]], dtype=float)
+    quad = lay["rest_c"] * seq ** 2  # the rest's pair-proportional part, split as the attention's work (1 : 2.5)
+    tf = np.array([r["attention_fwd"] for r in lay["one"]]) + quad / 3.5
+    tb = np.array([r["attention_bwd"] for r in lay["one"]]) + quad * 2.5 / 3.5
+    point_share = np.ones(len(seq))  # CPU-clock timings
+    share_attn = 1.0
     F = 4 * seq ** 2 / 2 * HEADS * D
     comb = 3.5 * F / (tf + tb) / point_share
     # 1 / rate = 1 / r_inf + (t0 / r_inf) / t: a straight line in 1/t.
@@ -174,11 +252,14 @@ def main():
 
     tau, coll_rows = collective_waits(d, alpha, beta)
 
-    bw = mem_bandwidth()
+    conc = lay["conc"]
+    gemm_txt = ", ".join(f"{g / 1e9:.1f}" for g in lay["gemm_rates"])
+    rest_txt = ", ".join(f"{r * 1e3:.2f}" for r in lay["rest"])
 
-    cluster = f"""# THIS machine (the CPU the experiments run on), written by experiments/runners/calibrate_cpu.py
+    def write_cluster(step_a, step_b, note):
+        text = f"""# THIS machine (the CPU the experiments run on), written by experiments/runners/calibrate_cpu.py
 # at {time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())} from microbenchmarks run just before, one thread per rank.
-# "gpu" = one MPI rank; every rank of a run shares host.cores cores.
+# "gpu" = one MPI rank; every rank of a run shares host.cores cores. Load average at the start {load_start[0]:.2f}.
 name = "cpu"
 
 [node]
@@ -186,13 +267,13 @@ gpus = 8                  # ranks per "node": the whole host (runs override with
 ib_hcas = 8               # one host: "inter-node" links are the same shared memory as intra-node
 
 [gpu]
-peak_bf16_tflops = {gemm_rate / 1e12:.6g}   # measured: bench gemm float n={HIDDEN},{FFN}, 1 thread: {', '.join(f'{g:.2f}' for g in gemm_gflops)} GFLOP/s (median) at CPU share {share_gemm:.2f}
+peak_bf16_tflops = {gemm_rate / 1e12:.6g}   # measured: bench layer float, the block's 7 fwd + 14 bwd GEMMs at t = {LAYER_SEQ}: {gemm_txt} GFLOP/s per CPU-second (median)
 gemm_fraction = 1.0
 hbm_tb_per_s = {bw / 1e12:.6g}     # measured: 64 MiB copy, read + write
 memory_gib = 16
 
 [attention]
-rate_inf_tflops = {r_inf / 1e12:.6g}   # measured fit: bench attention {HEADS}x{D} causal at t = {ATTN_SEQ}, per CPU-second (shares {', '.join(f'{x:.2f}' for x in point_share)})
+rate_inf_tflops = {r_inf / 1e12:.6g}   # measured fit: bench layer's attention ({HEADS}x{D} causal) at t = {LAYER_SEQ}, CPU clock: {', '.join(f'{c / 1e9:.1f}' for c in comb)} GFLOP/s
 t0_tokens = {t0:.6g}
 fwd_over_bwd = {fwd_over_bwd:.4g}    # measured: median fwd / bwd rate (2.5x convention)
 
@@ -211,22 +292,55 @@ cores = {cores}                 # ranks of a run share these cores (one OpenMP t
 collective_wait_ms = {tau["spin"] * 1e3:.4g}   # measured: bench collective at P = {COLL_RANKS}, all-to-all/all-gather/reduce-scatter: wait per round of MPICH's algorithm / (1/s - 1), least squares
 element_bytes = 4               # the host build moves float tensors
 nap_wait_ms = {tau["nap"] * 1e3:.4g}          # measured: the same for the engine's all-reduce (nonblocking, napping wait)
+# measured: bench layer at t = {CONC_SEQ} as P copies at once: CPU seconds per block alone / at P (shares {', '.join(f'{c["share"]:.2f}' for c in conc)})
+concurrency_ranks = [{', '.join(str(c["ranks"]) for c in conc)}]
+concurrency_efficiency = [{', '.join(f'{c["eff"]:.4f}' for c in conc)}]
+layer_overhead_ms = {layer_over * 1e3:.4g}    # measured: bench layer, one rank: intercept of the block's rest (CPU ms {rest_txt} at t = {LAYER_SEQ}) = a + b t + c t^2, c t^2 = {lay["rest_c"] * 1e12:.3g} ps t^2 in the attention rates
+step_overhead_ms = {step_a * 1e3:.4g}     # {note}
+step_overhead_us_per_token = {step_b * 1e6:.4g}
 """
+        with open(cpath, "w") as f:
+            f.write(text)
+        return text
+
     cpath = os.path.join(d, "cpu.toml")
-    with open(cpath, "w") as f:
-        f.write(cluster)
     template = open(os.path.join(C.ROOT, "experiments", "perf_calibration_cpu.toml")).read()
     kpath = os.path.join(d, "cpu_calibration.toml")
-    passes, step_s, base_s, per_pass_s = elementwise_passes(d, kpath, template)
-    calib = template.replace("@ELEMENTWISE_PASSES@", f"{passes:.4g}   # measured: one-rank step {step_s:.4f} s, model without "
-                             f"elementwise {base_s:.4f} s, {per_pass_s * 1e3:.4f} ms per pass")
+    calib = template.replace("@ELEMENTWISE_PASSES@", f"{passes:.4g}   # measured: bench layer, one rank: slope of the block's rest, "
+                             f"{lay['rest_b'] * 1e9:.1f} ns per token at {bw / 1e9:.1f} GB/s")
     with open(kpath, "w") as f:
         f.write(calib)
+    write_cluster(0.0, 0.0, "(being measured)")
+    step_a, step_b, step_pts = step_overhead(d)
+    note = ("measured: one-rank train steps at " + ", ".join(f"{p['seq']} tokens {p['cpu_s']:.4f} CPU-s (model {p['model_s']:.4f})"
+                                                             for p in step_pts) + ": residual = a + b tokens")
+    cluster = write_cluster(max(0.0, step_a), max(0.0, step_b), note)
 
     with h5py.File(os.path.join(d, "calibration.h5"), "w") as f:
         C.write_attrs(f, C.machine_attrs())
-        f["gemm_gflops"] = gemm_gflops
-        f["gemm_sizes"] = np.array([HIDDEN, FFN])
+        f.attrs["load_average_at_end"] = json.dumps(os.getloadavg())
+        f["gemm_gflops"] = np.array(lay["gemm_rates"]) / 1e9
+        f["gemm_tokens"] = np.array(LAYER_SEQ)
+        f["layer_tokens"] = np.array([r["tokens"] for r in lay["one"]], dtype=float)
+        f["layer_fwd_bwd_s"] = np.array([r["fb"] for r in lay["one"]])
+        f["layer_rest_cpu_s"] = lay["rest"]
+        f["layer_cpu_share"] = np.array([r["share"] for r in lay["one"]])
+        for k in ("attention_fwd", "attention_bwd", "gemm_fwd", "gemm_bwd", "rest_fwd", "rest_bwd"):
+            f["layer_" + k + "_s"] = np.array([r[k] for r in lay["one"]])
+        f["concurrency_ranks"] = np.array([1] + [c["ranks"] for c in conc], dtype=float)
+        f["concurrency_fwd_bwd_s"] = np.array([next(r["fb"] for r in lay["one"] if r["tokens"] == CONC_SEQ)] + [c["fb"] for c in conc])
+        f["concurrency_cpu_share"] = np.array([next(r["share"] for r in lay["one"] if r["tokens"] == CONC_SEQ)] + [c["share"] for c in conc])
+        f["concurrency_efficiency"] = np.array([1.0] + [c["eff"] for c in conc])
+        f.attrs["layer_overhead_s"] = layer_over
+        f.attrs["layer_rest_fit_abc"] = json.dumps([lay["rest_a"], lay["rest_b"], lay["rest_c"]])
+        f.attrs["elementwise_passes"] = passes
+        f["step_seq"] = np.array(STEP_SEQ, dtype=float)
+        f["step_s"] = np.array([p["step_s"] for p in step_pts])
+        f["step_cpu_share"] = np.array([p["share"] for p in step_pts])
+        f["step_model_s"] = np.array([p["model_s"] for p in step_pts])
+        f["step_residual_s"] = np.array([p["residual"] for p in step_pts])
+        f.attrs["step_overhead_s"] = step_a
+        f.attrs["step_overhead_s_per_token"] = step_b
         f["attention_seq"] = seq
         f["attention_fwd_s"] = tf
         f["attention_bwd_s"] = tb
@@ -250,20 +364,22 @@ nap_wait_ms = {tau["nap"] * 1e3:.4g}          # measured: the same for the engin
         f["collective_chunk_bytes"] = np.array([r[2] for r in coll_rows])
         f["collective_rounds"] = np.array([r[7] for r in coll_rows], dtype=float)
         f.attrs["cores"] = cores
-        f.attrs["elementwise_passes"] = passes
-        f.attrs["cpu_share_gemm"] = share_gemm
         f.attrs["cpu_share_attention"] = share_attn
-        f.attrs["cpu_share_one_rank_step"] = elementwise_passes.share
-        f.attrs["elementwise_seq"] = ELEM_SEQ
-        f.attrs["elementwise_step_s"] = step_s
-        f.attrs["elementwise_model_without_s"] = base_s
         f.attrs["cluster_toml"] = cluster
         f.attrs["calibration_toml"] = calib
         f.attrs["seconds"] = time.time() - t_start
-    print(f"gemm {gemm_rate / 1e9:.2f} GFLOP/s; attention r_inf {r_inf / 1e9:.2f} GFLOP/s t0 {t0:.0f} "
-          f"(combined {', '.join(f'{c / 1e9:.2f}' for c in comb)} at {ATTN_SEQ}), fwd/bwd {fwd_over_bwd:.3f}; "
+    print(f"block (bench layer, one rank): GEMMs {gemm_rate / 1e9:.1f} GFLOP/s per CPU-second ({gemm_txt} at t = {LAYER_SEQ}); "
+          f"rest {rest_txt} CPU-ms = {layer_over * 1e3:.3f} ms + {lay['rest_b'] * 1e9:.1f} ns/token ({passes:.1f} passes)"
+          f" + {lay['rest_c'] * 1e12:.2f} ps/token^2 (to attention)")
+    print("concurrency (bench layer at t = %d): " % CONC_SEQ + ", ".join(
+        f"P={c['ranks']} share {c['share']:.2f} fwd+bwd {c['fb'] * 1e3:.1f} ms efficiency {c['eff']:.3f}" for c in conc))
+    print(f"attention r_inf {r_inf / 1e9:.2f} GFLOP/s t0 {t0:.0f} "
+          f"(combined {', '.join(f'{c / 1e9:.2f}' for c in comb)} at {LAYER_SEQ}), fwd/bwd {fwd_over_bwd:.3f}; "
           f"MPI alpha {alpha * 1e6:.1f} us beta {beta / 1e9:.2f} GB/s; memory {bw / 1e9:.1f} GB/s; cores {cores}; "
           f"collective wait per unit of 1/s - 1: blocking {tau['spin'] * 1e3:.2f} ms, napping {tau['nap'] * 1e3:.2f} ms")
+    print("one-rank steps: " + ", ".join(f"{p['seq']} tokens {p['step_s']:.4f} s at share {p['share']:.2f}, model {p['model_s']:.4f} "
+                                         f"CPU-s, residual {p['residual'] * 1e3:+.2f} ms" for p in step_pts)
+          + f" -> step overhead {step_a * 1e3:.2f} ms + {step_b * 1e6:.2f} us/token")
     for P in COLL_RANKS:
         for w, kinds in (("blocking", SPIN_KINDS), ("napping", NAP_KINDS)):
             sel = [r for r in coll_rows if r[0] == P and r[1] in kinds]

@@ -33,6 +33,7 @@
 #include "model/llama.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <ctime>
@@ -60,6 +61,8 @@ static ConfigSchema bench_layer_schema() {
       .boolean("bench.phases", true, "also time attention and the GEMMs alone (the phase breakdown)")
       .integer("bench.check_tokens", 256, 0, 1L << 20, "tokens of the check against the double block (0: no check)")
       .real("bench.tolerance", 0, 0, 1, "relative error bound of the check (0: 3e-2 bf16, 1e-4 float, 1e-10 double)")
+      .string("bench.clock", "wall", {"wall", "cpu"},
+              "what the timings measure: wall time, or this process's CPU time (one thread per rank on a shared host)")
       .string("bench.output", "experiments/results/layer.h5", {}, "HDF5 file to write");
   return s;
 }
@@ -258,12 +261,27 @@ template <class T> struct BlockGemms {
   }
 };
 
+// bench.clock: "wall" (steady clock) or "cpu" (this process's CPU time: on a
+// host shared with other processes, the time the rank computed, whatever
+// the scheduler gave it; meaningful for one thread per rank).
+bool g_cpu_clock = false;
+double clock_now() {
+  if (!g_cpu_clock) return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+  timespec ts;
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return double(ts.tv_sec) + 1e-9 * double(ts.tv_nsec);
+}
+struct BenchTimer {
+  double t0 = clock_now();
+  double seconds() const { return clock_now() - t0; }
+};
+
 double time_median(int repeats, const std::function<void()>& before, const std::function<void()>& fn) {
   std::vector<double> ts;
   for (int r = 0; r < repeats; ++r) {
     if (before) before();
     Kokkos::fence();
-    Timer t;
+    BenchTimer t;
     fn();
     Kokkos::fence();
     ts.push_back(t.seconds());
@@ -299,6 +317,7 @@ template <class T> static int run(Runtime& rt, const Config& cfg, const std::str
                                            cfg.get_int("bench.kv_heads"), cfg.get_int("bench.head_dim"),
                                            cfg.get_int("bench.ffn"), S);
   const int repeats = int(cfg.get_int("bench.repeats")), warmup = int(cfg.get_int("bench.warmup"));
+  g_cpu_clock = cfg.get_string("bench.clock") == "cpu";
   const long check = std::min(cfg.get_int("bench.check_tokens"), S);
   double tol = cfg.get_real("bench.tolerance");
   if (tol == 0) tol = std::is_same<T, bf16>::value ? 3e-2 : std::is_same<T, float>::value ? 1e-4 : 1e-10;
@@ -331,16 +350,29 @@ template <class T> static int run(Runtime& rt, const Config& cfg, const std::str
   Kokkos::fence();
   std::vector<double> t_fb, t_f;
   std::int64_t peak = 0, peak_extra = 0;
+  // CPU seconds of this process per wall second over the timed forward +
+  // backward rounds: below 1 when other processes share the cores (several
+  // copies under mpiexec, other jobs); the experiment runners' calibration
+  // divides by it (rates per CPU-second).
+  auto cpu_now = [] {
+    timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return double(ts.tv_sec) + 1e-9 * double(ts.tv_nsec);
+  };
+  double cpu_fb = 0, wall_fb = 0;
   for (int r = 0; r < repeats; ++r) {
     blk.load_dy();
     Kokkos::fence();
     const std::int64_t base = MemoryTracker::global().counters(bench_dev_kind()).current_total;
     if (r == 0) MemoryTracker::global().reset_peaks();
-    Timer t;
+    const double c0 = cpu_now();
+    Timer wall;
+    BenchTimer t;
     blk.forward();
     blk.backward();
     Kokkos::fence();
     t_fb.push_back(t.seconds());
+    cpu_fb += cpu_now() - c0, wall_fb += wall.seconds();
     if (r == 0) {
       peak = MemoryTracker::global().counters(bench_dev_kind()).peak_total + bench_gemm_workspace_bytes();
       peak_extra = MemoryTracker::global().counters(bench_dev_kind()).peak_total - base + bench_gemm_workspace_bytes();
@@ -348,19 +380,23 @@ template <class T> static int run(Runtime& rt, const Config& cfg, const std::str
   }
   for (int r = 0; r < repeats; ++r) {
     Kokkos::fence();
-    Timer t;
+    BenchTimer t;
     blk.forward();
     Kokkos::fence();
     t_f.push_back(t.seconds());
     blk.acts = typename LlamaModel<T, DeviceMem>::LayerActs();
   }
   const double fb = median(t_fb), f = median(t_f);
+  const double cpu_share = wall_fb > 0 ? cpu_fb / wall_fb / double(Kokkos::DefaultExecutionSpace::concurrency()) : 1.0;
   const double fl_f = block_flops_forward(mc, S, true), fl_fb = 3.0 * fl_f;
 
   // ---- phases, each alone on the block's shapes
   std::vector<std::string> ph_names;
   std::vector<double> ph_sec;
+  double phase_share = 1.0;
   if (cfg.get_bool("bench.phases")) {
+    const double pc0 = cpu_now();
+    Timer pt;
     blk.forward();  // the attention inputs (q, k, v after RoPE) and outputs of a real forward
     auto& a = blk.acts;
     using A3 = Kokkos::View<A***, Layout, DeviceMem>;
@@ -382,15 +418,17 @@ template <class T> static int run(Runtime& rt, const Config& cfg, const std::str
     const double gb = time_median(repeats, nullptr, [&] { g.backward(); });
     ph_names = {"attention_fwd", "attention_bwd", "gemm_fwd", "gemm_bwd", "rest_fwd", "rest_bwd"};
     ph_sec = {af, ab, gf, gb, f - af - gf, (fb - f) - ab - gb};
+    phase_share = (cpu_now() - pc0) / std::max(1e-12, pt.seconds()) / double(Kokkos::DefaultExecutionSpace::concurrency());
   }
 
   if (rt.rank() == 0) {
     std::printf("LLaMA block %s (hidden %ld, %ld x %ld heads, %ld kv heads, ffn %ld), %ld tokens causal, %s, on %s\n",
                 preset.c_str(), mc.hidden, n, d, nkv, mc.ffn, S, scalar_name<T>(), Kokkos::DefaultExecutionSpace::name());
     std::printf("FLOPs (paper convention, ALGORITHMS.md 9): forward %.4g, forward + backward %.4g\n", fl_f, fl_fb);
-    std::printf("%-20s %12s %10s\n", "", "median s", "TFLOP/s");
+    std::printf("%-20s %12s %10s  (%s clock)\n", "", "median s", "TFLOP/s", cfg.get_string("bench.clock").c_str());
     std::printf("%-20s %12.6f %10.2f\n", "forward + backward", fb, fl_fb / fb / 1e12);
     std::printf("%-20s %12.6f %10.2f\n", "forward", f, fl_f / f / 1e12);
+    std::printf("CPU share over the forward + backward rounds: %.3f\n", cpu_share);
     for (size_t i = 0; i < ph_names.size(); ++i)
       std::printf("  %-18s %12.6f %9.1f%%\n", ph_names[i].c_str(), ph_sec[i],
                   100.0 * ph_sec[i] / (i % 2 == 0 ? f : std::max(fb - f, 1e-300)));
@@ -423,6 +461,12 @@ template <class T> static int run(Runtime& rt, const Config& cfg, const std::str
     h.set_attr("/", "dtype", std::string(scalar_name<T>()));
     h.set_attr("/", "median_fwd_bwd_s", fb);
     h.set_attr("/", "median_fwd_s", f);
+    h.set_attr("/", "cpu_share", cpu_share);
+    h.set_attr("/", "clock", cfg.get_string("bench.clock"));
+    h.set_attr("/", "cpu_share_phases", phase_share);
+    h.set_attr("/", "cpu_share_meaning",
+               std::string("process CPU seconds per wall second per thread over the timed forward + backward rounds "
+                           "(cpu_share_phases: over the phase timings)"));
     h.set_attr("/", "flops_fwd", fl_f);
     h.set_attr("/", "flops_fwd_bwd", fl_fb);
     h.set_attr("/", "tflops_fwd_bwd", fl_fb / fb / 1e12);

@@ -79,7 +79,9 @@ void write_prediction(io::H5File& f, const std::string& g, const StepConfig& s, 
   const std::pair<const char*, double> vals[] = {
       {"t_layers_fwd", r.t_layers_fwd}, {"t_recompute", r.t_recompute}, {"t_layers_bwd", r.t_layers_bwd},
       {"t_lm_head", r.t_lm_head}, {"t_zero_exposed", r.t_zero_exposed}, {"t_optimizer", r.t_optimizer},
-      {"t_total", r.t_total}, {"t_step_sync", r.t_step_sync}, {"attn_collectives_per_step", r.attn_collectives},
+      {"t_total", r.t_total}, {"t_step_sync", r.t_step_sync}, {"t_layer_overhead", r.t_layer_overhead},
+      {"t_step_overhead", r.t_step_overhead}, {"gemm_fwd_per_layer", r.gemm_fwd}, {"elem_fwd_per_layer", r.elem_fwd},
+      {"attn_collectives_per_step", r.attn_collectives},
       {"attn_sync_per_step", r.attn_sync}, {"attn_fwd_per_layer", r.attn_fwd}, {"attn_bwd_per_layer", r.attn_bwd},
       {"attn_exposed_comm_per_layer", r.attn_exposed_comm}, {"tokens_per_s_per_gpu", r.tokens_per_s_per_gpu},
       {"tflops_per_gpu", r.tflops_per_gpu}, {"mfu", r.mfu}, {"mfu_paper_script", r.mfu_paper_script},
@@ -104,8 +106,11 @@ void print_result(const StepConfig& s, const StepResult& r, const Cluster& c) {
               "GEMMs fwd %.4f s, elementwise fwd %.4f s, ZeRO comm %.4f s\n",
               r.attn_fwd, r.attn_bwd, r.attn_exposed_comm, r.attn_recompute, r.gemm_fwd, r.elem_fwd, r.zero_comm_layer);
   std::printf("  step %.3f s = forward %.3f + recompute %.3f + backward %.3f + LM head %.3f + ZeRO exposed %.3f + optimizer %.3f"
-              " + step all-reduce waits %.3f\n",
-              r.t_total, r.t_layers_fwd, r.t_recompute, r.t_layers_bwd, r.t_lm_head, r.t_zero_exposed, r.t_optimizer, r.t_step_sync);
+              " + step all-reduce waits %.3f + step overhead %.3f\n",
+              r.t_total, r.t_layers_fwd, r.t_recompute, r.t_layers_bwd, r.t_lm_head, r.t_zero_exposed, r.t_optimizer, r.t_step_sync,
+              r.t_step_overhead);
+  if (r.t_layer_overhead > 0)
+    std::printf("  layer overheads (host, in the layer terms): %.4f s per step\n", r.t_layer_overhead);
   if (r.attn_collectives > 0)
     std::printf("  attention: %.0f blocking collectives per step, waiting %.4f s for their members on shared cores (in the layer terms)\n",
                 r.attn_collectives, r.attn_sync);

@@ -7,6 +7,7 @@
 #include <toml++/toml.h>
 
 #include <algorithm>
+#include <cmath>
 #include <fstream>
 #include <sstream>
 #include <sys/stat.h>
@@ -22,11 +23,25 @@ double Cluster::attn_rate_bwd(double t) const {
   const double k = attn_fwd_over_bwd, rb = (1.0 / k + 2.5) / 3.5;
   return attn_rate(t) * rb;
 }
+double Cluster::concurrency_efficiency(int P) const {
+  if (P <= 1 || conc_ranks.empty()) return 1.0;
+  double x0 = 0, y0 = 1;  // log2 1, efficiency of one rank alone
+  const double x = std::log2(double(P));
+  for (size_t i = 0; i < conc_ranks.size(); ++i) {
+    const double x1 = std::log2(conc_ranks[i]), y1 = conc_eff[i];
+    if (x <= x1) return x1 > x0 ? y0 + (y1 - y0) * (x - x0) / (x1 - x0) : y1;
+    x0 = x1, y0 = y1;
+  }
+  return y0;
+}
 Cluster Cluster::shared_by(int P) const {
   Cluster c = *this;
-  if (host_cores > 0 && double(P) > host_cores) {
-    const double f = host_cores / double(P);
+  double f = 1.0;
+  if (host_cores > 0 && double(P) > host_cores) f = host_cores / double(P);
+  if (host_cores > 0) f *= concurrency_efficiency(P);
+  if (f != 1.0) {
     c.gemm_fraction *= f, c.attn_rate_inf *= f, c.hbm_bw *= f, c.host_mem_bw *= f;
+    c.layer_overhead /= f, c.step_overhead /= f, c.step_overhead_per_token /= f;
   }
   return c;
 }
@@ -116,6 +131,35 @@ Cluster load_cluster(const std::string& name_or_path, const std::string& dir) {
   if (t.at_path("host.collective_wait_ms")) c.coll_wait_spin = num(t, "host.collective_wait_ms", file, 0, 1e4) * 1e-3;
   if (t.at_path("host.element_bytes")) c.elem_bytes = num(t, "host.element_bytes", file, 1, 16);
   if (t.at_path("host.nap_wait_ms")) c.coll_wait_nap = num(t, "host.nap_wait_ms", file, 0, 1e4) * 1e-3;
+  if (t.at_path("host.layer_overhead_ms")) c.layer_overhead = num(t, "host.layer_overhead_ms", file, 0, 1e6) * 1e-3;
+  if (t.at_path("host.step_overhead_ms")) c.step_overhead = num(t, "host.step_overhead_ms", file, 0, 1e6) * 1e-3;
+  if (t.at_path("host.step_overhead_us_per_token"))
+    c.step_overhead_per_token = num(t, "host.step_overhead_us_per_token", file, 0, 1e6) * 1e-6;
+  {
+    auto list = [&](const char* key) {
+      std::vector<double> v;
+      auto node = t.at_path(key);
+      if (!node) return v;
+      const toml::array* a = node.as_array();
+      BURST_CHECK_CONFIG(a != nullptr, file, ": ", key, " must be an array of numbers");
+      for (const auto& e : *a) {
+        BURST_CHECK_CONFIG(e.is_integer() || e.is_floating_point(), file, ": ", key, " must be an array of numbers");
+        v.push_back(e.is_integer() ? double(e.as_integer()->get()) : e.as_floating_point()->get());
+      }
+      return v;
+    };
+    c.conc_ranks = list("host.concurrency_ranks");
+    c.conc_eff = list("host.concurrency_efficiency");
+    BURST_CHECK_CONFIG(c.conc_ranks.size() == c.conc_eff.size(), file,
+                       ": host.concurrency_ranks and host.concurrency_efficiency differ in length (", c.conc_ranks.size(), " vs ",
+                       c.conc_eff.size(), ")");
+    for (size_t i = 0; i < c.conc_ranks.size(); ++i) {
+      BURST_CHECK_CONFIG(c.conc_ranks[i] > (i ? c.conc_ranks[i - 1] : 1.0), file,
+                         ": host.concurrency_ranks must increase from above 1");
+      BURST_CHECK_CONFIG(c.conc_eff[i] > 0 && c.conc_eff[i] <= 2, file, ": host.concurrency_efficiency[", i, "] = ", c.conc_eff[i],
+                         " is out of range (0, 2]");
+    }
+  }
   return c;
 }
 

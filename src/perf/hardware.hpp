@@ -5,6 +5,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 namespace burst::perf {
 
@@ -54,6 +55,23 @@ struct Cluster {
   // the host build runs float; bf16 on GPUs). Sizes the collectives for the
   // MPI algorithm they get (mpi_collective_rounds).
   double elem_bytes = 2;
+  // CPU machines (optional keys host.concurrency_ranks and
+  // host.concurrency_efficiency, measured by running the block microbenchmark
+  // `burst bench layer` as P copies at once): the rate per CPU-second of one
+  // rank while P ranks run on the host, relative to one rank alone (shared
+  // caches and memory bandwidth, and when P exceeds the cores the context
+  // switches between ranks). Piecewise linear in log2 P through (1, 1) and
+  // the measured points, the last value beyond them. Empty on GPU clusters.
+  std::vector<double> conc_ranks, conc_eff;
+  // CPU machines (optional keys host.layer_overhead_ms,
+  // host.step_overhead_ms, host.step_overhead_us_per_token): CPU time that
+  // the kernel-rate terms do not carry, one rank alone: per layer (forward +
+  // backward; the intercept of `bench layer`'s non-GEMM, non-attention time
+  // over its token counts: launches, allocations, small reductions), and per
+  // training step outside the layers (data, embedding, the step's
+  // bookkeeping: the intercept and slope of what a one-rank training step at
+  // two sizes leaves unexplained). 0 on GPU clusters.
+  double layer_overhead = 0, step_overhead = 0, step_overhead_per_token = 0;
 
   // Slices off the core per slice on it for each of P ranks sharing
   // host_cores: 1/s - 1 with s = min(1, host_cores / P); 0 for one rank or
@@ -61,9 +79,12 @@ struct Cluster {
   double off_core_ratio(int P) const;
   double spin_collective_wait(int P) const { return coll_wait_spin * off_core_ratio(P); }
   double nap_collective_wait(int P) const { return coll_wait_nap * off_core_ratio(P); }
+  // host.concurrency_efficiency at P ranks (1 for one rank or none measured).
+  double concurrency_efficiency(int P) const;
 
   // This cluster as seen by one of P ranks: compute rates (GEMM, attention,
-  // memory passes) divided among the host's cores when P exceeds them.
+  // memory passes) divided among the host's cores when P exceeds them and
+  // times concurrency_efficiency(P); the CPU-time overheads stretched alike.
   Cluster shared_by(int P) const;
 
   double gemm_rate() const { return peak_flops * gemm_fraction; }

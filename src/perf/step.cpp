@@ -64,8 +64,12 @@ StepResult simulate_step(const Cluster& cluster, const Calibration& k, const Ste
                               (rec ? rec->collectives : 0));
     r.attn_sync = L * (at.fwd.sync + at.bwd.sync + (rebuilt ? at.rebuild.sync : 0.0) + (rec ? rec->sync : 0.0));
   }
-  const double recompute = s.policy == "keep" ? 0.0 : r.gemm_fwd + r.elem_fwd + r.attn_recompute;
-  const double fwd = r.gemm_fwd + r.elem_fwd + r.attn_fwd, bwd = 2 * r.gemm_fwd + elem_bwd + r.attn_bwd;
+  // The per-layer overhead of a CPU host, split as the elementwise passes
+  // (its forward part runs again in a recompute).
+  const double over_fwd = c.layer_overhead * k.elem_fwd_share, over_bwd = c.layer_overhead - over_fwd;
+  const double recompute = s.policy == "keep" ? 0.0 : r.gemm_fwd + r.elem_fwd + over_fwd + r.attn_recompute;
+  const double fwd = r.gemm_fwd + r.elem_fwd + over_fwd + r.attn_fwd, bwd = 2 * r.gemm_fwd + elem_bwd + over_bwd + r.attn_bwd;
+  r.t_layer_overhead = L * (c.layer_overhead + (s.policy == "keep" ? 0.0 : over_fwd));
 
   // ZeRO: parameters gathered per layer (forward, and once for recompute +
   // backward), gradients reduce-scattered; on their own stream, hidden
@@ -101,7 +105,9 @@ StepResult simulate_step(const Cluster& cluster, const Calibration& k, const Ste
   // their norm under ZeRO-2/3; loss), nonblocking and completed by
   // wait_all_bounded: on shared cores each waits for its members' turns.
   r.t_step_sync = P > 1 ? 3 * c.nap_collective_wait(P) : 0.0;
-  r.t_total = r.t_layers_fwd + r.t_recompute + r.t_layers_bwd + r.t_lm_head + r.t_zero_exposed + r.t_optimizer + r.t_step_sync;
+  r.t_step_overhead = c.step_overhead + c.step_overhead_per_token * tok;
+  r.t_total = r.t_layers_fwd + r.t_recompute + r.t_layers_bwd + r.t_lm_head + r.t_zero_exposed + r.t_optimizer + r.t_step_sync +
+              r.t_step_overhead;
   r.tokens_per_s_per_gpu = s.S / r.t_total / P;
   // Paper convention, the attention term counting the mask's visible area.
   r.tflops_per_gpu = paper_flops_area(m, s.S, visible_area(s.S, s.attn.causal, double(s.attn.window))) / s.S *

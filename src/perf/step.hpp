@@ -32,6 +32,9 @@ struct StepResult {
   // the step's own all-reduces (token count, gradients or their norm, loss:
   // trainer.cpp) waiting for their members on shared cores; 0 on devices
   double t_step_sync = 0;
+  // CPU machines: the per-layer and per-step overheads the kernel rates do
+  // not carry (Cluster::layer_overhead, step_overhead*), in the totals
+  double t_layer_overhead = 0, t_step_overhead = 0;
   // per step: blocking collectives of the attention method, and their wait (inside the layer terms)
   double attn_collectives = 0, attn_sync = 0;
   // per layer, seconds
