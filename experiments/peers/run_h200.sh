@@ -8,6 +8,8 @@
 # Then the device tool, from the repository root, carry [".offline"]:
 #   PART=1 OUT=$OUT experiments/peers/run_h200.sh   build, kernel tests, benches, peers gemm+ce+kernels (~7 min)
 #   PART=2 OUT=$OUT experiments/peers/run_h200.sh   every gpu test, peers sdpa + LLaMA block (eager, compile)
+#   PART=4 OUT=$OUT experiments/peers/run_h200.sh   the wgmma forward in the engine: every gpu test, the block with
+#                                                   the wgmma / mma.sync forward side by side, bench step 1B, torch block
 #   PART=3 OUT=$OUT experiments/peers/run_h200.sh   the bf16 LLaMA block through the engine (`burst bench layer`,
 #                                                   1B and 7B at 32K) beside the torch block (eager, compile),
 #                                                   the gpu tests of that code; every step logged, a failing step
@@ -26,31 +28,62 @@ export BURST_JOBS=${BURST_JOBS:-$(nproc)} PYTHONUNBUFFERED=1
 date -u
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu,power.draw,memory.used --format=csv
 t0=$(date +%s)
+# Budget: the device tool allows 10 min per command; stop starting steps
+# that would end after BUDGET seconds (each gets a timeout from what is left).
+BUDGET=${BUDGET:-530}
+left() { echo $(( BUDGET - ($(date +%s) - t0) )); }
+# step NAME CAP CMD...: run CMD with a timeout of min(CAP, time left), its
+# output appended to $OUT/part${PART}_steps.log and its last lines to this log;
+# never fails. (The device tool returns at most 8 files: parts 3 and 4 tar
+# their HDF5 files into one at the end.)
+step() {
+  local name=$1 cap=$2 log=part${PART}_steps.log; shift 2
+  local l; l=$(left)
+  local lim=$(( cap < l ? cap : l ))
+  if [ "$lim" -lt 15 ]; then echo "== $name: SKIPPED ($l s left of the ${BUDGET} s budget)"; return 0; fi
+  echo "== $name (timeout ${lim} s, t = $(( $(date +%s) - t0 )) s)"
+  echo "== $name: $*" >>"$OUT/$log"
+  local n0; n0=$(wc -l <"$OUT/$log")
+  timeout --kill-after=10 "$lim" "$@" >>"$OUT/$log" 2>&1
+  local rc=$?
+  tail -n +"$((n0 + 1))" "$OUT/$log" | tail -n 30
+  if [ $rc = 0 ]; then echo "== $name: ok"; elif [ $rc = 124 ] || [ $rc = 137 ]; then echo "== $name: TIMED OUT after ${lim} s"; else echo "== $name: FAILED (exit $rc)"; fi
+  return 0
+}
+if [ "$PART" = 4 ]; then
+  # The wgmma forward through the engine: the whole CUDA build and every gpu
+  # test (the forward now runs on it by default), the block with the wgmma
+  # and with the mma.sync forward side by side (BURST_FA_FORWARD=mma), the
+  # 1B training step, and the torch block in the same call.
+  step "torch LLaMA block (eager, compile) 1B and 7B at 32K" 150 \
+    python3 experiments/peers/peers.py "$OUT" --only block --tokens 32768
+  step "bootstrap (Kokkos CUDA from .offline)" 240 scripts/bootstrap.sh --cuda --from .offline
+  step "build (everything)" 330 scripts/build.sh --cuda --deps-include "$(pwd)/.offline/include" -DBURST_ENABLE_NCCL=ON
+  build=$(pwd)/build-cuda
+  if [ -x "$build/burst" ]; then
+    for m in 1B 7B; do
+      step "burst bench layer $m bf16 32K, mma.sync forward" 90 env BURST_FA_FORWARD=mma "$build/burst" bench layer \
+        --set bench.preset=$m --set bench.tokens=32768 --set bench.dtype=bf16 --set bench.repeats=5 \
+        --set bench.warmup=1 --output "$OUT/layer_${m}_bf16_mmafwd.h5"
+      step "burst bench layer $m bf16 32K (wgmma forward)" 90 "$build/burst" bench layer --set bench.preset=$m \
+        --set bench.tokens=32768 --set bench.dtype=bf16 --set bench.repeats=5 --set bench.warmup=1 \
+        --output "$OUT/layer_${m}_bf16.h5"
+    done
+    step "burst bench step 1B bf16 whole, 32K / 64K tokens" 90 "$build/burst" bench step --set bench.preset=1B \
+      --set 'bench.tokens=[32768,65536]' --set bench.dtype=bf16 --set bench.activation=whole \
+      --set bench.repeats=2 --set bench.warmup=1 --output "$OUT/step_1B_bf16.h5"
+    step "every gpu test" 300 bash -c "cd '$build' && ctest -j 8 --output-on-failure -L gpu -LE long > '$OUT/gpu_tests.log' 2>&1; rc=\$?; tail -n 25 '$OUT/gpu_tests.log'; exit \$rc"
+  else
+    echo "== no $build/burst: the engine steps are skipped (see $OUT/part4_steps.log)"
+  fi
+  if python3 -c "import h5py" 2>/dev/null; then python3 experiments/peers/compare.py "$OUT"
+  else echo "(no h5py here: run experiments/peers/compare.py on the fetched folder)"; fi
+  (cd "$OUT" && ls *.h5 >/dev/null 2>&1 && tar cf part4_h5.tar *.h5 && rm -f *.h5)
+  echo "PART 4 done in $(( $(date +%s) - t0 )) s"
+  date -u
+  exit 0
+fi
 if [ "$PART" = 3 ]; then
-  # Budget: the device tool allows 10 min per command; stop starting steps
-  # that would end after BUDGET seconds (each gets a timeout from what is left).
-  BUDGET=${BUDGET:-530}
-  left() { echo $(( BUDGET - ($(date +%s) - t0) )); }
-  # step NAME CAP CMD...: run CMD with a timeout of min(CAP, time left), its
-  # output appended to $OUT/part3_steps.log and its last lines to this log;
-  # never fails. (The device tool returns at most 8 files: this part leaves 6,
-  # run_part3.log, part3_steps.log, peers_block_kernels.json, layer_1B_bf16.h5,
-  # layer_7B_bf16.h5, kernels_bf16.h5 and the two layer_*_cudamalloc.h5;
-  # step_1B_bf16.h5 makes 9: the HDF5 files are tarred at the end.)
-  step() {
-    local name=$1 cap=$2 log=part3_steps.log; shift 2
-    local l; l=$(left)
-    local lim=$(( cap < l ? cap : l ))
-    if [ "$lim" -lt 15 ]; then echo "== $name: SKIPPED ($l s left of the ${BUDGET} s budget)"; return 0; fi
-    echo "== $name (timeout ${lim} s, t = $(( $(date +%s) - t0 )) s)"
-    echo "== $name: $*" >>"$OUT/$log"
-    local n0; n0=$(wc -l <"$OUT/$log")
-    timeout --kill-after=10 "$lim" "$@" >>"$OUT/$log" 2>&1
-    local rc=$?
-    tail -n +"$((n0 + 1))" "$OUT/$log" | tail -n 30
-    if [ $rc = 0 ]; then echo "== $name: ok"; elif [ $rc = 124 ] || [ $rc = 137 ]; then echo "== $name: TIMED OUT after ${lim} s"; else echo "== $name: FAILED (exit $rc)"; fi
-    return 0
-  }
   # 1. the torch peer first, on an idle machine: it needs no build, so a
   #    failing build still leaves its numbers (peers_block_kernels.json)
   #    (+ the memory-bound kernels: the fused SwiGLU's peer.)

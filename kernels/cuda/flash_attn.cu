@@ -3,6 +3,8 @@
 #include "flash_api.cuh"
 
 #include <cmath>
+#include <cstdlib>
+#include <cstring>
 
 namespace burst {
 namespace fa {
@@ -71,6 +73,16 @@ static bool shape_ok(const AttnShape& s) {
   return s.sq >= 0 && s.sk >= 0 && s.n >= 1 && s.n_kv >= 1 && s.n % s.n_kv == 0 && (s.d == 64 || s.d == 128);
 }
 
+// The forward kernel: the wgmma one (sm_90a, 1.3x the mma.sync one on the
+// H200) unless BURST_FA_FORWARD=mma asks for the mma.sync kernel (A/B runs).
+static bool use_wgmma_forward() {
+  static const bool on = [] {
+    const char* e = std::getenv("BURST_FA_FORWARD");
+    return !(e && std::strcmp(e, "mma") == 0);
+  }();
+  return on;
+}
+
 cudaError_t flash_forward(const AttnShape& s, const __nv_bfloat16* q, const __nv_bfloat16* k, const __nv_bfloat16* v,
                           const Mask& mask, float scale, float* o_f32, __nv_bfloat16* o_bf16, float* lse,
                           void* workspace, cudaStream_t st) {
@@ -87,6 +99,13 @@ cudaError_t flash_forward(const AttnShape& s, const __nv_bfloat16* q, const __nv
   p.sq = s.sq, p.sk = s.sk, p.n = s.n, p.nkv = s.n_kv, p.group = s.n / s.n_kv;
   p.scale_log2 = scale * 1.4426950408889634f;
   p.mask = dev::make_mask_dev(mask, workspace, s.sq, s.sk);
+  if (use_wgmma_forward()) {
+    e = s.d == 128 ? dev::fwd_wgmma_d128(p, st) : dev::fwd_wgmma_d64(p, st);
+    // The sm_90a objects load on compute capability 9.0 only: elsewhere the
+    // mma.sync kernel (sm_90 objects, any Hopper) runs instead.
+    if (e != cudaErrorNoKernelImageForDevice && e != cudaErrorInvalidDeviceFunction) return e;
+    cudaGetLastError();
+  }
   return s.d == 128 ? dev::fwd_d128(p, st) : dev::fwd_d64(p, st);
 }
 

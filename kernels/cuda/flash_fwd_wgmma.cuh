@@ -1,0 +1,367 @@
+// Forward kernel on Hopper warpgroup MMA (wgmma.mma_async, sm_90a only; bf16
+// in, fp32 accumulate). Same contract and mask handling as flash_fwd.cuh.
+//
+// One block of 2 warpgroups (256 threads) per (query head, query tile of 128
+// rows); warpgroup w owns rows [64 w, 64 w + 64). K and V tiles of BC rows
+// stream through a two-stage cp.async ring into shared memory in the
+// canonical 128-byte-swizzled layout that wgmma reads (see sw128 below).
+//   S = Q K^T   : wgmma m64nBCk16, A = Q and B = K from shared memory, both
+//                 K-major (d contiguous), D/16 instructions per tile.
+//   O += P V    : wgmma m64nDk16, A = P from registers (the accumulator
+//                 fragment of S re-packed to bf16, same layout as mma.sync's A),
+//                 B = V from shared memory, MN-major (d contiguous) with the
+//                 transpose flag, BC/16 instructions per tile.
+// The online softmax runs on the accumulator fragment in registers (log2
+// units, one FFMA + ex2 per score), exactly as in flash_fwd.cuh.
+//
+// PIPE = false: per tile, S; wait; softmax; P V; wait (no overlap inside a
+// warpgroup: only the other warpgroup and the cp.async of the next tile run
+// alongside).
+// PIPE = true (FlashAttention-3's intra-warpgroup overlap): per tile j, issue
+// S_j = Q K_j^T and O += P_{j-1} V_{j-1} back to back, wait for S_j only,
+// do the softmax of S_j while P_{j-1} V_{j-1} runs on the tensor cores, then
+// wait for it and rescale O. V_j therefore arrives one iteration after K_j:
+// iteration j loads K_{j+1} and V_j.
+// The engine's copy of the lab file (experiments/kernels/flash_attn/), in
+// namespace burst::fa; the lab keeps the variants and their measurements.
+#pragma once
+
+#include "flash_fwd.cuh"
+#include "flash_wgmma_ops.cuh"
+
+#include <type_traits>
+
+namespace burst {
+namespace fa {
+namespace dev {
+
+__device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
+__device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
+template <int N> __device__ __forceinline__ void wgmma_wait() {
+  asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
+}
+// Ordinary (generic-proxy) shared-memory writes, cp.async included, made
+// visible to the async proxy that wgmma reads through.
+__device__ __forceinline__ void fence_proxy_async_smem() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
+// Keep the compiler from moving accesses of wgmma operand registers across
+// the issue / wait points.
+template <int N> __device__ __forceinline__ void reg_fence(float (&r)[N]) {
+#pragma unroll
+  for (int i = 0; i < N; ++i) asm volatile("" : "+f"(r[i])::"memory");
+}
+template <int N> __device__ __forceinline__ void reg_fence(uint32_t (&r)[N][4]) {
+#pragma unroll
+  for (int i = 0; i < N; ++i)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) asm volatile("" : "+r"(r[i][e])::"memory");
+}
+
+// The canonical 128-byte-swizzle layout of a ROWS x D bf16 tile: D/64 column
+// blocks of ROWS x 64 (128-byte rows; block b at b * ROWS * 128 bytes), the
+// 16-byte chunk c of row r at chunk c ^ (r & 7). With every block 1024-byte
+// aligned this is what the hardware's 128B swizzle expects (it XORs address
+// bits [4,7) with bits [7,10)), for K-major operands (rows = M/N, 8-row
+// groups 1024 bytes apart) and for MN-major ones (rows = K) alike.
+template <int ROWS> __device__ __forceinline__ int sw128(int r, int c) {
+  return (c >> 6) * ROWS * 64 + r * 64 + ((((c >> 3) & 7) ^ (r & 7)) << 3) + (c & 7);
+}
+
+// Rows [row0, row0 + ROWS) of a [rows_total, heads, D] bf16 tensor (head
+// `head`) into an sw128 tile by 16-byte cp.async; rows past rows_total are
+// zero-filled (so masked columns multiply zeros of V, never stale data).
+template <int ROWS, int D, int NT>
+__device__ __forceinline__ void load_tile_sw128(__nv_bfloat16* smem, const __nv_bfloat16* g, int row0, int rows_total,
+                                                int heads, int head, int tid) {
+  constexpr int CH = D / 8;
+  constexpr int TOTAL = ROWS * CH;
+  static_assert(TOTAL % NT == 0, "tile chunks must divide by the thread count");
+#pragma unroll
+  for (int it = 0; it < TOTAL / NT; ++it) {
+    const int c = tid + it * NT;
+    const int r = c / CH, ch = c % CH;
+    const int row = row0 + r;
+    const bool valid = row < rows_total;
+    const __nv_bfloat16* src = g + ((size_t)(valid ? row : 0) * heads + head) * D + ch * 8;
+    cp_async16(smem_u32(smem + sw128<ROWS>(r, ch * 8)), src, valid);
+  }
+}
+
+// Shared-memory matrix descriptor, 128-byte swizzle: start address, leading
+// and stride byte offsets (all >> 4), layout type 1 (128B) in bits [62,64).
+// K-major: the leading offset is unused (the k16 step stays inside one
+// 128-byte row), stride = 1024 (8-row groups). MN-major: leading = distance
+// between 64-element column blocks, stride = 1024 (8-row groups along K).
+__device__ __forceinline__ uint64_t sw128_desc(uint32_t saddr, uint32_t lbo_bytes, uint32_t sbo_bytes) {
+  uint64_t d = (uint64_t)((saddr >> 4) & 0x3FFF);
+  d |= (uint64_t)((lbo_bytes >> 4) & 0x3FFF) << 16;
+  d |= (uint64_t)((sbo_bytes >> 4) & 0x3FFF) << 32;
+  d |= (uint64_t)1 << 62;
+  return d;
+}
+
+template <int D, int BC, bool PIPE> struct WgTraits {
+  static constexpr int BR = 128, NT = 256;
+  // Q, K[2], V[2], plus 1 KB to align the base to 1024 bytes.
+  static constexpr size_t smem_bytes = size_t(BR * D + 4 * BC * D) * sizeof(__nv_bfloat16) + 1024;
+  static_assert(D == 64 || D == 128, "head dim");
+  static_assert(BC == 64 || BC == 128, "key tile (wgmma N) must be 64 or 128 here");
+};
+
+template <int N>
+__device__ __forceinline__ void wgmma_ss(float (&d)[N / 2], uint64_t da, uint64_t db, int scale_d) {
+  if constexpr (N == 128) wgmma_ss_m64n128(d, da, db, scale_d);
+  else wgmma_ss_m64n64(d, da, db, scale_d);
+}
+template <int N>
+__device__ __forceinline__ void wgmma_rs_tb(float (&d)[N / 2], const uint32_t (&a)[4], uint64_t db, int scale_d) {
+  if constexpr (N == 128) wgmma_rs_m64n128_tb(d, a, db, scale_d);
+  else wgmma_rs_m64n64_tb(d, a, db, scale_d);
+}
+
+// VSWAP (diagnostic only): V's descriptor with the leading and stride byte
+// offsets exchanged, in case the MN-major reading above is the wrong way
+// round; whichever of variants 5 / 6 passes the check settles it.
+template <int D, int BC, bool PIPE, bool POS, bool VSWAP = false>
+__global__ void __launch_bounds__(256, 1) flash_fwd_wgmma_kernel(const FwdParams p) {
+  using Tr = WgTraits<D, BC, PIPE>;
+  constexpr int BR = Tr::BR, NT = Tr::NT;
+  constexpr int NS = BC / 8;  // n8 column groups of S per thread (4 floats each)
+  constexpr int NO = D / 8;   // n8 column groups of O
+  extern __shared__ __align__(1024) unsigned char wg_smem_raw[];
+  const uint32_t raw_u32 = smem_u32(wg_smem_raw);
+  unsigned char* base = wg_smem_raw + (((raw_u32 + 1023u) & ~1023u) - raw_u32);
+  __nv_bfloat16* Qs = reinterpret_cast<__nv_bfloat16*>(base);
+  __nv_bfloat16* Ks = Qs + BR * D;      // [2][BC*D]
+  __nv_bfloat16* Vs = Ks + 2 * BC * D;  // [2][BC*D]
+
+  const int h = blockIdx.y;
+  const int qt = gridDim.x - 1 - blockIdx.x;  // the longest (causal) tiles first
+  const int hk = h / p.group;
+  const int tid = threadIdx.x, wg = tid / 128, wtid = tid % 128;
+  const int lane = tid % 32, g = lane >> 2, t = lane & 3;
+  const int wrow = wg * 64 + (wtid / 32) * 16;  // this warp's first row in the block's tile
+  const int i0 = qt * BR, i1 = min(i0 + BR, p.sq);
+  const MaskDev& mask = p.mask;
+
+  const int nkt = (p.sk + BC - 1) / BC;
+  int kt_end = nkt;
+  if (mask.kind == kMaskCausal) {
+    const long long last = (long long)(i1 - 1) + mask.diag_offset;
+    kt_end = last < 0 ? 0 : (int)(last / BC + 1 < nkt ? last / BC + 1 : nkt);
+  }
+  auto tile_cls = [&](int kt) {
+    const int j0 = kt * BC;
+    return classify_tile(mask, i0, i1, j0, min(j0 + BC, p.sk), j0 + BC > p.sk);
+  };
+  auto next_tile = [&](int kt) {
+    while (kt < kt_end && tile_cls(kt) == 0) ++kt;
+    return kt;
+  };
+
+  // Prologue: Q and the first K (and V, unless PIPE: then V_j comes with K_{j+1}).
+  load_tile_sw128<BR, D, NT>(Qs, p.q, i0, p.sq, p.n, h, tid);
+  int cur = next_tile(0);
+  if (cur < kt_end) {
+    load_tile_sw128<BC, D, NT>(Ks, p.k, cur * BC, p.sk, p.nkv, hk, tid);
+    if constexpr (!PIPE) load_tile_sw128<BC, D, NT>(Vs, p.v, cur * BC, p.sk, p.nkv, hk, tid);
+  }
+  cp_async_commit();
+
+  RowInfo qinfo[POS ? 2 : 1];
+  if constexpr (POS) {
+#pragma unroll
+    for (int hf = 0; hf < 2; ++hf) qinfo[hf] = row_info(mask, min(i0 + wrow + g + hf * 8, p.sq - 1), true);
+  }
+
+  float o[D / 2];
+#pragma unroll
+  for (int x = 0; x < D / 2; ++x) o[x] = 0.f;
+  float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.f, 0.f};
+  uint32_t pf[BC / 16][4];  // P of the previous tile (PIPE) / this tile, as wgmma A fragments
+
+  const uint32_t q_base = smem_u32(Qs) + wg * 64 * 128;
+  const uint32_t k_base = smem_u32(Ks), v_base = smem_u32(Vs);
+  constexpr uint32_t KV_STAGE = BC * D * 2;  // bytes
+  constexpr uint32_t V_LBO = VSWAP ? 1024 : BC * 128, V_SBO = VSWAP ? BC * 128 : 1024;
+
+  int it = 0;  // iteration count: K_j (and V_j) live in stage j & 1
+  // One key tile. FIRST (peeled, so that every wgmma issue below is
+  // unconditional, which ptxas needs to keep the pipeline stages async):
+  // O is still zero (no rescale) and, PIPE, there is no pending P V.
+  auto step = [&](auto first_c) {
+    constexpr bool FIRST = decltype(first_c)::value;
+    const int nxt = next_tile(cur + 1);
+    const int st = it & 1;
+    if (nxt < kt_end) load_tile_sw128<BC, D, NT>(Ks + (st ^ 1) * BC * D, p.k, nxt * BC, p.sk, p.nkv, hk, tid);
+    if constexpr (PIPE) load_tile_sw128<BC, D, NT>(Vs + st * BC * D, p.v, cur * BC, p.sk, p.nkv, hk, tid);
+    else if (nxt < kt_end) load_tile_sw128<BC, D, NT>(Vs + (st ^ 1) * BC * D, p.v, nxt * BC, p.sk, p.nkv, hk, tid);
+    cp_async_commit();
+    cp_async_wait<1>();  // everything but the group just issued
+    fence_proxy_async_smem();
+    __syncthreads();
+
+    const int j0 = cur * BC;
+    const int cls = tile_cls(cur);
+
+    // ---- S = Q K^T (and, PIPE, O += P_prev V_prev behind it)
+    float s[BC / 2];
+    wgmma_fence();
+#pragma unroll
+    for (int ks = 0; ks < D / 16; ++ks) {
+      const uint64_t da = sw128_desc(q_base + (ks / 4) * BR * 128 + (ks % 4) * 32, 16, 1024);
+      const uint64_t db = sw128_desc(k_base + st * KV_STAGE + (ks / 4) * BC * 128 + (ks % 4) * 32, 16, 1024);
+      wgmma_ss<BC>(s, da, db, ks > 0 ? 1 : 0);
+    }
+    wgmma_commit();
+    if constexpr (PIPE && !FIRST) {
+#pragma unroll
+      for (int kk = 0; kk < BC / 16; ++kk) {
+        const uint64_t db = sw128_desc(v_base + (st ^ 1) * KV_STAGE + kk * 16 * 128, V_LBO, V_SBO);
+        wgmma_rs_tb<D>(o, pf[kk], db, 1);
+      }
+      wgmma_commit();
+      wgmma_wait<1>();  // S done; P_prev V_prev may still run
+    } else {
+      wgmma_wait<0>();
+    }
+    reg_fence(s);
+
+    // ---- mask (partial tiles only) on the raw scores
+    if (cls == 1) {
+#pragma unroll
+      for (int x = 0; x < NS; ++x) {
+#pragma unroll
+        for (int e1 = 0; e1 < 2; ++e1) {
+          const int j = j0 + x * 8 + 2 * t + e1;
+          const RowInfo kinfo = row_info_t<POS>(mask, min(j, p.sk - 1), false);
+#pragma unroll
+          for (int hf = 0; hf < 2; ++hf) {
+            const int i = i0 + wrow + g + hf * 8;
+            if (j >= p.sk || !elem_visible_t<POS>(mask, i, j, qinfo[POS ? hf : 0], kinfo)) s[x * 4 + hf * 2 + e1] = -INFINITY;
+          }
+        }
+      }
+    }
+
+    // ---- online softmax (log2 units)
+    float alpha[2];
+#pragma unroll
+    for (int hf = 0; hf < 2; ++hf) {
+      float mx = -INFINITY;
+#pragma unroll
+      for (int x = 0; x < NS; ++x) mx = fmaxf(mx, fmaxf(s[x * 4 + hf * 2], s[x * 4 + hf * 2 + 1]));
+      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+      const float mnew = fmaxf(m[hf], mx * p.scale_log2);  // scale > 0
+      const float muse = mnew == -INFINITY ? 0.f : mnew;
+      alpha[hf] = fast_exp2(m[hf] - muse);
+      m[hf] = mnew;
+      float rs = 0.f;
+#pragma unroll
+      for (int x = 0; x < NS; ++x) {
+        const float p0 = fast_exp2(fmaf(s[x * 4 + hf * 2], p.scale_log2, -muse));
+        const float p1 = fast_exp2(fmaf(s[x * 4 + hf * 2 + 1], p.scale_log2, -muse));
+        s[x * 4 + hf * 2] = p0, s[x * 4 + hf * 2 + 1] = p1;
+        rs += p0 + p1;
+      }
+      l[hf] = l[hf] * alpha[hf] + rs;
+    }
+    if constexpr (PIPE && !FIRST) {
+      wgmma_wait<0>();  // P_prev V_prev done: O and pf are free
+      reg_fence(o);
+      reg_fence(pf);
+    }
+    if constexpr (!FIRST) {
+#pragma unroll
+      for (int x = 0; x < NO; ++x) {
+        o[x * 4 + 0] *= alpha[0], o[x * 4 + 1] *= alpha[0];
+        o[x * 4 + 2] *= alpha[1], o[x * 4 + 3] *= alpha[1];
+      }
+    }
+#pragma unroll
+    for (int kk = 0; kk < BC / 16; ++kk) {
+      pf[kk][0] = pack_bf16(s[(2 * kk) * 4 + 0], s[(2 * kk) * 4 + 1]);
+      pf[kk][1] = pack_bf16(s[(2 * kk) * 4 + 2], s[(2 * kk) * 4 + 3]);
+      pf[kk][2] = pack_bf16(s[(2 * kk + 1) * 4 + 0], s[(2 * kk + 1) * 4 + 1]);
+      pf[kk][3] = pack_bf16(s[(2 * kk + 1) * 4 + 2], s[(2 * kk + 1) * 4 + 3]);
+    }
+
+    if constexpr (!PIPE) {
+      // ---- O += P V
+      wgmma_fence();
+#pragma unroll
+      for (int kk = 0; kk < BC / 16; ++kk) {
+        const uint64_t db = sw128_desc(v_base + st * KV_STAGE + kk * 16 * 128, V_LBO, V_SBO);
+        wgmma_rs_tb<D>(o, pf[kk], db, 1);
+      }
+      wgmma_commit();
+      wgmma_wait<0>();
+      reg_fence(o);
+    }
+    __syncthreads();  // both warpgroups are done with this stage before it is refilled
+    cur = nxt;
+    ++it;
+  };
+
+  if (cur < kt_end) {
+    step(std::true_type{});
+    while (cur < kt_end) step(std::false_type{});
+    if constexpr (PIPE) {  // the last tile's P V: its V came with the last iteration's loads
+      cp_async_wait<0>();
+      fence_proxy_async_smem();
+      __syncthreads();
+      const int st = (it - 1) & 1;
+      wgmma_fence();
+#pragma unroll
+      for (int kk = 0; kk < BC / 16; ++kk) {
+        const uint64_t db = sw128_desc(v_base + st * KV_STAGE + kk * 16 * 128, V_LBO, V_SBO);
+        wgmma_rs_tb<D>(o, pf[kk], db, 1);
+      }
+      wgmma_commit();
+      wgmma_wait<0>();
+      reg_fence(o);
+    }
+  }
+  cp_async_wait<0>();
+
+  // ---- epilogue: O / l, lse = (m + log2 l) ln 2
+#pragma unroll
+  for (int hf = 0; hf < 2; ++hf) {
+    float lsum = l[hf];
+    lsum += __shfl_xor_sync(0xffffffffu, lsum, 1);
+    lsum += __shfl_xor_sync(0xffffffffu, lsum, 2);
+    const int i = i0 + wrow + g + hf * 8;
+    if (i >= p.sq) continue;
+    const bool empty = !(lsum > 0.f);
+    const float inv = empty ? 0.f : 1.f / lsum;
+    const size_t rowbase = ((size_t)i * p.n + h) * D + 2 * t;
+#pragma unroll
+    for (int x = 0; x < NO; ++x) {
+      const float v0 = o[x * 4 + hf * 2] * inv, v1 = o[x * 4 + hf * 2 + 1] * inv;
+      if (p.o_f32) *reinterpret_cast<float2*>(p.o_f32 + rowbase + x * 8) = make_float2(v0, v1);
+      if (p.o_bf16) *reinterpret_cast<__nv_bfloat162*>(p.o_bf16 + rowbase + x * 8) = __floats2bfloat162_rn(v0, v1);
+    }
+    if (t == 0) p.lse[(size_t)i * p.n + h] = empty ? -INFINITY : (m[hf] + log2f(lsum)) * 0.69314718055994531f;
+  }
+}
+
+template <int D, int BC, bool PIPE, bool POS, bool VSWAP>
+cudaError_t launch_fwd_wgmma_t(const FwdParams& p, cudaStream_t st) {
+  using Tr = WgTraits<D, BC, PIPE>;
+  auto kern = flash_fwd_wgmma_kernel<D, BC, PIPE, POS, VSWAP>;
+  static cudaError_t attr = cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)Tr::smem_bytes);
+  if (attr != cudaSuccess) return attr;
+  const dim3 grid((p.sq + Tr::BR - 1) / Tr::BR, p.n);
+  kern<<<grid, Tr::NT, Tr::smem_bytes, st>>>(p);
+  return cudaGetLastError();
+}
+
+template <int D, int BC, bool PIPE, bool VSWAP = false>
+cudaError_t launch_fwd_wgmma(const FwdParams& p, cudaStream_t st) {
+  return p.mask.kind >= kMaskWindow ? launch_fwd_wgmma_t<D, BC, PIPE, true, VSWAP>(p, st)
+                                    : launch_fwd_wgmma_t<D, BC, PIPE, false, VSWAP>(p, st);
+}
+
+}  // namespace dev
+}  // namespace fa
+}  // namespace burst
