@@ -29,6 +29,10 @@
 // transposed stores) and read as a K-major A without the transpose flag, the
 // layout the forward verified; if only the default's dQ fails, the
 // transposed-A descriptor is the culprit.
+// EARLY_DV (performance variant): dV += P^T dO is issued as soon as P^T is
+// packed, before waiting for dP^T, so it runs on the tensor cores during the
+// dS^T elementwise work and the dS^T stores (wait_group 1 then retires dP^T
+// only); dK and dQ follow as before.
 #pragma once
 
 #include "flash_bwd.cuh"
@@ -44,7 +48,7 @@ template <int D> struct WgBwdTraits {
       size_t(2 * BC * D + 4 * BR * D + BC * BR) * sizeof(__nv_bfloat16) + 4 * BR * sizeof(float) + 1024;
 };
 
-template <int D, bool POS, bool DS_KMAJOR>
+template <int D, bool POS, bool DS_KMAJOR, bool EARLY_DV>
 __global__ void __launch_bounds__(256, 1) flash_bwd_wgmma_kernel(const BwdParams p) {
   using Tr = WgBwdTraits<D>;
   constexpr int BR = Tr::BR, BC = Tr::BC, NT = Tr::NT;
@@ -185,7 +189,28 @@ __global__ void __launch_bounds__(256, 1) flash_bwd_wgmma_kernel(const BwdParams
         }
       }
     }
-    wgmma_wait<0>();
+    uint32_t pf[BR / 16][4], sf[BR / 16][4];
+    auto issue_dv = [&]() {  // dV += P^T dO (register A, dO MN-major with the transpose flag)
+#pragma unroll
+      for (int kk = 0; kk < BR / 16; ++kk) {
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          const int x = 2 * kk + (e >> 1), hf = e & 1;
+          pf[kk][e] = pack_bf16(s[x * 4 + hf * 2], s[x * 4 + hf * 2 + 1]);
+        }
+      }
+      wgmma_fence();
+#pragma unroll
+      for (int kk = 0; kk < BR / 16; ++kk)
+        wgmma_rs_tb<D>(dv, pf[kk], sw128_desc(do_st + kk * 16 * 128, BR * 128, 1024), 1);
+    };
+    if constexpr (EARLY_DV) {  // dV goes to the tensor cores before dP^T is waited for
+      issue_dv();
+      wgmma_commit();
+      wgmma_wait<1>();  // dP^T done (groups retire in order); dV may still run
+    } else {
+      wgmma_wait<0>();
+    }
     reg_fence(dp);
     // ---- dS^T = P^T (dP^T - D) (in place of dP^T)
 #pragma unroll
@@ -197,13 +222,11 @@ __global__ void __launch_bounds__(256, 1) flash_bwd_wgmma_kernel(const BwdParams
         dp[x * 4 + hf * 2 + 1] = s[x * 4 + hf * 2 + 1] * (dp[x * 4 + hf * 2 + 1] - d2.y);
       }
     }
-    uint32_t pf[BR / 16][4], sf[BR / 16][4];
 #pragma unroll
     for (int kk = 0; kk < BR / 16; ++kk) {
 #pragma unroll
       for (int e = 0; e < 4; ++e) {
         const int x = 2 * kk + (e >> 1), hf = e & 1;
-        pf[kk][e] = pack_bf16(s[x * 4 + hf * 2], s[x * 4 + hf * 2 + 1]);
         sf[kk][e] = pack_bf16(dp[x * 4 + hf * 2], dp[x * 4 + hf * 2 + 1]);
       }
     }
@@ -226,11 +249,9 @@ __global__ void __launch_bounds__(256, 1) flash_bwd_wgmma_kernel(const BwdParams
     }
     fence_proxy_async_smem();
 
-    // ---- dV += P^T dO, dK += dS^T Q (register A, B MN-major with the transpose flag)
-    wgmma_fence();
-#pragma unroll
-    for (int kk = 0; kk < BR / 16; ++kk)
-      wgmma_rs_tb<D>(dv, pf[kk], sw128_desc(do_st + kk * 16 * 128, BR * 128, 1024), 1);
+    // ---- (dV += P^T dO,) dK += dS^T Q (register A, B MN-major with the transpose flag)
+    if constexpr (!EARLY_DV) issue_dv();
+    else wgmma_fence();
 #pragma unroll
     for (int kk = 0; kk < BR / 16; ++kk)
       wgmma_rs_tb<D>(dk, sf[kk], sw128_desc(q_st + kk * 16 * 128, BR * 128, 1024), 1);
@@ -299,10 +320,10 @@ __global__ void __launch_bounds__(256, 1) flash_bwd_wgmma_kernel(const BwdParams
   }
 }
 
-template <int D, bool POS, bool DS_KMAJOR>
+template <int D, bool POS, bool DS_KMAJOR, bool EARLY_DV>
 cudaError_t launch_bwd_wgmma_t(const BwdParams& p, cudaStream_t st) {
   using Tr = WgBwdTraits<D>;
-  auto kern = flash_bwd_wgmma_kernel<D, POS, DS_KMAJOR>;
+  auto kern = flash_bwd_wgmma_kernel<D, POS, DS_KMAJOR, EARLY_DV>;
   static cudaError_t attr = cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)Tr::smem_bytes);
   if (attr != cudaSuccess) return attr;
   const dim3 grid((p.sk + Tr::BC - 1) / Tr::BC, p.nkv);
@@ -310,10 +331,10 @@ cudaError_t launch_bwd_wgmma_t(const BwdParams& p, cudaStream_t st) {
   return cudaGetLastError();
 }
 
-template <int D, bool DS_KMAJOR = false>
+template <int D, bool DS_KMAJOR = false, bool EARLY_DV = false>
 cudaError_t launch_bwd_wgmma(const BwdParams& p, cudaStream_t st) {
-  return p.mask.kind >= kMaskWindow ? launch_bwd_wgmma_t<D, true, DS_KMAJOR>(p, st)
-                                    : launch_bwd_wgmma_t<D, false, DS_KMAJOR>(p, st);
+  return p.mask.kind >= kMaskWindow ? launch_bwd_wgmma_t<D, true, DS_KMAJOR, EARLY_DV>(p, st)
+                                    : launch_bwd_wgmma_t<D, false, DS_KMAJOR, EARLY_DV>(p, st);
 }
 
 }  // namespace dev

@@ -3,9 +3,9 @@
 # correctness against the fp64 GPU reference, time every variant, time torch's
 # FLASH and cuDNN SDPA on the same shapes, print the side-by-side table last.
 #   OUT=dir [SIZES=4096,8192,16384,32768] [REPS_MS=300] [CHECK=1] [WGMMA=1] [BWGMMA=1] [MAIN=1] [PEERS=1]
-#       [WG_FWD=4,5] [WG_BWD=4,5 (2,4,5 with MAIN=0)] experiments/kernels/flash_attn/run_h200.sh
+#       [WG_FWD=4,5] [WG_BWD=4,5,6 (2,4,5,6 with MAIN=0)] experiments/kernels/flash_attn/run_h200.sh
 # The wgmma forward (variants 4, 5; 6 = the settled V-descriptor diagnostic;
-# flash_fwd_wgmma_d{64,128}.cu) and the wgmma backward (variants 4, 5; 5 = the
+# flash_fwd_wgmma_d{64,128}.cu) and the wgmma backward (variants 4, 5, 6; 5 = the
 # dS-layout diagnostic; flash_bwd_wgmma_d{64,128}.cu), all built for sm_90a,
 # are checked and timed in their own bench_attn processes (OUT/wgmma/,
 # OUT/wgmma_bwd/), so that a fault there cannot take the other results with
@@ -59,10 +59,10 @@ if [ "${WGMMA:-1}" = 1 ]; then
   echo "bench_attn (wgmma fwd) exit $? (0 ok, 1 check failed, 3 fault, 124 timeout)"
 fi
 # wgmma backward, in its own process (no forward variant timed; the check's lse
-# comes from mma.sync forward 0). diag_nodq rows of variants 4/5 = without the
+# comes from mma.sync forward 0). diag_nodq rows of variants 4-6 = without the
 # dQ atomics only (the dQ product still runs).
 if [ "${BWGMMA:-1}" = 1 ]; then
-  WG_BWD=${WG_BWD:-$([ "${MAIN:-1}" = 1 ] && echo 4,5 || echo 2,4,5)}
+  WG_BWD=${WG_BWD:-$([ "${MAIN:-1}" = 1 ] && echo 4,5,6 || echo 2,4,5,6)}
   mkdir -p "$OUT/wgmma_bwd"
   timeout 300 "$BUILD/bench_attn" --out "$OUT/wgmma_bwd" $MODE --gqa-time --sizes "$SIZES" --reps-ms "$REPS_MS" \
     --fwd-variants -1 --bwd-variants "$WG_BWD"
