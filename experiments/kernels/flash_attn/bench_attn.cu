@@ -4,9 +4,10 @@
 // median) of every kernel variant on the benchmark shapes.
 //
 //   bench_attn [--check] [--time] [--seed N] [--out DIR] [--sizes 4096,8192,...] [--reps-ms 300]
-//              [--fwd-variants 0,1,...] [--no-bwd]
-// --fwd-variants restricts the forward variants checked and timed (default:
-// all); --no-bwd skips the backward (checks and timings). A forward call that
+//              [--fwd-variants 0,1,...] [--bwd-variants 0,1,...] [--no-bwd] [--no-diag]
+// --fwd-variants / --bwd-variants restrict the variants checked and timed
+// (default: all; -1: none); --no-bwd skips the backward (checks and
+// timings), --no-diag the diag_nodq timings. A forward or backward call that
 // returns an error or faults is reported as a FAIL with the error; a fault
 // (sticky error: the CUDA context is lost) ends the process with exit code 3
 // after the CSVs are flushed, so run_h200.sh runs risky variants in a
@@ -277,10 +278,13 @@ static MaskData make_mask(const Case& c, std::mt19937_64& rng) {
 }
 
 static FILE* g_check_csv = nullptr;
-static std::vector<int> g_fwd_vars;  // empty: every forward variant
-static bool g_no_bwd = false;
+static std::vector<int> g_fwd_vars, g_bwd_vars;  // empty: every variant
+static bool g_no_bwd = false, g_no_diag = false;
 static bool fwd_enabled(int v) {
   return g_fwd_vars.empty() || std::find(g_fwd_vars.begin(), g_fwd_vars.end(), v) != g_fwd_vars.end();
+}
+static bool bwd_enabled(int v) {
+  return g_bwd_vars.empty() || std::find(g_bwd_vars.begin(), g_bwd_vars.end(), v) != g_bwd_vars.end();
 }
 // A forward call's error: "" if none. A sticky error (a fault: the context is
 // lost) flushes the CSVs and ends the process (exit 3).
@@ -412,21 +416,34 @@ static void run_case(const Case& c, std::mt19937_64& rng) {
   CK(flash_forward(s, q.p, k.p, v.p, md.mask, (float)scale, o.p, nullptr, lse.p, ws.p, 0, FwdConfig{0}));
   CK(flash_rowsum(c.sq, c.n, c.d, dout.p, o.p, D.p, 0));
   for (int var = 0; flash_bwd_variant_name(c.d, var); ++var) {
+    if (!bwd_enabled(var)) continue;
     dq.poison(), dk.poison(), dv.poison();
-    CK(flash_backward(s, q.p, k.p, v.p, dout.p, lse.p, D.p, md.mask, (float)scale, dq.p, dk.p, dv.p, false, false, ws.p,
-                      0, BwdConfig{var}));
-    CK(cudaDeviceSynchronize());
     const char* vn = flash_bwd_variant_name(c.d, var);
+    {  // an error or fault is a FAIL (a fault ends the process: fwd_error)
+      const std::string err = fwd_error(flash_backward(s, q.p, k.p, v.p, dout.p, lse.p, D.p, md.mask, (float)scale, dq.p,
+                                                       dk.p, dv.p, false, false, ws.p, 0, BwdConfig{var}));
+      if (!err.empty()) {
+        Err e;
+        e.err = err;
+        report(c, "dq", vn, e, tol);
+        continue;
+      }
+    }
     Err eq = compare(dq.download(), hdq), ek = compare(dk.download(), hdk), ev = compare(dv.download(), hdv);
     report(c, "dq", vn, eq, tol);
     report(c, "dk", vn, ek, tol);
     report(c, "dv", vn, ev, tol);
     g_worst[3] = std::max(g_worst[3], eq.rel_fro), g_worst[4] = std::max(g_worst[4], ek.rel_fro);
     g_worst[5] = std::max(g_worst[5], ev.rel_fro);
-    if (var == 0) {  // accumulate mode: a second call adds the same gradients again
-      CK(flash_backward(s, q.p, k.p, v.p, dout.p, lse.p, D.p, md.mask, (float)scale, dq.p, dk.p, dv.p, true, true,
-                        ws.p, 0, BwdConfig{var}));
-      CK(cudaDeviceSynchronize());
+    {  // accumulate mode (every variant): a second call adds the same gradients again
+      const std::string err = fwd_error(flash_backward(s, q.p, k.p, v.p, dout.p, lse.p, D.p, md.mask, (float)scale, dq.p,
+                                                       dk.p, dv.p, true, true, ws.p, 0, BwdConfig{var}));
+      if (!err.empty()) {
+        Err e;
+        e.err = err;
+        report(c, "dq_acc", vn, e, tol);
+        continue;
+      }
       report(c, "dq_acc", vn, compare(dq.download(), hdq, 2.0), tol);
       report(c, "dk_acc", vn, compare(dk.download(), hdk, 2.0), tol);
       report(c, "dv_acc", vn, compare(dv.download(), hdv, 2.0), tol);
@@ -529,6 +546,15 @@ static void run_timing(const std::vector<TShape>& shapes, int n, int nkv, int d,
     CK(flash_forward(s, q.p, k.p, v.p, m, scale, o.p, nullptr, lse.p, nullptr, 0, FwdConfig{0}));
     CK(flash_rowsum(ts.sq, n, d, dout.p, o.p, D.p, 0));
     for (int var = 0; flash_bwd_variant_name(d, var); ++var) {
+      if (!bwd_enabled(var)) continue;
+      {  // a variant that fails to launch is skipped (a fault ends the process: fwd_error)
+        const std::string err = fwd_error(flash_backward(s, q.p, k.p, v.p, dout.p, lse.p, D.p, m, scale, dq.p, dk.p,
+                                                         dv.p, false, false, nullptr, 0, BwdConfig{var}));
+        if (!err.empty()) {
+          std::printf("time %-40s SKIPPED: %s\n", flash_bwd_variant_name(d, var), err.c_str());
+          continue;
+        }
+      }
       const double t = time_ms(
           [&] {
             CK(flash_backward(s, q.p, k.p, v.p, dout.p, lse.p, D.p, m, scale, dq.p, dk.p, dv.p, false, false, nullptr, 0,
@@ -541,8 +567,10 @@ static void run_timing(const std::vector<TShape>& shapes, int n, int nkv, int d,
       row(flash_bwd_variant_name(d, var), t, tf);
       std::fflush(stdout);
     }
-    // Diagnostic split: the same backward without the dQ product and its atomics.
-    for (int var = 0; flash_bwd_variant_name(d, var); ++var) {
+    // Diagnostic split: the same backward without the dQ product and its atomics
+    // (the wgmma variants, 4+: without the atomics only; the dQ product still runs).
+    for (int var = 0; flash_bwd_variant_name(d, var) && !g_no_diag; ++var) {
+      if (!bwd_enabled(var)) continue;
       BwdConfig cfg{var, 1};
       const double t = time_ms(
           [&] {
@@ -574,13 +602,15 @@ int main(int argc, char** argv) {
     else if (s == "--out" && a + 1 < argc) out = argv[++a];
     else if (s == "--reps-ms" && a + 1 < argc) budget_ms = std::atof(argv[++a]);
     else if (s == "--no-bwd") g_no_bwd = true;
-    else if (s == "--fwd-variants" && a + 1 < argc) {
+    else if (s == "--no-diag") g_no_diag = true;
+    else if ((s == "--fwd-variants" || s == "--bwd-variants") && a + 1 < argc) {
+      std::vector<int>& vars = s == "--fwd-variants" ? g_fwd_vars : g_bwd_vars;
       const std::string l = argv[++a];
       size_t p = 0;
       while (p < l.size()) {
         size_t q = l.find(',', p);
         if (q == std::string::npos) q = l.size();
-        g_fwd_vars.push_back(std::atoi(l.substr(p, q - p).c_str()));
+        vars.push_back(std::atoi(l.substr(p, q - p).c_str()));
         p = q + 1;
       }
     }

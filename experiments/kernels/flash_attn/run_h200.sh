@@ -2,11 +2,16 @@
 # One device call: build with nvcc there (ptxas report kept), check
 # correctness against the fp64 GPU reference, time every variant, time torch's
 # FLASH and cuDNN SDPA on the same shapes, print the side-by-side table last.
-#   OUT=dir [SIZES=4096,8192,16384,32768] [REPS_MS=300] [CHECK=1] [WGMMA=1] [MAIN=1] [PEERS=1] experiments/kernels/flash_attn/run_h200.sh
-# The wgmma forward (variants 4, 5; flash_fwd_wgmma_d{64,128}.cu, built for
-# sm_90a) is checked and timed in a second bench_attn process (OUT/wgmma/), so
-# that a fault there cannot take the mma.sync results with it; its time.csv
-# rows are then merged into OUT/time.csv for the table.
+#   OUT=dir [SIZES=4096,8192,16384,32768] [REPS_MS=300] [CHECK=1] [WGMMA=1] [BWGMMA=1] [MAIN=1] [PEERS=1]
+#       [WG_FWD=4,5] [WG_BWD=4,5,6 (2,4,5,6 with MAIN=0)] experiments/kernels/flash_attn/run_h200.sh
+# The wgmma forward (variants 4, 5; 6 = the settled V-descriptor diagnostic;
+# flash_fwd_wgmma_d{64,128}.cu) and the wgmma backward (variants 4, 5, 6; 5 = the
+# dS-layout diagnostic; flash_bwd_wgmma_d{64,128}.cu), all built for sm_90a,
+# are checked and timed in their own bench_attn processes (OUT/wgmma/,
+# OUT/wgmma_bwd/), so that a fault there cannot take the other results with
+# it; their time.csv rows are then merged into OUT/time.csv for the table.
+# Quick mode (wgmma only + the mma.sync default backward 2 as the same-process
+# baseline + peers): MAIN=0.
 set -uo pipefail
 cd "$(dirname "$0")"
 OUT=${OUT:-/tmp/fa_out}
@@ -22,7 +27,7 @@ FLAGS_90A="-O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a -Xptxas -v -line
 t0=$(date +%s)
 pids=()
 SRCS="flash_attn bench_attn flash_fwd_d64 flash_fwd_d128 flash_bwd_d64 flash_bwd_d128"
-SRCS_90A="flash_fwd_wgmma_d64 flash_fwd_wgmma_d128"  # wgmma / sm_90a only
+SRCS_90A="flash_fwd_wgmma_d64 flash_fwd_wgmma_d128 flash_bwd_wgmma_d64 flash_bwd_wgmma_d128"  # wgmma / sm_90a only
 for f in $SRCS; do
   nvcc $FLAGS -c $f.cu -o "$BUILD/$f.o" > "$BUILD/$f.ptxas" 2>&1 &
   pids+=($!)
@@ -42,25 +47,37 @@ grep -A2 "Compiling entry function '_ZN8burst_fa3dev[0-9]*flash_" "$OUT/ptxas.tx
   | sed -e 's/ptxas info    : //' -e "s/Compiling entry function '_ZN8burst_fa3dev[0-9]*//" | paste - - - | cut -c1-200
 SIZES=${SIZES:-4096,8192,16384,32768}; REPS_MS=${REPS_MS:-300}
 MODE="--time"; [ "${CHECK:-1}" = 1 ] && MODE="--check --time"
-for f in flash_fwd_d128 flash_bwd_d128 flash_fwd_wgmma_d64 flash_fwd_wgmma_d128; do
+for f in flash_fwd_d128 flash_bwd_d128 flash_fwd_wgmma_d64 flash_fwd_wgmma_d128 flash_bwd_wgmma_d64 flash_bwd_wgmma_d128; do
   cuobjdump --dump-sass "$BUILD/$f.o" > "$BUILD/$f.sass" 2>&1
   echo "$f.o SASS: HMMA $(grep -c HMMA "$BUILD/$f.sass"), HGMMA $(grep -c HGMMA "$BUILD/$f.sass"), LDSM $(grep -c LDSM "$BUILD/$f.sass"), local LDL/STL $(grep -cE 'LDL|STL' "$BUILD/$f.sass")"
 done
-# wgmma forward first, in its own process (variants 4, 5, and the d128 diagnostic 6; no backward)
+# wgmma forward first, in its own process (no backward)
 if [ "${WGMMA:-1}" = 1 ]; then
   mkdir -p "$OUT/wgmma"
   timeout 300 "$BUILD/bench_attn" --out "$OUT/wgmma" $MODE --gqa-time --sizes "$SIZES" --reps-ms "$REPS_MS" \
-    --fwd-variants 4,5,6 --no-bwd
-  echo "bench_attn (wgmma) exit $? (0 ok, 1 check failed, 3 fault, 124 timeout)"
+    --fwd-variants "${WG_FWD:-4,5}" --no-bwd
+  echo "bench_attn (wgmma fwd) exit $? (0 ok, 1 check failed, 3 fault, 124 timeout)"
+fi
+# wgmma backward, in its own process (no forward variant timed; the check's lse
+# comes from mma.sync forward 0). diag_nodq rows of variants 4-6 = without the
+# dQ atomics only (the dQ product still runs).
+if [ "${BWGMMA:-1}" = 1 ]; then
+  WG_BWD=${WG_BWD:-$([ "${MAIN:-1}" = 1 ] && echo 4,5,6 || echo 2,4,5,6)}
+  mkdir -p "$OUT/wgmma_bwd"
+  timeout 300 "$BUILD/bench_attn" --out "$OUT/wgmma_bwd" $MODE --gqa-time --sizes "$SIZES" --reps-ms "$REPS_MS" \
+    --fwd-variants -1 --bwd-variants "$WG_BWD"
+  echo "bench_attn (wgmma bwd) exit $? (0 ok, 1 check failed, 3 fault, 124 timeout)"
+  echo "wgmma bwd FAIL lines: $(grep -c "^FAIL.*bwd wgmma" "$OUT/run.log")"
 fi
 # the mma.sync variants (forward 0-3, every backward) in the main process
 if [ "${MAIN:-1}" = 1 ]; then
-  "$BUILD/bench_attn" --out "$OUT" $MODE --gqa-time --sizes "$SIZES" --reps-ms "$REPS_MS" --fwd-variants 0,1,2,3
+  "$BUILD/bench_attn" --out "$OUT" $MODE --gqa-time --sizes "$SIZES" --reps-ms "$REPS_MS" --fwd-variants 0,1,2,3 --bwd-variants 0,1,2,3
   echo "bench_attn exit $?"
 else
   echo "impl,kernel,sq,sk,n,nkv,d,causal,ms,tflops" > "$OUT/time.csv"
 fi
 [ -f "$OUT/wgmma/time.csv" ] && tail -n +2 "$OUT/wgmma/time.csv" >> "$OUT/time.csv"
+[ -f "$OUT/wgmma_bwd/time.csv" ] && grep -v ",rowsum," "$OUT/wgmma_bwd/time.csv" | tail -n +2 >> "$OUT/time.csv"
 if [ "${PEERS:-1}" = 1 ]; then
   PYTHONUNBUFFERED=1 python3 peers_sdpa.py "$OUT" --gqa-time --sizes "$SIZES" --reps-ms "$REPS_MS" 2>&1 | grep -v Warning
 fi

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Side-by-side table of bench_attn's time.csv and peers_sdpa.py's peers.csv:
 for each shape the best variant of ours (named), torch FLASH, torch cuDNN, and
-ours / cuDNN. usage: summarize.py OUTDIR  (writes OUTDIR/summary.md, prints it)"""
+ours / cuDNN, and the best wgmma and best mma.sync variant separately (DIAG
+variants, diagnostics that may be wrong by design, are left out). usage: summarize.py OUTDIR  (writes OUTDIR/summary.md, prints it)"""
 import csv
 import sys
 
@@ -19,12 +20,12 @@ def main():
     ours = load(f"{out}/time.csv")
     peers = load(f"{out}/peers.csv")
     shapes = sorted({(int(r["sq"]), int(r["sk"]), int(r["n"]), int(r["nkv"]), int(r["causal"])) for r in ours if r["kernel"] != "rowsum"})
-    lines = ["| sq x sk | heads | mask | pass | ours best (variant) | torch FLASH | torch cuDNN | ours/FLASH | ours/cuDNN |",
-             "|---|---|---|---|---|---|---|---|---|"]
+    lines = ["| sq x sk | heads | mask | pass | ours best (variant) | wgmma best | mma.sync best | torch FLASH | torch cuDNN | ours/FLASH | ours/cuDNN |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
     for (sq, sk, n, nkv, c) in shapes:
         for pas in ("fwd", "bwd"):
             mine = [r for r in ours if int(r["sq"]) == sq and int(r["sk"]) == sk and int(r["n"]) == n and int(r["nkv"]) == nkv
-                    and int(r["causal"]) == c and r["kernel"].startswith(pas)]
+                    and int(r["causal"]) == c and r["kernel"].startswith(pas) and "DIAG" not in r["kernel"]]
             if not mine:
                 continue
             best = max(mine, key=lambda r: float(r["tflops"]))
@@ -34,9 +35,12 @@ def main():
                 return float(m[0]["tflops"]) if m else None
             fa, cd = peer("torch_flash"), peer("torch_cudnn")
             bt = float(best["tflops"])
+            wg = [float(r["tflops"]) for r in mine if "wgmma" in r["kernel"]]
+            ms = [float(r["tflops"]) for r in mine if "wgmma" not in r["kernel"]]
             fmt = lambda x: f"{x:.0f}" if x is not None else "n/a"
             rat = lambda x: f"{bt / x:.2f}" if x else "n/a"
             lines.append(f"| {sq}x{sk} | {n}:{nkv}x128 | {'causal' if c else 'full'} | {pas} | {bt:.0f} ({best['kernel'][4:]}) "
+                         f"| {fmt(max(wg) if wg else None)} | {fmt(max(ms) if ms else None)} "
                          f"| {fmt(fa)} | {fmt(cd)} | {rat(fa)} | {rat(cd)} |")
     txt = "TFLOP/s (fwd = 4 sq sk n d, x0.5 causal; bwd = 2.5 x fwd), bf16, batch 1, one H200, same run\n\n" + "\n".join(lines) + "\n"
     with open(f"{out}/summary.md", "w") as fh:

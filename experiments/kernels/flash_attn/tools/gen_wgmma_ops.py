@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Writes ../flash_wgmma_ops.cuh: inline-PTX wrappers for the wgmma shapes the
-wgmma forward uses (the 32..64-register accumulator lists are mechanical, so
+wgmma forward and backward use (the 32..64-register accumulator lists are mechanical, so
 they are generated). usage: python3 tools/gen_wgmma_ops.py > flash_wgmma_ops.cuh"""
 
 NS = [64, 128]
@@ -17,6 +17,34 @@ __device__ __forceinline__ void wgmma_ss_m64n{n}(float (&d)[{nr}], uint64_t da, 
   asm volatile(
       "{{\\n.reg .pred p;\\nsetp.ne.b32 p, %{nr + 2}, 0;\\n"
       "wgmma.mma_async.sync.aligned.m64n{n}k16.f32.bf16.bf16 {{{regs}}}, %{nr}, %{nr + 1}, p, 1, 1, 0, 0;\\n}}\\n"
+      : {outs}
+      : "l"(da), "l"(db), "r"(scale_d));
+}}
+"""
+
+
+def ss_t(n):
+    nr = n // 2
+    regs = ",".join(f"%{i}" for i in range(nr))
+    outs = ", ".join(f'"+f"(d[{i}])' for i in range(nr))
+    return f"""
+// D[64 x {n}] (+)= A[64 x 16] B[16 x {n}], A and B from shared memory (descriptors),
+// both MN-major (transpose flags 1, 1: A stored [K][M], B stored [K][N], M/N contiguous).
+__device__ __forceinline__ void wgmma_ss_m64n{n}_ta_tb(float (&d)[{nr}], uint64_t da, uint64_t db, int scale_d) {{
+  asm volatile(
+      "{{\\n.reg .pred p;\\nsetp.ne.b32 p, %{nr + 2}, 0;\\n"
+      "wgmma.mma_async.sync.aligned.m64n{n}k16.f32.bf16.bf16 {{{regs}}}, %{nr}, %{nr + 1}, p, 1, 1, 1, 1;\\n}}\\n"
+      : {outs}
+      : "l"(da), "l"(db), "r"(scale_d));
+}}
+
+
+// D[64 x {n}] (+)= A[64 x 16] B[16 x {n}], A from shared memory K-major (no transpose),
+// B from shared memory MN-major (transpose flag 1).
+__device__ __forceinline__ void wgmma_ss_m64n{n}_tb(float (&d)[{nr}], uint64_t da, uint64_t db, int scale_d) {{
+  asm volatile(
+      "{{\\n.reg .pred p;\\nsetp.ne.b32 p, %{nr + 2}, 0;\\n"
+      "wgmma.mma_async.sync.aligned.m64n{n}k16.f32.bf16.bf16 {{{regs}}}, %{nr}, %{nr + 1}, p, 1, 1, 0, 1;\\n}}\\n"
       : {outs}
       : "l"(da), "l"(db), "r"(scale_d));
 }}
@@ -50,5 +78,6 @@ namespace dev {
 for n in NS:
     print(ss(n))
     print(rs(n))
+print(ss_t(64))
 print("""}  // namespace dev
 }  // namespace burst_fa""")
