@@ -50,6 +50,28 @@ step() {
   if [ $rc = 0 ]; then echo "== $name: ok"; elif [ $rc = 124 ] || [ $rc = 137 ]; then echo "== $name: TIMED OUT after ${lim} s"; else echo "== $name: FAILED (exit $rc)"; fi
   return 0
 }
+if [ "$PART" = 5 ]; then
+  # The wgmma backward through the engine (short: what the session's device
+  # time left allows): the attention GPU tests, the block and the 1B step.
+  step "bootstrap (Kokkos CUDA from .offline)" 120 scripts/bootstrap.sh --cuda --from .offline
+  step "build (burst, test_kernels_attention_cuda)" 200 scripts/build.sh --cuda --deps-include "$(pwd)/.offline/include" \
+    -DBURST_ENABLE_NCCL=ON --target burst --target test_kernels_attention_cuda
+  build=$(pwd)/build-cuda
+  if [ -x "$build/burst" ]; then
+    step "gpu test: the CUDA attention kernels (wgmma forward and backward) vs fp64" 60 \
+      env BURST_POISON=1 mpiexec -n 1 "$build/tests/test_kernels_attention_cuda"
+    for m in 1B 7B; do
+      step "burst bench layer $m bf16 32K (wgmma forward and backward)" 40 "$build/burst" bench layer --set bench.preset=$m \
+        --set bench.tokens=32768 --set bench.dtype=bf16 --set bench.repeats=5 --set bench.warmup=1 \
+        --output "$OUT/layer_${m}_bf16.h5"
+    done
+    step "burst bench step 1B bf16 whole, 32K tokens" 40 "$build/burst" bench step --set bench.preset=1B \
+      --set 'bench.tokens=[32768]' --set bench.dtype=bf16 --set bench.activation=whole \
+      --set bench.repeats=2 --set bench.warmup=1 --output "$OUT/step_1B_bf16.h5"
+  fi
+  echo "PART 5 done in $(( $(date +%s) - t0 )) s"
+  exit 0
+fi
 if [ "$PART" = 4 ]; then
   # The wgmma forward through the engine: the whole CUDA build and every gpu
   # test (the forward now runs on it by default), the block with the wgmma

@@ -48,9 +48,11 @@ cudaError_t launch_bwd(const BwdParams& p, cudaStream_t st) {
 // The instantiations (one file each, so they build in parallel).
 cudaError_t fwd_d64(const FwdParams& p, cudaStream_t st);
 cudaError_t fwd_d128(const FwdParams& p, cudaStream_t st);
-// The wgmma forward (flash_fwd_wgmma.cuh; sm_90a objects only).
+// The wgmma forward and backward (flash_{fwd,bwd}_wgmma.cuh; sm_90a objects only).
 cudaError_t fwd_wgmma_d64(const FwdParams& p, cudaStream_t st);
 cudaError_t fwd_wgmma_d128(const FwdParams& p, cudaStream_t st);
+cudaError_t bwd_wgmma_d64(const BwdParams& p, cudaStream_t st);
+cudaError_t bwd_wgmma_d128(const BwdParams& p, cudaStream_t st);
 cudaError_t bwd_d64(const BwdParams& p, cudaStream_t st);
 cudaError_t bwd_d128(const BwdParams& p, cudaStream_t st);
 

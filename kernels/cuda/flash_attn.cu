@@ -83,6 +83,15 @@ static bool use_wgmma_forward() {
   return on;
 }
 
+// The same for the backward (BURST_FA_BACKWARD=mma: the mma.sync kernel).
+static bool use_wgmma_backward() {
+  static const bool on = [] {
+    const char* e = std::getenv("BURST_FA_BACKWARD");
+    return !(e && std::strcmp(e, "mma") == 0);
+  }();
+  return on;
+}
+
 cudaError_t flash_forward(const AttnShape& s, const __nv_bfloat16* q, const __nv_bfloat16* k, const __nv_bfloat16* v,
                           const Mask& mask, float scale, float* o_f32, __nv_bfloat16* o_bf16, float* lse,
                           void* workspace, cudaStream_t st) {
@@ -130,6 +139,11 @@ cudaError_t flash_backward(const AttnShape& s, const __nv_bfloat16* q, const __n
   p.acc_dkdv = accumulate_dkdv ? 1 : 0;
   p.diag_no_dq = 0;
   p.mask = dev::make_mask_dev(mask, workspace, s.sq, s.sk);
+  if (use_wgmma_backward()) {
+    e = s.d == 128 ? dev::bwd_wgmma_d128(p, st) : dev::bwd_wgmma_d64(p, st);
+    if (e != cudaErrorNoKernelImageForDevice && e != cudaErrorInvalidDeviceFunction) return e;
+    cudaGetLastError();  // not compute capability 9.0: the mma.sync kernel
+  }
   return s.d == 128 ? dev::bwd_d128(p, st) : dev::bwd_d64(p, st);
 }
 

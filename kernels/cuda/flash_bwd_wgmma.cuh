@@ -1,0 +1,345 @@
+// Backward kernel on Hopper warpgroup MMA (wgmma.mma_async, sm_90a only; bf16
+// in, fp32 accumulate). Same contract, mask handling and launch order as
+// flash_bwd.cuh (one block per (key tile, kv head); dK, dV in registers over
+// the group's query heads and every visible query tile, written once; dQ by
+// fp32 red.global.add).
+//
+// One block = 2 warpgroups (256 threads) per BC = 128 keys; warpgroup w owns
+// keys [64 w, 64 w + 64) of the tile. Query tiles of BR = 64 rows (Q, dO, lse,
+// D) stream through a two-stage cp.async ring; K and V stay in shared memory.
+// Every tile is in the canonical 128-byte-swizzled layout (sw128, see
+// flash_fwd_wgmma.cuh). Per query tile, per warpgroup (its 64 keys):
+//   S^T  = K Q^T      wgmma m64n64k16 SS, A = K, B = Q, both K-major (d contiguous)
+//   dP^T = V dO^T     the same with V, dO
+//   P^T  = exp2(S^T scale log2e - lse log2e)   (lse per column: per query)
+//   dS^T = P^T (dP^T - D)                      (D per column)
+// P^T and dS^T live in the accumulator fragments in key-major order, which
+// is exactly the register A operand of
+//   dV  += P^T  dO    wgmma m64nDk16 RS, B = dO [BR][D] MN-major (transpose flag)
+//   dK  += dS^T Q     the same with Q
+// dS^T also goes to shared memory (bf16, [BC keys][BR queries], query
+// contiguous: the accumulator's natural order, 4-byte stores) for
+//   dQ  += dS K       wgmma m64n64k16 SS, A = dS from that tile, MN-major
+//                     (transpose flag: stored [K = keys][M = queries]),
+//                     B = K [BC][D] MN-major (transpose flag).
+// D = 128: warpgroup w computes dQ columns [64 w, 64 w + 64) over all 128
+// keys; D = 64: warpgroup w computes all 64 columns over its own 64 keys
+// (both add into dQ: twice the atomics, no extra barrier).
+// DS_KMAJOR (diagnostic): dS stored [BR][BC] key-contiguous (2-byte
+// transposed stores) and read as a K-major A without the transpose flag, the
+// layout the forward verified; if only the default's dQ fails, the
+// transposed-A descriptor is the culprit.
+// EARLY_DV (performance variant): dV += P^T dO is issued as soon as P^T is
+// packed, before waiting for dP^T, so it runs on the tensor cores during the
+// dS^T elementwise work and the dS^T stores (wait_group 1 then retires dP^T
+// only); dK and dQ follow as before.
+// The engine's copy of the lab file (experiments/kernels/flash_attn/), in
+// namespace burst::fa; the lab keeps the variants and their measurements.
+#pragma once
+
+#include "flash_bwd.cuh"
+#include "flash_fwd_wgmma.cuh"
+
+namespace burst {
+namespace fa {
+namespace dev {
+
+template <int D> struct WgBwdTraits {
+  static constexpr int BR = 64, BC = 128, NT = 256;
+  // K, V, Q[2], dO[2], dS, then lse[2][BR], D[2][BR]; +1 KB to align the base.
+  static constexpr size_t smem_bytes =
+      size_t(2 * BC * D + 4 * BR * D + BC * BR) * sizeof(__nv_bfloat16) + 4 * BR * sizeof(float) + 1024;
+};
+
+template <int D, bool POS, bool DS_KMAJOR, bool EARLY_DV>
+__global__ void __launch_bounds__(256, 1) flash_bwd_wgmma_kernel(const BwdParams p) {
+  using Tr = WgBwdTraits<D>;
+  constexpr int BR = Tr::BR, BC = Tr::BC, NT = Tr::NT;
+  constexpr int NSX = BR / 8;  // n8 column groups of S^T per thread
+  constexpr int NKX = D / 8;   // n8 column groups of dK / dV
+  extern __shared__ __align__(1024) unsigned char wgb_smem_raw[];
+  const uint32_t raw_u32 = smem_u32(wgb_smem_raw);
+  unsigned char* base = wgb_smem_raw + (((raw_u32 + 1023u) & ~1023u) - raw_u32);
+  __nv_bfloat16* Ks = reinterpret_cast<__nv_bfloat16*>(base);
+  __nv_bfloat16* Vs = Ks + BC * D;
+  __nv_bfloat16* Qs = Vs + BC * D;       // [2][BR*D]
+  __nv_bfloat16* dOs = Qs + 2 * BR * D;  // [2][BR*D]
+  __nv_bfloat16* dSs = dOs + 2 * BR * D; // [BC*BR]
+  float* Ls = reinterpret_cast<float*>(dSs + BC * BR);  // [2][BR]
+  float* Dsm = Ls + 2 * BR;                             // [2][BR]
+
+  const int kt = blockIdx.x, hk = blockIdx.y;
+  const int tid = threadIdx.x, wg = tid / 128, wtid = tid % 128;
+  const int lane = tid % 32, g = lane >> 2, t = lane & 3;
+  const int wrow = wg * 64 + (wtid / 32) * 16;  // this warp's first key row in the tile
+  const int j0 = kt * BC, j1 = min(j0 + BC, p.sk);
+  const bool col_edge = j0 + BC > p.sk;
+  const MaskDev& mask = p.mask;
+
+  const int nqt = (p.sq + BR - 1) / BR;
+  int qt_begin = 0;
+  if (mask.kind == kMaskCausal) {
+    const long long first = (long long)j0 - mask.diag_offset;  // first query row that may see key j0
+    qt_begin = first <= 0 ? 0 : (int)(first / BR < nqt ? first / BR : nqt);
+  }
+  const int total = p.group * nqt;
+  auto next_item = [&](int idx) {
+    while (idx < total) {
+      const int qt = idx % nqt;
+      if (qt < qt_begin) { idx += qt_begin - qt; continue; }
+      const int i0 = qt * BR;
+      if (classify_tile(mask, i0, min(i0 + BR, p.sq), j0, j1, col_edge) != 0) return idx;
+      ++idx;
+    }
+    return idx;
+  };
+  auto issue_q = [&](int idx, int b) {
+    const int h = hk * p.group + idx / nqt, i0 = (idx % nqt) * BR;
+    load_tile_sw128<BR, D, NT>(Qs + b * BR * D, p.q, i0, p.sq, p.n, h, tid);
+    load_tile_sw128<BR, D, NT>(dOs + b * BR * D, p.dout, i0, p.sq, p.n, h, tid);
+    // rows past sq: lse = D = 0 with Q = dO = 0, so P = 1 but dS = 0 and dO = 0: nothing added
+    if (tid < 2 * BR) {
+      const int rr = tid % BR, i = i0 + rr;
+      const bool valid = i < p.sq;
+      const size_t off = (size_t)(valid ? i : 0) * p.n + h;
+      if (tid < BR) cp_async4(smem_u32(Ls + b * BR + rr), p.lse + off, valid);
+      else cp_async4(smem_u32(Dsm + b * BR + rr), p.D + off, valid);
+    }
+  };
+
+  // The key rows of this thread's accumulator fragments (fixed for the block).
+  int jrow[2];
+  RowInfo kinfo[POS ? 2 : 1];
+#pragma unroll
+  for (int hf = 0; hf < 2; ++hf) {
+    jrow[hf] = j0 + wrow + g + hf * 8;
+    if constexpr (POS) kinfo[hf] = row_info(mask, min(jrow[hf], p.sk - 1), false);
+  }
+
+  float dk[D / 2], dv[D / 2];
+#pragma unroll
+  for (int x = 0; x < D / 2; ++x) dk[x] = dv[x] = 0.f;
+
+  int cur = next_item(0);
+  if (cur < total) {
+    load_tile_sw128<BC, D, NT>(Ks, p.k, j0, p.sk, p.nkv, hk, tid);
+    load_tile_sw128<BC, D, NT>(Vs, p.v, j0, p.sk, p.nkv, hk, tid);
+    issue_q(cur, 0);
+  }
+  cp_async_commit();
+
+  const uint32_t k_base = smem_u32(Ks), v_base = smem_u32(Vs), ds_base = smem_u32(dSs);
+  constexpr uint32_t Q_STAGE = BR * D * 2;  // bytes
+  // dQ: which n-block of 64 columns (D = 128) or which 64 keys (D = 64) this warpgroup does
+  constexpr int NKQ = D == 128 ? BC / 16 : BC / 32;  // k16 steps of the dQ product per warpgroup
+  const int kq0 = D == 128 ? 0 : wg * (BC / 32);     // first k16 step (keys / 16)
+  const int ncol0 = D == 128 ? wg * 64 : 0;          // first dQ column
+  const uint32_t kq_base = k_base + (D == 128 ? wg * BC * 128 : 0);
+
+  int buf = 0;
+  while (cur < total) {
+    const int nxt = next_item(cur + 1);
+    if (nxt < total) issue_q(nxt, buf ^ 1);
+    cp_async_commit();
+    cp_async_wait<1>();  // everything but the group just issued
+    fence_proxy_async_smem();
+    __syncthreads();
+    const int h = hk * p.group + cur / nqt, i0 = (cur % nqt) * BR;
+    const int cls = classify_tile(mask, i0, min(i0 + BR, p.sq), j0, j1, col_edge);
+    const uint32_t q_st = smem_u32(Qs) + buf * Q_STAGE, do_st = smem_u32(dOs) + buf * Q_STAGE;
+    const float* Lb = Ls + buf * BR;
+    const float* Db = Dsm + buf * BR;
+
+    // ---- S^T = K Q^T, dP^T = V dO^T (this warpgroup's 64 keys x BR queries)
+    float s[BR / 2], dp[BR / 2];
+    wgmma_fence();
+#pragma unroll
+    for (int ks = 0; ks < D / 16; ++ks) {
+      const uint32_t koff = (ks / 4) * BC * 128 + wg * 64 * 128 + (ks % 4) * 32;
+      const uint32_t qoff = (ks / 4) * BR * 128 + (ks % 4) * 32;
+      wgmma_ss<BR>(s, sw128_desc(k_base + koff, 16, 1024), sw128_desc(q_st + qoff, 16, 1024), ks > 0 ? 1 : 0);
+    }
+    wgmma_commit();
+#pragma unroll
+    for (int ks = 0; ks < D / 16; ++ks) {
+      const uint32_t koff = (ks / 4) * BC * 128 + wg * 64 * 128 + (ks % 4) * 32;
+      const uint32_t qoff = (ks / 4) * BR * 128 + (ks % 4) * 32;
+      wgmma_ss<BR>(dp, sw128_desc(v_base + koff, 16, 1024), sw128_desc(do_st + qoff, 16, 1024), ks > 0 ? 1 : 0);
+    }
+    wgmma_commit();
+    wgmma_wait<1>();  // S^T done; dP^T may still run
+    reg_fence(s);
+
+    // ---- P^T (in place of S^T), masked on partial tiles
+#pragma unroll
+    for (int x = 0; x < NSX; ++x) {
+      const float2 l2 = *reinterpret_cast<const float2*>(Lb + x * 8 + 2 * t);
+#pragma unroll
+      for (int e1 = 0; e1 < 2; ++e1) {
+        const float lse_c = e1 ? l2.y : l2.x;
+        const float L = lse_c == -INFINITY ? INFINITY : lse_c * 1.4426950408889634f;  // empty row: P = 0
+        const int i = i0 + x * 8 + 2 * t + e1;
+        RowInfo qinfo{0, 0};
+        if (POS && cls == 1) qinfo = row_info_t<POS>(mask, min(i, p.sq - 1), true);
+#pragma unroll
+        for (int hf = 0; hf < 2; ++hf) {
+          float pe = fast_exp2(fmaf(s[x * 4 + hf * 2 + e1], p.scale_log2, -L));
+          if (cls == 1) {
+            const int j = jrow[hf];
+            if (j >= p.sk || !elem_visible_t<POS>(mask, i, j, qinfo, kinfo[POS ? hf : 0])) pe = 0.f;
+          }
+          s[x * 4 + hf * 2 + e1] = pe;
+        }
+      }
+    }
+    uint32_t pf[BR / 16][4], sf[BR / 16][4];
+    auto issue_dv = [&]() {  // dV += P^T dO (register A, dO MN-major with the transpose flag)
+#pragma unroll
+      for (int kk = 0; kk < BR / 16; ++kk) {
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          const int x = 2 * kk + (e >> 1), hf = e & 1;
+          pf[kk][e] = pack_bf16(s[x * 4 + hf * 2], s[x * 4 + hf * 2 + 1]);
+        }
+      }
+      wgmma_fence();
+#pragma unroll
+      for (int kk = 0; kk < BR / 16; ++kk)
+        wgmma_rs_tb<D>(dv, pf[kk], sw128_desc(do_st + kk * 16 * 128, BR * 128, 1024), 1);
+    };
+    if constexpr (EARLY_DV) {  // dV goes to the tensor cores before dP^T is waited for
+      issue_dv();
+      wgmma_commit();
+      wgmma_wait<1>();  // dP^T done (groups retire in order); dV may still run
+    } else {
+      wgmma_wait<0>();
+    }
+    reg_fence(dp);
+    // ---- dS^T = P^T (dP^T - D) (in place of dP^T)
+#pragma unroll
+    for (int x = 0; x < NSX; ++x) {
+      const float2 d2 = *reinterpret_cast<const float2*>(Db + x * 8 + 2 * t);
+#pragma unroll
+      for (int hf = 0; hf < 2; ++hf) {
+        dp[x * 4 + hf * 2] = s[x * 4 + hf * 2] * (dp[x * 4 + hf * 2] - d2.x);
+        dp[x * 4 + hf * 2 + 1] = s[x * 4 + hf * 2 + 1] * (dp[x * 4 + hf * 2 + 1] - d2.y);
+      }
+    }
+#pragma unroll
+    for (int kk = 0; kk < BR / 16; ++kk) {
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int x = 2 * kk + (e >> 1), hf = e & 1;
+        sf[kk][e] = pack_bf16(dp[x * 4 + hf * 2], dp[x * 4 + hf * 2 + 1]);
+      }
+    }
+    // ---- dS^T (or dS, DS_KMAJOR) to shared memory for the dQ product
+#pragma unroll
+    for (int kk = 0; kk < BR / 16; ++kk) {
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int x = 2 * kk + (e >> 1), hf = e & 1;
+        const int r = wrow + g + hf * 8, c = x * 8 + 2 * t;  // key, query in the tile
+        if constexpr (!DS_KMAJOR) {
+          *reinterpret_cast<uint32_t*>(dSs + sw128<BC>(r, c)) = sf[kk][e];
+        } else {
+          __nv_bfloat16* d0 = dSs + sw128<BR>(c, r);
+          __nv_bfloat16* d1 = dSs + sw128<BR>(c + 1, r);
+          *reinterpret_cast<unsigned short*>(d0) = (unsigned short)(sf[kk][e] & 0xFFFFu);
+          *reinterpret_cast<unsigned short*>(d1) = (unsigned short)(sf[kk][e] >> 16);
+        }
+      }
+    }
+    fence_proxy_async_smem();
+
+    // ---- (dV += P^T dO,) dK += dS^T Q (register A, B MN-major with the transpose flag)
+    if constexpr (!EARLY_DV) issue_dv();
+    else wgmma_fence();
+#pragma unroll
+    for (int kk = 0; kk < BR / 16; ++kk)
+      wgmma_rs_tb<D>(dk, sf[kk], sw128_desc(q_st + kk * 16 * 128, BR * 128, 1024), 1);
+    wgmma_commit();
+
+    __syncthreads();  // dS^T of both warpgroups is in shared memory
+
+    // ---- dQ (BR x 64 per warpgroup) = dS K
+    float dq[32];
+    wgmma_fence();
+#pragma unroll
+    for (int kk = 0; kk < NKQ; ++kk) {
+      const int kg = kq0 + kk;  // k16 step over the tile's keys
+      const uint64_t db = sw128_desc(kq_base + kg * 16 * 128, BC * 128, 1024);
+      if constexpr (!DS_KMAJOR) {
+        const uint64_t da = sw128_desc(ds_base + kg * 16 * 128, BC * 128, 1024);
+        wgmma_ss_m64n64_ta_tb(dq, da, db, kk > 0 ? 1 : 0);
+      } else {
+        const uint64_t da = sw128_desc(ds_base + (kg / 4) * BR * 128 + (kg % 4) * 32, 16, 1024);
+        wgmma_ss_m64n64_tb(dq, da, db, kk > 0 ? 1 : 0);
+      }
+    }
+    wgmma_commit();
+    wgmma_wait<0>();
+    reg_fence(dq);
+    reg_fence(dk);
+    reg_fence(dv);
+    reg_fence(pf);
+    reg_fence(sf);
+
+    if (!p.diag_no_dq) {
+#pragma unroll
+      for (int hf = 0; hf < 2; ++hf) {
+        const int i = i0 + (wtid / 32) * 16 + g + hf * 8;
+        if (i >= p.sq) continue;
+        float* dst = p.dq + ((size_t)i * p.n + h) * D + ncol0 + 2 * t;
+#pragma unroll
+        for (int x = 0; x < 8; ++x) red_add_f32x2(dst + x * 8, p.scale * dq[x * 4 + hf * 2], p.scale * dq[x * 4 + hf * 2 + 1]);
+      }
+    }
+    __syncthreads();  // dS and this Q/dO stage are free for the next item
+    cur = nxt;
+    buf ^= 1;
+  }
+  cp_async_wait<0>();
+
+  // ---- write dK (scaled), dV; every key tile writes (zeros where nothing was visible)
+#pragma unroll
+  for (int hf = 0; hf < 2; ++hf) {
+    const int j = jrow[hf];
+    if (j >= p.sk) continue;
+    const size_t rb = ((size_t)j * p.nkv + hk) * D + 2 * t;
+#pragma unroll
+    for (int x = 0; x < NKX; ++x) {
+      float2 kv = make_float2(p.scale * dk[x * 4 + hf * 2], p.scale * dk[x * 4 + hf * 2 + 1]);
+      float2 vv = make_float2(dv[x * 4 + hf * 2], dv[x * 4 + hf * 2 + 1]);
+      float2* pk = reinterpret_cast<float2*>(p.dk + rb + x * 8);
+      float2* pv = reinterpret_cast<float2*>(p.dv + rb + x * 8);
+      if (p.acc_dkdv) {
+        const float2 ok = *pk, ov = *pv;
+        kv.x += ok.x, kv.y += ok.y, vv.x += ov.x, vv.y += ov.y;
+      }
+      *pk = kv;
+      *pv = vv;
+    }
+  }
+}
+
+template <int D, bool POS, bool DS_KMAJOR, bool EARLY_DV>
+cudaError_t launch_bwd_wgmma_t(const BwdParams& p, cudaStream_t st) {
+  using Tr = WgBwdTraits<D>;
+  auto kern = flash_bwd_wgmma_kernel<D, POS, DS_KMAJOR, EARLY_DV>;
+  static cudaError_t attr = cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)Tr::smem_bytes);
+  if (attr != cudaSuccess) return attr;
+  const dim3 grid((p.sk + Tr::BC - 1) / Tr::BC, p.nkv);
+  kern<<<grid, Tr::NT, Tr::smem_bytes, st>>>(p);
+  return cudaGetLastError();
+}
+
+template <int D, bool DS_KMAJOR = false, bool EARLY_DV = false>
+cudaError_t launch_bwd_wgmma(const BwdParams& p, cudaStream_t st) {
+  return p.mask.kind >= kMaskWindow ? launch_bwd_wgmma_t<D, true, DS_KMAJOR, EARLY_DV>(p, st)
+                                    : launch_bwd_wgmma_t<D, false, DS_KMAJOR, EARLY_DV>(p, st);
+}
+
+}  // namespace dev
+}  // namespace fa
+}  // namespace burst
