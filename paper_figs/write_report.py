@@ -8,6 +8,7 @@ made here with the model's prediction of each (figures/experiments_tables.md).
 """
 import argparse
 import datetime
+import json
 import os
 import socket
 import tomllib
@@ -37,18 +38,28 @@ def main():
             L += ["## This machine as the model sees it (measured in this run, before any comparison)", "",
                   "| constant | value | from |", "|---|---|---|",
                   f"| GEMM rate per CPU-second | {tomllib.loads(A['cluster_toml'])['gpu']['peak_bf16_tflops'] * 1e3:.2f} GFLOP/s "
-                  f"(measured {', '.join(f'{g:.1f}' for g in f['gemm_gflops'][:])} at CPU share {A.get('cpu_share_gemm', float('nan')):.2f}) "
-                  f"| `burst bench gemm`, n = 128, 256 |",
+                  f"(the block's own GEMMs: {', '.join(f'{g:.1f}' for g in f['gemm_gflops'][:])} at "
+                  f"{', '.join(str(int(t)) for t in f['gemm_tokens'][:])} tokens) | `burst bench layer` on the CPU clock, one rank |",
                   f"| attention rate curve (per CPU-second) | r_inf {A['attn_rate_inf_gflops']:.3f} GFLOP/s, t0 {A['attn_t0_tokens']:.0f} tokens, "
-                  f"fwd/bwd {A['attn_fwd_over_bwd']:.3f} | `burst bench attention` 8 x 16 causal at "
+                  f"fwd/bwd {A['attn_fwd_over_bwd']:.3f} | the block's attention at "
                   f"{', '.join(str(int(s)) for s in f['attention_seq'][:])} tokens |",
+                  (f"| the block's rest (RMSNorm, RoPE, SwiGLU, copies) | a + b t + c t^2 = "
+                   + " / ".join(f"{x:.3g}" for x in json.loads(A['layer_rest_fit_abc']))
+                   + f" (per layer overhead {A['layer_overhead_s'] * 1e3:.3f} ms; {A['elementwise_passes']:.1f} passes) "
+                   f"| `burst bench layer` at {', '.join(str(int(t)) for t in f['layer_tokens'][:])} tokens |") if "layer_rest_fit_abc" in A.keys() else "",
+                  (f"| ranks at once, speed per CPU-second | "
+                   + ", ".join(f"{int(p)}: {e:.2f}" for p, e in zip(f['concurrency_ranks'][:], f['concurrency_efficiency'][:]))
+                   + " | `burst bench layer` as 1/2/4/8 copies at once |") if "concurrency_efficiency" in f else "",
+                  (f"| per-step overhead | {A['step_overhead_s'] * 1e3:.2f} ms + {A['step_overhead_s_per_token'] * 1e6:.3f} us per token "
+                   f"| one-rank train steps at {', '.join(str(int(t)) for t in f['step_seq'][:])} tokens, what the model leaves "
+                   f"unexplained |") if "step_overhead_s" in A.keys() else "",
                   f"| MPI alpha, beta | {A['mpi_alpha_s'] * 1e6:.1f} us, {A['mpi_beta_bytes_per_s'] / 1e9:.2f} GB/s | `burst bench pingpong` |",
                   f"| memory bandwidth | {A['mem_bandwidth_bytes_per_s'] / 1e9:.1f} GB/s | 64 MiB copy |",
                   (f"| collective waits on shared cores, per unit of 1/s - 1 | blocking {A['collective_wait_spin_s'] * 1e3:.2f} ms per "
                    f"round of MPICH's algorithm, napping {A['collective_wait_nap_s'] * 1e3:.2f} ms per call | `burst bench collective` at "
                    f"{', '.join(str(int(p)) for p in sorted(set(f['collective_ranks'][:])))} ranks |") if "collective_wait_spin_s" in A.keys() else "",
-                  f"| elementwise passes | {A['elementwise_passes']:.1f} | one-rank train step, {int(A['elementwise_seq'])} tokens "
-                  f"(the analogue of the paper's one-GPU point) |" if "elementwise_passes" in A.keys() else "",
+                  (f"| load average at the end of the calibration | {A['load_average_at_end']} | os.getloadavg() |")
+                  if "load_average_at_end" in A.keys() else "",
                   f"| cores shared by the ranks | {A['cores']} | os.cpu_count(); each run is predicted with the share of them it got "
                   f"(CPU seconds per wall second, kernel accounting) |", ""]
     L += ["## Part 1: the paper's scale (model) vs published", "",

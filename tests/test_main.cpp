@@ -7,6 +7,7 @@
 #include <mpi.h>
 
 #include <cstdio>
+#include <cstdlib>
 
 namespace {
 class RankFailurePrinter : public ::testing::EmptyTestEventListener {
@@ -24,6 +25,9 @@ class RankFailurePrinter : public ::testing::EmptyTestEventListener {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Buffers allocated without initialisation start as NaN in every test
+  // binary, however it is launched (core/views.hpp: uninit_view).
+  setenv("BURST_POISON", "1", 0);
   ::testing::InitGoogleTest(&argc, argv);
   int rc = 1;
   {

@@ -69,7 +69,7 @@ TEST(MemoryTracker, FormatsBytes) {
   EXPECT_EQ(format_bytes(3 * 1024 * 1024), "3.0 MiB");
 }
 
-// The suite runs with BURST_POISON=1 (tests/CMakeLists.txt), so every buffer
+// Every test binary runs with BURST_POISON=1 (tests/test_main.cpp), so every buffer
 // the model allocates without initialisation starts as NaN: a kernel that
 // reads an element nobody wrote makes the model tests fail.
 TEST(Poison, UninitializedViewsArePoisonedUnderTheTestSuite) {

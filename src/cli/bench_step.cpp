@@ -66,7 +66,9 @@ long param_count(const ModelConfig& mc) {
 
 double median_of(std::vector<double> v) {
   std::sort(v.begin(), v.end());
-  return v.empty() ? 0.0 : v[v.size() / 2];
+  if (v.empty()) return 0.0;
+  const size_t m = v.size() / 2;
+  return v.size() % 2 ? v[m] : 0.5 * (v[m - 1] + v[m]);
 }
 
 struct StepResult {
@@ -77,6 +79,7 @@ struct StepResult {
   std::vector<double> phase_s;  // per step (median step's table is not kept: mean over the timed steps)
   std::array<std::int64_t, kMemCategories> peak_by_cat{};
   std::int64_t peak_total = 0;
+  std::int64_t pool_reserved_high = -1;  // the stream-ordered pool's high-water mark over this size's steps
 };
 
 template <class T> StepResult run_one(const Config& cfg, ModelConfig mc, long S) {
@@ -140,10 +143,12 @@ template <class T> StepResult run_one(const Config& cfg, ModelConfig mc, long S)
   PhaseTimes pt;
   auto G = model.grads().flat();
   long t = 0;
-  auto one_step = [&](bool timed) {
+  // timed: the step's time is kept (no fences inside); phases: one more
+  // step with each phase fenced, for the breakdown only.
+  auto one_step = [&](bool timed, bool phases) {
     Kokkos::fence();
     Timer total;
-    model.set_phase_times(timed ? &pt : nullptr);
+    model.set_phase_times(phases ? &pt : nullptr);
     Kokkos::deep_copy(G, A(0));
     const StepLoss ls = model.forward_backward(b, double(valid));
     Kokkos::fence();
@@ -160,21 +165,25 @@ template <class T> StepResult run_one(const Config& cfg, ModelConfig mc, long S)
     }
     Kokkos::fence();
     model.set_phase_times(nullptr);
+    if (phases) pt.add("optimizer", opt.seconds());
     if (timed) {
       r.step_times.push_back(total.seconds());
       r.losses.push_back(ls.sum / double(std::max(ls.valid, 1L)));
       r.grad_norms.push_back(norm);
-      pt.add("optimizer", opt.seconds());
       r.fwd_bwd_s += fb;
+      r.optim_s += opt.seconds();
     }
     BURST_CHECK(std::isfinite(ls.sum) && std::isfinite(norm), ErrorKind::Numeric, "bench step: step ", t,
                 " gave a non-finite loss (", ls.sum, ") or gradient norm (", norm, ")");
   };
   const int warmup = int(cfg.get_int("bench.warmup")), repeats = int(cfg.get_int("bench.repeats"));
-  for (int w = 0; w < warmup; ++w) one_step(false);
+  for (int w = 0; w < warmup; ++w) one_step(false, false);
   Kokkos::fence();
   MemoryTracker::global().reset_peaks();
-  for (int i = 0; i < repeats; ++i) one_step(true);
+  device_pool_reset_high();
+  for (int i = 0; i < repeats; ++i) one_step(true, false);
+  one_step(false, true);
+  r.pool_reserved_high = device_pool_reserved_high();
   const MemCounters mcnt = MemoryTracker::global().counters(bench_dev_kind());
   for (int c = 0; c < kMemCategories; ++c) r.peak_by_cat[size_t(c)] = mcnt.peak[size_t(c)];
   r.peak_total = mcnt.peak_total + bench_gemm_workspace_bytes();
@@ -182,9 +191,9 @@ template <class T> StepResult run_one(const Config& cfg, ModelConfig mc, long S)
   r.fwd_bwd_s /= repeats;
   for (const auto& [name, st] : pt.table()) {
     r.phase_names.push_back(name);
-    r.phase_s.push_back(st.seconds / repeats);
+    r.phase_s.push_back(st.seconds);
   }
-  r.optim_s = pt.seconds("optimizer") / repeats;
+  r.optim_s /= repeats;
   return r;
 }
 
@@ -197,6 +206,13 @@ template <class T> int run(Runtime& rt, const Config& cfg, const std::string& ou
     sizes.push_back(long(x));
   }
   BURST_CHECK_CONFIG(!sizes.empty(), "bench step: bench.tokens is empty");
+  for (size_t i = 0; i < sizes.size(); ++i)
+    for (size_t j = 0; j < i; ++j)
+      BURST_CHECK_CONFIG(sizes[i] != sizes[j], "bench step: bench.tokens lists ", sizes[i], " twice");
+  // The file first: a bad path fails before any step runs; each size's group
+  // is written as soon as it is measured.
+  std::unique_ptr<io::H5File> h;
+  if (rt.rank() == 0) h = std::make_unique<io::H5File>(io::H5File::create(output));
   std::vector<StepResult> res;
   for (long S : sizes) {
     res.push_back(run_one<T>(cfg, mc, S));
@@ -218,10 +234,23 @@ template <class T> int run(Runtime& rt, const Config& cfg, const std::string& ou
         if (r.peak_by_cat[size_t(c)] > 0)
           std::printf(" %s %s", mem_category_name(MemCategory(c)), format_bytes(r.peak_by_cat[size_t(c)]).c_str());
       std::printf("\n");
+      const std::string g = "tokens_" + std::to_string(r.tokens);
+      h->write(g + "/step_seconds", r.step_times);
+      h->write(g + "/loss", r.losses);
+      h->write(g + "/grad_norm", r.grad_norms);
+      h->write(g + "/phase_seconds", r.phase_s);
+      std::string names;
+      for (const auto& n : r.phase_names) names += (names.empty() ? "" : ";") + n;
+      h->set_attr("/" + g, "phase_names", names);
+      std::vector<double> mem;
+      for (int c = 0; c < kMemCategories; ++c) mem.push_back(double(r.peak_by_cat[size_t(c)]));
+      h->write(g + "/peak_bytes_by_category", mem);
+      h->set_attr("/" + g, "peak_bytes", r.peak_total);
+      h->set_attr("/" + g, "pool_reserved_high_bytes", r.pool_reserved_high);
     }
   }
   if (rt.rank() == 0) {
-    io::H5File h = io::H5File::create(output);
+    io::H5File& hf = *h;
     std::vector<double> tok, step, tps, tfl, mfu, fb, opt;
     for (size_t k = 0; k < res.size(); ++k) {
       const StepResult& r = res[k];
@@ -229,43 +258,30 @@ template <class T> int run(Runtime& rt, const Config& cfg, const std::string& ou
       tok.push_back(double(r.tokens)), step.push_back(r.step_s), tps.push_back(double(r.tokens) / r.step_s);
       tfl.push_back(fl / r.step_s / 1e12), mfu.push_back(fl / r.step_s / peak), fb.push_back(r.fwd_bwd_s);
       opt.push_back(r.optim_s);
-      const std::string g = "tokens_" + std::to_string(r.tokens) + "/";
-      h.write(g + "step_seconds", r.step_times);
-      h.write(g + "loss", r.losses);
-      h.write(g + "grad_norm", r.grad_norms);
-      h.write(g + "phase_seconds", r.phase_s);
-      std::string names;
-      for (const auto& n : r.phase_names) names += (names.empty() ? "" : ";") + n;
-      h.set_attr("/" + g.substr(0, g.size() - 1), "phase_names", names);
-      std::vector<double> mem;
-      for (int c = 0; c < kMemCategories; ++c) mem.push_back(double(r.peak_by_cat[size_t(c)]));
-      h.write(g + "peak_bytes_by_category", mem);
-      h.set_attr("/" + g.substr(0, g.size() - 1), "peak_bytes", r.peak_total);
     }
-    h.write("tokens", tok);
-    h.write("median_step_seconds", step);
-    h.write("tokens_per_second", tps);
-    h.write("tflops", tfl);
-    h.write("mfu", mfu);
-    h.write("mean_fwd_bwd_seconds", fb);
-    h.write("mean_optimizer_seconds", opt);
+    hf.write("tokens", tok);
+    hf.write("median_step_seconds", step);
+    hf.write("tokens_per_second", tps);
+    hf.write("tflops", tfl);
+    hf.write("mfu", mfu);
+    hf.write("mean_fwd_bwd_seconds", fb);
+    hf.write("mean_optimizer_seconds", opt);
     std::string cats;
     for (int c = 0; c < kMemCategories; ++c) cats += (c ? ";" : "") + std::string(mem_category_name(MemCategory(c)));
-    h.set_attr("/", "memory_categories", cats);
-    h.set_attr("/", "benchmark", std::string("step"));
-    h.set_attr("/", "model", mc.name);
-    h.set_attr("/", "dtype", std::string(scalar_name<T>()));
-    h.set_attr("/", "parameters", std::int64_t(param_count(mc)));
-    h.set_attr("/", "peak_tflops", peak / 1e12);
-    h.set_attr("/", "pool_reserved_high_bytes", device_pool_reserved_high());
-    h.set_attr("/", "flops_convention",
+    hf.set_attr("/", "memory_categories", cats);
+    hf.set_attr("/", "benchmark", std::string("step"));
+    hf.set_attr("/", "model", mc.name);
+    hf.set_attr("/", "dtype", std::string(scalar_name<T>()));
+    hf.set_attr("/", "parameters", std::int64_t(param_count(mc)));
+    hf.set_attr("/", "peak_tflops", peak / 1e12);
+    hf.set_attr("/", "flops_convention",
                std::string("ALGORITHMS.md 9: paper_flops = 12 S L h^2 [1 + n_kv/n + S/(2h) + 1.5 ffn/h + V/(2 L h)] per "
                            "step (forward + backward, causal), MFU = paper_flops / step time / peak"));
-    h.set_attr("/", "phase_meaning",
-               std::string("each phase of forward_backward fenced at both ends (embedding, layer_forward, lm_head_loss, "
-                           "recompute, layer_backward, embedding_backward), optimizer = grad norm + clip + AdamW; mean "
-                           "over the timed steps"));
-    set_bench_provenance(h, rt, cfg);
+    hf.set_attr("/", "phase_meaning",
+               std::string("one more step after the timed ones with each phase of forward_backward fenced at both "
+                           "ends (embedding, layer_forward, lm_head_loss, recompute, layer_backward, embedding_backward), "
+                           "optimizer = grad norm + clip + AdamW; the timed steps run without those fences"));
+    set_bench_provenance(hf, rt, cfg);
     std::printf("wrote %s\n", output.c_str());
   }
   return 0;

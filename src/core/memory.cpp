@@ -155,4 +155,17 @@ std::int64_t device_pool_reserved_high() {
 #endif
 }
 
+void device_pool_reset_high() {
+#ifdef KOKKOS_ENABLE_CUDA
+  const char* e = std::getenv("KOKKOS_CUDA_MALLOC_ASYNC");
+  if (e && e[0] == '0') return;
+  int dev = 0;
+  cudaMemPool_t pool;
+  unsigned long long zero = 0;
+  if (cudaGetDevice(&dev) != cudaSuccess || cudaDeviceGetDefaultMemPool(&pool, dev) != cudaSuccess ||
+      cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReservedMemHigh, &zero) != cudaSuccess)
+    cudaGetLastError();
+#endif
+}
+
 }  // namespace burst

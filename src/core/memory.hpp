@@ -76,5 +76,7 @@ std::string format_bytes(std::int64_t bytes);
 // really took, fragmentation included; the tracker counts live views only.
 // -1 on other builds or when the pool is not in use.
 std::int64_t device_pool_reserved_high();
+// Start a new high-water mark at what the pool holds now (no-op elsewhere).
+void device_pool_reset_high();
 
 }  // namespace burst

@@ -7,6 +7,7 @@
 
 #include <limits>
 #include <string>
+#include <type_traits>
 
 namespace burst {
 
@@ -31,7 +32,7 @@ template <class T> using HUnmanaged1 = Kokkos::View<T*, Layout, HostMem, Kokkos:
 // BURST_POISON=1 in the environment (the test suite sets it): buffers made
 // by uninit_view are filled with NaN (integers: -1), so a kernel that reads
 // an element nobody wrote shows in the results instead of reading zeros.
-bool poison_uninitialized();
+bool poison_uninitialized();  // defined in core/memory.cpp
 
 template <class T> T poison_value() {
   if constexpr (std::numeric_limits<T>::has_quiet_NaN) return std::numeric_limits<T>::quiet_NaN();

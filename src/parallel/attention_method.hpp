@@ -36,7 +36,7 @@ struct AttnOptions {
   std::string placement = "head-first";  // usp: head-first (hp inside the node) | ring-first
   std::string usp_inner = "burst";   // usp: ring | burst (its ring shape follows `ring`)
   bool trace = false;                // check every payload's block id against the schedule
-  bool comm_only = false;            // benchmarks: every transfer, no attention math (the communication time alone)
+  bool comm_only = false;            // benchmarks: every transfer, no attention math (the communication time alone); O, lse, dQ, dK, dV are left unwritten
 };
 
 // What every method needs to know about the problem.
