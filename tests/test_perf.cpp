@@ -10,6 +10,8 @@
 
 #include <gtest/gtest.h>
 
+#include <fstream>
+
 #include <cmath>
 
 using namespace burst;
@@ -463,4 +465,36 @@ TEST(PerfModel, HostConcurrencyAndOverheads) {
   EXPECT_NEAR(e.t_optimizer, p.t_optimizer / 0.8, 1e-12);
   // GPU clusters: no overheads, no efficiency (the paper tables are unchanged)
   EXPECT_DOUBLE_EQ(a800().layer_overhead + a800().step_overhead + a800().step_overhead_per_token, 0);
+}
+
+// Measured attention rate points (CPU kernels whose rate is not monotonic in
+// the block size): linear in log t between the points, held beyond the
+// ends, scaled by shared_by like r_inf; mismatched lists are refused.
+TEST(PerfModel, AttentionRatePointsInterpolateInLogTokens) {
+  const std::string dir = std::string(BURST_FIXTURE_DIR);
+  const Cluster c = load_cluster(dir + "/cpu_cluster_points_test.toml", default_data_dir());
+  ASSERT_EQ(c.attn_pts_t.size(), 3u);
+  EXPECT_DOUBLE_EQ(c.attn_rate(100), 0.01e12);    // below the first point: held
+  EXPECT_DOUBLE_EQ(c.attn_rate(256), 0.01e12);
+  EXPECT_NEAR(c.attn_rate(512), 0.02e12, 1e-3);   // halfway in log2 between 256 and 1024
+  EXPECT_DOUBLE_EQ(c.attn_rate(1024), 0.03e12);
+  EXPECT_NEAR(c.attn_rate(1448.1546878700492), 0.025e12, 1e3);  // sqrt(1024 * 2048)
+  EXPECT_DOUBLE_EQ(c.attn_rate(1 << 20), 0.02e12);  // beyond the last: held
+  EXPECT_DOUBLE_EQ(c.shared_by(4).attn_rate(1024), 0.03e12 * 0.5 * 0.8);
+  // The plain fixture (no points) keeps the saturating curve.
+  const Cluster plain = load_cluster(dir + "/cpu_cluster_test.toml", default_data_dir());
+  EXPECT_DOUBLE_EQ(plain.attn_rate(300), plain.attn_rate_inf * 300 / (300 + plain.attn_t0));
+  const std::string bad = ::testing::TempDir() + "cpu_points_bad.toml";
+  {
+    std::ifstream in(dir + "/cpu_cluster_points_test.toml");
+    std::ofstream out(bad);
+    std::string line;
+    while (std::getline(in, line)) out << (line.rfind("rate_points_tflops", 0) == 0 ? "rate_points_tflops = [0.01, 0.03]" : line) << "\n";
+  }
+  try {
+    load_cluster(bad, default_data_dir());
+    FAIL() << "mismatched rate point lists were accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("differ in length (3 vs 2)"), std::string::npos) << e.what();
+  }
 }

@@ -14,6 +14,16 @@
 
 namespace burst::perf {
 
+double Cluster::attn_rate(double t) const {
+  if (attn_pts_t.empty()) return attn_rate_inf * t / (t + attn_t0);
+  if (t <= attn_pts_t.front()) return attn_pts_rate.front();
+  for (size_t i = 1; i < attn_pts_t.size(); ++i)
+    if (t <= attn_pts_t[i]) {
+      const double x0 = std::log(attn_pts_t[i - 1]), x1 = std::log(attn_pts_t[i]), x = std::log(t);
+      return attn_pts_rate[i - 1] + (attn_pts_rate[i] - attn_pts_rate[i - 1]) * (x - x0) / (x1 - x0);
+    }
+  return attn_pts_rate.back();
+}
 double Cluster::attn_rate_fwd(double t) const {
   // Combined rate R over 1 + 2.5 units of work: 3.5 / R = 1 / R_f + 2.5 / R_b with R_f = k R_b.
   const double k = attn_fwd_over_bwd, rb = (1.0 / k + 2.5) / 3.5;
@@ -41,6 +51,7 @@ Cluster Cluster::shared_by(int P) const {
   if (host_cores > 0) f *= concurrency_efficiency(P);
   if (f != 1.0) {
     c.gemm_fraction *= f, c.attn_rate_inf *= f, c.hbm_bw *= f, c.host_mem_bw *= f;
+    for (double& r : c.attn_pts_rate) r *= f;
     c.layer_overhead /= f, c.step_overhead /= f, c.step_overhead_per_token /= f;
   }
   return c;
@@ -148,6 +159,18 @@ Cluster load_cluster(const std::string& name_or_path, const std::string& dir) {
       }
       return v;
     };
+    c.attn_pts_t = list("attention.rate_points_tokens");
+    c.attn_pts_rate = list("attention.rate_points_tflops");
+    BURST_CHECK_CONFIG(c.attn_pts_t.size() == c.attn_pts_rate.size(), file,
+                       ": attention.rate_points_tokens and attention.rate_points_tflops differ in length (",
+                       c.attn_pts_t.size(), " vs ", c.attn_pts_rate.size(), ")");
+    for (size_t i = 0; i < c.attn_pts_t.size(); ++i) {
+      BURST_CHECK_CONFIG(c.attn_pts_t[i] > (i ? c.attn_pts_t[i - 1] : 0.0), file,
+                         ": attention.rate_points_tokens must increase from above 0");
+      BURST_CHECK_CONFIG(c.attn_pts_rate[i] > 0 && c.attn_pts_rate[i] < 1e5, file, ": attention.rate_points_tflops[", i,
+                         "] = ", c.attn_pts_rate[i], " is out of range (0, 1e5)");
+      c.attn_pts_rate[i] *= 1e12;
+    }
     c.conc_ranks = list("host.concurrency_ranks");
     c.conc_eff = list("host.concurrency_efficiency");
     BURST_CHECK_CONFIG(c.conc_ranks.size() == c.conc_eff.size(), file,

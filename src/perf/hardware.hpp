@@ -27,6 +27,12 @@ struct Cluster {
   // r_inf * t / (t + t0) for blocks of t key tokens; fwd runs `fwd_over_bwd`
   // times faster than bwd.
   double attn_rate_inf = 0, attn_t0 = 0, attn_fwd_over_bwd = 1;
+  // Optional (attention.rate_points_tokens / attention.rate_points_tflops):
+  // the combined rate measured at a few block sizes. When given, the rate at
+  // t is interpolated linearly in log t between them and held beyond the
+  // ends, and r_inf / t0 are not used (CPU kernels whose rate is not
+  // monotonic in t: caches).
+  std::vector<double> attn_pts_t, attn_pts_rate;  // tokens, FLOP/s
   double link_efficiency = 0;  // achieved / spec bandwidth, every link
   double nvlink_bw = 0, nvlink_latency = 0;  // per GPU per direction (spec)
   double ib_hca_bw = 0, ib_latency = 0;      // one HCA, one direction (spec)
@@ -88,7 +94,7 @@ struct Cluster {
   Cluster shared_by(int P) const;
 
   double gemm_rate() const { return peak_flops * gemm_fraction; }
-  double attn_rate(double t) const { return attn_rate_inf * t / (t + attn_t0); }
+  double attn_rate(double t) const;
   double attn_rate_fwd(double t) const;
   double attn_rate_bwd(double t) const;
   Link nvlink() const { return {nvlink_latency, nvlink_bw * link_efficiency}; }

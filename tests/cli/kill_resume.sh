@@ -12,6 +12,10 @@ $BURST_LAUNCH "$BURST_BIN" train "${cfg[@]}" --set io.run_log="$work/ref.h5" --s
 
 k=$((3 + RANDOM % 22))
 echo "killing every rank with SIGKILL after step $k was logged (RANDOM picked it; rerun to vary)"
+# A fresh output file before the launch: the background job truncates it
+# only once it starts, and until then wait_for_step would read the reference
+# run's lines (seen in CI: "no rank processes found").
+rm -f "$work/out" && : >"$work/out"
 $BURST_LAUNCH "$BURST_BIN" train "${cfg[@]}" --set io.run_log="$work/run.h5" --set io.checkpoint="$work/run/ck.h5" \
   > "$work/out" 2>&1 &
 launcher=$!
