@@ -13,50 +13,30 @@ struct AdamWParams {
   double lr = 3e-4, beta1 = 0.9, beta2 = 0.95, eps = 1e-8, weight_decay = 0.1;
 };
 
-// One step t (1-based) on a flat parameter shard. p, m, v in fp32 (or double
-// for checks); g in the same type, already scaled (clipping, averaging).
-//   p <- p * (1 - lr * wd);  m <- b1 m + (1 - b1) g;  v <- b2 v + (1 - b2) g^2
-//   p <- p - lr * (m / (1 - b1^t)) / (sqrt(v / (1 - b2^t)) + eps)
-template <class P, class Mem>
-void adamw_step(Kokkos::View<P*, Layout, Mem> p, Kokkos::View<const P*, Layout, Mem> g, Kokkos::View<P*, Layout, Mem> m,
-                Kokkos::View<P*, Layout, Mem> v, const AdamWParams& hp, long t, double weight_decay_scale = 1.0) {
+namespace impl {
+// The AdamW update behind adamw_step and adamw_step_copy: g scaled by gs,
+// weight decay hp.weight_decay * wd_scale; Copy: out(i) = T(p(i)) in the
+// same pass.
+template <bool Copy, class P, class T, class Mem>
+void adamw_update(const char* label, Kokkos::View<P*, Layout, Mem> p, Kokkos::View<const P*, Layout, Mem> g,
+                  Kokkos::View<P*, Layout, Mem> m, Kokkos::View<P*, Layout, Mem> v, const AdamWParams& hp, long t,
+                  double wd_scale, double g_scale, Kokkos::View<T*, Layout, Mem> out) {
   using Exec = typename Kokkos::View<P*, Layout, Mem>::execution_space;
-  BURST_CHECK_INPUT(g.extent(0) == p.extent(0) && m.extent(0) == p.extent(0) && v.extent(0) == p.extent(0),
-                    "adamw: p, g, m, v lengths differ (", p.extent(0), ", ", g.extent(0), ", ", m.extent(0), ", ",
-                    v.extent(0), ")");
+  if constexpr (Copy)
+    BURST_CHECK_INPUT(g.extent(0) == p.extent(0) && m.extent(0) == p.extent(0) && v.extent(0) == p.extent(0) &&
+                          out.extent(0) == p.extent(0),
+                      "adamw (mixed precision): p, g, m, v, copy lengths differ (", p.extent(0), ", ", g.extent(0), ", ",
+                      m.extent(0), ", ", v.extent(0), ", ", out.extent(0), ")");
+  else
+    BURST_CHECK_INPUT(g.extent(0) == p.extent(0) && m.extent(0) == p.extent(0) && v.extent(0) == p.extent(0),
+                      "adamw: p, g, m, v lengths differ (", p.extent(0), ", ", g.extent(0), ", ", m.extent(0), ", ",
+                      v.extent(0), ")");
   BURST_CHECK_INPUT(t >= 1, "adamw: step t = ", t, " must be >= 1");
-  const P lr = P(hp.lr), b1 = P(hp.beta1), b2 = P(hp.beta2), eps = P(hp.eps), wd = P(hp.weight_decay * weight_decay_scale);
+  const P lr = P(hp.lr), b1 = P(hp.beta1), b2 = P(hp.beta2), eps = P(hp.eps), wd = P(hp.weight_decay * wd_scale),
+          gs = P(g_scale);
   const P bc1 = P(1 - std::pow(hp.beta1, double(t))), bc2 = P(1 - std::pow(hp.beta2, double(t)));
   Kokkos::parallel_for(
-      "burst::adamw_step", Kokkos::RangePolicy<Exec>(0, long(p.extent(0))), KOKKOS_LAMBDA(const long i) {
-        const P gi = g(i);
-        const P mi = b1 * m(i) + (P(1) - b1) * gi;
-        const P vi = b2 * v(i) + (P(1) - b2) * gi * gi;
-        m(i) = mi;
-        v(i) = vi;
-        P pi = p(i) * (P(1) - lr * wd);
-        pi -= lr * (mi / bc1) / (kx::sqrt(vi / bc2) + eps);
-        p(i) = pi;
-      });
-}
-
-// Mixed precision: the same step on the fp32 master p, then the master
-// rounded into the working copy `out` (bf16) in the same pass. g is the
-// fp32 gradient, already scaled by `g_scale` here (clipping) when != 1.
-template <class P, class T, class Mem>
-void adamw_step_copy(Kokkos::View<P*, Layout, Mem> p, Kokkos::View<const P*, Layout, Mem> g, Kokkos::View<P*, Layout, Mem> m,
-                     Kokkos::View<P*, Layout, Mem> v, const AdamWParams& hp, long t, Kokkos::View<T*, Layout, Mem> out,
-                     double g_scale = 1.0) {
-  using Exec = typename Kokkos::View<P*, Layout, Mem>::execution_space;
-  BURST_CHECK_INPUT(g.extent(0) == p.extent(0) && m.extent(0) == p.extent(0) && v.extent(0) == p.extent(0) &&
-                        out.extent(0) == p.extent(0),
-                    "adamw (mixed precision): p, g, m, v, copy lengths differ (", p.extent(0), ", ", g.extent(0), ", ",
-                    m.extent(0), ", ", v.extent(0), ", ", out.extent(0), ")");
-  BURST_CHECK_INPUT(t >= 1, "adamw: step t = ", t, " must be >= 1");
-  const P lr = P(hp.lr), b1 = P(hp.beta1), b2 = P(hp.beta2), eps = P(hp.eps), wd = P(hp.weight_decay), gs = P(g_scale);
-  const P bc1 = P(1 - std::pow(hp.beta1, double(t))), bc2 = P(1 - std::pow(hp.beta2, double(t)));
-  Kokkos::parallel_for(
-      "burst::adamw_step_copy", Kokkos::RangePolicy<Exec>(0, long(p.extent(0))), KOKKOS_LAMBDA(const long i) {
+      label, Kokkos::RangePolicy<Exec>(0, long(p.extent(0))), KOKKOS_LAMBDA(const long i) {
         const P gi = g(i) * gs;
         const P mi = b1 * m(i) + (P(1) - b1) * gi;
         const P vi = b2 * v(i) + (P(1) - b2) * gi * gi;
@@ -65,8 +45,30 @@ void adamw_step_copy(Kokkos::View<P*, Layout, Mem> p, Kokkos::View<const P*, Lay
         P pi = p(i) * (P(1) - lr * wd);
         pi -= lr * (mi / bc1) / (kx::sqrt(vi / bc2) + eps);
         p(i) = pi;
-        out(i) = T(pi);
+        if constexpr (Copy) out(i) = T(pi);
       });
+}
+}  // namespace impl
+
+// One step t (1-based) on a flat parameter shard. p, m, v in fp32 (or double
+// for checks); g in the same type, already scaled (clipping, averaging).
+//   p <- p * (1 - lr * wd);  m <- b1 m + (1 - b1) g;  v <- b2 v + (1 - b2) g^2
+//   p <- p - lr * (m / (1 - b1^t)) / (sqrt(v / (1 - b2^t)) + eps)
+template <class P, class Mem>
+void adamw_step(Kokkos::View<P*, Layout, Mem> p, Kokkos::View<const P*, Layout, Mem> g, Kokkos::View<P*, Layout, Mem> m,
+                Kokkos::View<P*, Layout, Mem> v, const AdamWParams& hp, long t, double weight_decay_scale = 1.0) {
+  impl::adamw_update<false, P, P, Mem>("burst::adamw_step", p, g, m, v, hp, t, weight_decay_scale, 1.0,
+                                       Kokkos::View<P*, Layout, Mem>());
+}
+
+// Mixed precision: the same step on the fp32 master p, then the master
+// rounded into the working copy `out` (bf16) in the same pass. g is the
+// fp32 gradient, scaled by `g_scale` here (clipping).
+template <class P, class T, class Mem>
+void adamw_step_copy(Kokkos::View<P*, Layout, Mem> p, Kokkos::View<const P*, Layout, Mem> g, Kokkos::View<P*, Layout, Mem> m,
+                     Kokkos::View<P*, Layout, Mem> v, const AdamWParams& hp, long t, Kokkos::View<T*, Layout, Mem> out,
+                     double g_scale = 1.0) {
+  impl::adamw_update<true, P, T, Mem>("burst::adamw_step_copy", p, g, m, v, hp, t, 1.0, g_scale, out);
 }
 
 // Sum of squares of a flat view, in double.

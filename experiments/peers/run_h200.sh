@@ -50,6 +50,14 @@ step() {
   if [ $rc = 0 ]; then echo "== $name: ok"; elif [ $rc = 124 ] || [ $rc = 137 ]; then echo "== $name: TIMED OUT after ${lim} s"; else echo "== $name: FAILED (exit $rc)"; fi
   return 0
 }
+# layer32k NOTE CAP FILE [VAR=VALUE ...]: `burst bench layer` of preset $m
+# (the caller's loop variable), bf16, 32K tokens, 5 repeats after 1 warmup,
+# into $OUT/FILE, with the environment given; a step named after NOTE.
+layer32k() {
+  local note=$1 cap=$2 file=$3; shift 3
+  step "burst bench layer $m bf16 32K$note" "$cap" env "$@" "$build/burst" bench layer --set bench.preset=$m \
+    --set bench.tokens=32768 --set bench.dtype=bf16 --set bench.repeats=5 --set bench.warmup=1 --output "$OUT/$file"
+}
 if [ "$PART" = 5 ]; then
   # The wgmma backward through the engine (short: what the session's device
   # time left allows): the attention GPU tests, the block and the 1B step.
@@ -61,9 +69,7 @@ if [ "$PART" = 5 ]; then
     step "gpu test: the CUDA attention kernels (wgmma forward and backward) vs fp64" 60 \
       env BURST_POISON=1 mpiexec -n 1 "$build/tests/test_kernels_attention_cuda"
     for m in 1B 7B; do
-      step "burst bench layer $m bf16 32K (wgmma forward and backward)" 40 "$build/burst" bench layer --set bench.preset=$m \
-        --set bench.tokens=32768 --set bench.dtype=bf16 --set bench.repeats=5 --set bench.warmup=1 \
-        --output "$OUT/layer_${m}_bf16.h5"
+      layer32k " (wgmma forward and backward)" 40 "layer_${m}_bf16.h5"
     done
     step "burst bench step 1B bf16 whole, 32K tokens" 40 "$build/burst" bench step --set bench.preset=1B \
       --set 'bench.tokens=[32768]' --set bench.dtype=bf16 --set bench.activation=whole \
@@ -84,12 +90,8 @@ if [ "$PART" = 4 ]; then
   build=$(pwd)/build-cuda
   if [ -x "$build/burst" ]; then
     for m in 1B 7B; do
-      step "burst bench layer $m bf16 32K, mma.sync forward" 90 env BURST_FA_FORWARD=mma "$build/burst" bench layer \
-        --set bench.preset=$m --set bench.tokens=32768 --set bench.dtype=bf16 --set bench.repeats=5 \
-        --set bench.warmup=1 --output "$OUT/layer_${m}_bf16_mmafwd.h5"
-      step "burst bench layer $m bf16 32K (wgmma forward)" 90 "$build/burst" bench layer --set bench.preset=$m \
-        --set bench.tokens=32768 --set bench.dtype=bf16 --set bench.repeats=5 --set bench.warmup=1 \
-        --output "$OUT/layer_${m}_bf16.h5"
+      layer32k ", mma.sync forward" 90 "layer_${m}_bf16_mmafwd.h5" BURST_FA_FORWARD=mma
+      layer32k " (wgmma forward)" 90 "layer_${m}_bf16.h5"
     done
     step "burst bench step 1B bf16 whole, 32K / 64K tokens" 90 "$build/burst" bench step --set bench.preset=1B \
       --set 'bench.tokens=[32768,65536]' --set bench.dtype=bf16 --set bench.activation=whole \
@@ -124,12 +126,8 @@ if [ "$PART" = 3 ]; then
     #    (cmake/patches/kokkos-05, the default), so the allocator's share of
     #    the block is a ratio measured side by side.
     for m in 1B 7B; do
-      step "burst bench layer $m bf16 32K, cudaMalloc" 120 env KOKKOS_CUDA_MALLOC_ASYNC=0 "$build/burst" bench layer \
-        --set bench.preset=$m --set bench.tokens=32768 --set bench.dtype=bf16 --set bench.repeats=5 \
-        --set bench.warmup=1 --output "$OUT/layer_${m}_bf16_cudamalloc.h5"
-      step "burst bench layer $m bf16 32K" 120 "$build/burst" bench layer --set bench.preset=$m \
-        --set bench.tokens=32768 --set bench.dtype=bf16 --set bench.repeats=5 --set bench.warmup=1 \
-        --output "$OUT/layer_${m}_bf16.h5"
+      layer32k ", cudaMalloc" 120 "layer_${m}_bf16_cudamalloc.h5" KOKKOS_CUDA_MALLOC_ASYNC=0
+      layer32k "" 120 "layer_${m}_bf16.h5"
     done
     step "burst bench step 1B bf16 whole, 32K / 64K / 128K tokens" 150 "$build/burst" bench step --set bench.preset=1B \
       --set 'bench.tokens=[32768,65536,131072]' --set bench.dtype=bf16 --set bench.activation=whole \

@@ -73,22 +73,19 @@ static bool shape_ok(const AttnShape& s) {
   return s.sq >= 0 && s.sk >= 0 && s.n >= 1 && s.n_kv >= 1 && s.n % s.n_kv == 0 && (s.d == 64 || s.d == 128);
 }
 
-// The forward kernel: the wgmma one (sm_90a, 1.3x the mma.sync one on the
-// H200) unless BURST_FA_FORWARD=mma asks for the mma.sync kernel (A/B runs).
+// The wgmma kernels (sm_90a; forward 1.3x, backward 1.3x the mma.sync ones
+// on the H200) unless BURST_FA_FORWARD=mma / BURST_FA_BACKWARD=mma asks for
+// the mma.sync kernel (A/B runs). Read once per variable.
+static bool wgmma_unless_mma(const char* var) {
+  const char* e = std::getenv(var);
+  return !(e && std::strcmp(e, "mma") == 0);
+}
 static bool use_wgmma_forward() {
-  static const bool on = [] {
-    const char* e = std::getenv("BURST_FA_FORWARD");
-    return !(e && std::strcmp(e, "mma") == 0);
-  }();
+  static const bool on = wgmma_unless_mma("BURST_FA_FORWARD");
   return on;
 }
-
-// The same for the backward (BURST_FA_BACKWARD=mma: the mma.sync kernel).
 static bool use_wgmma_backward() {
-  static const bool on = [] {
-    const char* e = std::getenv("BURST_FA_BACKWARD");
-    return !(e && std::strcmp(e, "mma") == 0);
-  }();
+  static const bool on = wgmma_unless_mma("BURST_FA_BACKWARD");
   return on;
 }
 

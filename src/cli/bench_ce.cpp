@@ -204,11 +204,10 @@ int cmd_bench_ce(Runtime& rt, const BenchGemmOptions& opt) {
   ConfigSchema schema = bench_ce_schema();
   const Config cfg = schema.load(opt.config, opt.sets);
   const std::string output = opt.output.empty() ? cfg.get_string("bench.output") : opt.output;
-  const std::string dt = cfg.get_string("bench.dtype");
-  if (dt == "bf16") run<bf16>(rt, cfg, output);
-  else if (dt == "float") run<float>(rt, cfg, output);
-  else run<double>(rt, cfg, output);
-  return 0;
+  return with_bench_dtype(cfg.get_string("bench.dtype"), [&](auto t) {
+    run<decltype(t)>(rt, cfg, output);
+    return 0;
+  });
 }
 
 }  // namespace burst::cli

@@ -30,6 +30,14 @@ inline std::int64_t bench_gemm_workspace_bytes() {
 #endif
 }
 
+// The schema's bench.dtype ("bf16", "float" or "double") as a type: the
+// result of f(T{}) for that T.
+template <class F> int with_bench_dtype(const std::string& dtype, F&& f) {
+  if (dtype == "bf16") return f(bf16{});
+  if (dtype == "float") return f(float{});
+  return f(double{});
+}
+
 inline void set_bench_provenance(io::H5File& f, Runtime& rt, const Config& cfg) {
   f.set_attr("/", "execution_space", std::string(Kokkos::DefaultExecutionSpace::name()));
   f.set_attr("/", "host", rt.hostname());

@@ -293,10 +293,8 @@ int cmd_bench_step(Runtime& rt, const BenchGemmOptions& opt) {
   ConfigSchema schema = bench_step_schema();
   const Config cfg = schema.load(opt.config, opt.sets);
   const std::string output = opt.output.empty() ? cfg.get_string("bench.output") : opt.output;
-  const std::string dt = cfg.get_string("bench.dtype");
-  if (dt == "bf16") return run<bf16>(rt, cfg, output);
-  if (dt == "float") return run<float>(rt, cfg, output);
-  return run<double>(rt, cfg, output);
+  return with_bench_dtype(cfg.get_string("bench.dtype"),
+                          [&](auto t) { return run<decltype(t)>(rt, cfg, output); });
 }
 
 }  // namespace burst::cli

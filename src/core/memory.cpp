@@ -137,15 +137,29 @@ std::string MemoryTracker::report(MemSpaceKind space) const {
   return out;
 }
 
+#ifdef KOKKOS_ENABLE_CUDA
+namespace {
+// The device's default pool when Kokkos allocates from it (patch 05 on, not
+// turned off by KOKKOS_CUDA_MALLOC_ASYNC=0).
+bool pool_in_use(cudaMemPool_t* pool) {
+  const char* e = std::getenv("KOKKOS_CUDA_MALLOC_ASYNC");
+  if (e && e[0] == '0') return false;
+  int dev = 0;
+  if (cudaGetDevice(&dev) != cudaSuccess || cudaDeviceGetDefaultMemPool(pool, dev) != cudaSuccess) {
+    cudaGetLastError();
+    return false;
+  }
+  return true;
+}
+}  // namespace
+#endif
+
 std::int64_t device_pool_reserved_high() {
 #ifdef KOKKOS_ENABLE_CUDA
-  const char* e = std::getenv("KOKKOS_CUDA_MALLOC_ASYNC");
-  if (e && e[0] == '0') return -1;
-  int dev = 0;
   cudaMemPool_t pool;
   unsigned long long high = 0;
-  if (cudaGetDevice(&dev) != cudaSuccess || cudaDeviceGetDefaultMemPool(&pool, dev) != cudaSuccess ||
-      cudaMemPoolGetAttribute(pool, cudaMemPoolAttrReservedMemHigh, &high) != cudaSuccess) {
+  if (!pool_in_use(&pool)) return -1;
+  if (cudaMemPoolGetAttribute(pool, cudaMemPoolAttrReservedMemHigh, &high) != cudaSuccess) {
     cudaGetLastError();
     return -1;
   }
@@ -157,13 +171,9 @@ std::int64_t device_pool_reserved_high() {
 
 void device_pool_reset_high() {
 #ifdef KOKKOS_ENABLE_CUDA
-  const char* e = std::getenv("KOKKOS_CUDA_MALLOC_ASYNC");
-  if (e && e[0] == '0') return;
-  int dev = 0;
   cudaMemPool_t pool;
   unsigned long long zero = 0;
-  if (cudaGetDevice(&dev) != cudaSuccess || cudaDeviceGetDefaultMemPool(&pool, dev) != cudaSuccess ||
-      cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReservedMemHigh, &zero) != cudaSuccess)
+  if (pool_in_use(&pool) && cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReservedMemHigh, &zero) != cudaSuccess)
     cudaGetLastError();
 #endif
 }
