@@ -45,7 +45,7 @@ void adamw_update(const char* label, Kokkos::View<P*, Layout, Mem> p, Kokkos::Vi
         P pi = p(i) * (P(1) - lr * wd);
         pi -= lr * (mi / bc1) / (kx::sqrt(vi / bc2) + eps);
         p(i) = pi;
-        if constexpr (Copy) out(i) = T(pi);
+        if (Copy) out(i) = T(pi);  // not `if constexpr`: nvcc refuses a first capture inside one
       });
 }
 }  // namespace impl
