@@ -19,13 +19,19 @@
 
 namespace burst {
 
+// The MPI type of an element. Types MPI has no arithmetic for (bf16) move as
+// same-sized unsigned integers: fine for (all-)gathers, and the sums below
+// refuse them at compile time (a count of elements sent as MPI_BYTE would
+// move half of a bf16 buffer).
 template <class T> MPI_Datatype mpi_type() {
   if (std::is_same<T, float>::value) return MPI_FLOAT;
   if (std::is_same<T, double>::value) return MPI_DOUBLE;
   if (std::is_same<T, std::int64_t>::value || std::is_same<T, long>::value) return MPI_INT64_T;
   if (std::is_same<T, std::int32_t>::value) return MPI_INT32_T;
-  return MPI_BYTE;
+  static_assert(sizeof(T) == 1 || sizeof(T) == 2 || std::is_arithmetic<T>::value, "mpi_type: no MPI type for this element");
+  return sizeof(T) == 2 ? MPI_UINT16_T : MPI_BYTE;
 }
+template <class T> constexpr bool mpi_summable() { return std::is_arithmetic<T>::value; }
 
 // Bytes handed to MPI by this process, all collectives together.
 std::int64_t& mpi_bytes_sent();
@@ -46,6 +52,7 @@ void barrier_bounded(MPI_Comm comm, const char* what = "barrier");
 // In-place sum over comm.
 template <class T, class... P>
 void allreduce_sum(const Kokkos::View<T*, P...>& v, MPI_Comm comm, const char* what = "all-reduce") {
+  static_assert(mpi_summable<std::remove_const_t<T>>(), "allreduce_sum: MPI cannot sum this element type");
   int size = 1;
   MPI_Comm_size(comm, &size);
   if (size == 1 || v.extent(0) == 0) return;
@@ -81,6 +88,7 @@ template <class T> void allgather_host(const T* send, T* recv, std::int64_t coun
   wait_bounded(req, what, count * std::int64_t(sizeof(T)));
 }
 template <class T> void reduce_scatter_sum_host(const T* send, T* recv, std::int64_t count, MPI_Comm comm, const char* what) {
+  static_assert(mpi_summable<T>(), "reduce_scatter_sum_host: MPI cannot sum this element type");
   BURST_CHECK(count < (std::int64_t(1) << 31), ErrorKind::Internal, what, ": ", count, " elements per rank is over MPI's int");
   int size = 1;
   MPI_Comm_size(comm, &size);

@@ -67,8 +67,8 @@ void adamw_step(Kokkos::View<P*, Layout, Mem> p, Kokkos::View<const P*, Layout, 
 template <class P, class T, class Mem>
 void adamw_step_copy(Kokkos::View<P*, Layout, Mem> p, Kokkos::View<const P*, Layout, Mem> g, Kokkos::View<P*, Layout, Mem> m,
                      Kokkos::View<P*, Layout, Mem> v, const AdamWParams& hp, long t, Kokkos::View<T*, Layout, Mem> out,
-                     double g_scale = 1.0) {
-  impl::adamw_update<true, P, T, Mem>("burst::adamw_step_copy", p, g, m, v, hp, t, 1.0, g_scale, out);
+                     double g_scale = 1.0, double weight_decay_scale = 1.0) {
+  impl::adamw_update<true, P, T, Mem>("burst::adamw_step_copy", p, g, m, v, hp, t, weight_decay_scale, g_scale, out);
 }
 
 // Sum of squares of a flat view, in double.

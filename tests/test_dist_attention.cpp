@@ -126,6 +126,40 @@ TEST(DistAttention, FloatMatchesTheReference) {
     }
 }
 
+// bf16 storage (fp32 accumulation; on a GPU build the tensor-core kernels:
+// head dim 64): every method at this rank count against the same problem on
+// one rank, both checked against the double reference. The distributed error
+// may be at most twice the single-rank one (fp32 or bf16 partial sums
+// travelling), and both within bf16's tolerance.
+TEST(DistAttention, Bf16WithinTwiceTheSingleRankError) {
+  const int P = world_size();
+  const char* names[] = {"o", "lse", "dq", "dk", "dv"};
+  const Topology one = Topology::from_sizes(1, 0, 1, false, "test");
+  int checked = 0;
+  for (const auto& m : {"ring", "burst", "ulysses", "usp", "allgather", "loongtrain"})
+    for (const auto& mk : {"causal", "document", "window"})
+      for (const auto& partial : {"fp32", "bf16"}) {
+        Case c{m, mk == std::string("document") ? "document" : "zigzag", mk};
+        c.kv = std::string(m) == "ulysses" ? 4 : 2;
+        c.partial = partial;
+        if (!runnable(c, P)) continue;
+        const AttnProblem pb = problem(c, 256, 4, 64);
+        const CheckResult dist = run<bf16>(c, pb);
+        Case c1 = c;
+        if (!runnable(c1, 1)) c1.method = "burst";  // usp, loongtrain need 2 ranks: one rank's attention
+        const CheckResult single = check_attention<bf16>(options(c1), pb, MPI_COMM_SELF, one, make_inputs(pb, "", 7));
+        for (int i = 0; i < 5; ++i) {
+          EXPECT_LT(single.err[i], 1e-2) << name(c) << " " << partial << ", one rank: " << names[i];
+          EXPECT_LE(dist.err[i], 2 * single.err[i]) << name(c) << " partial " << partial << ": " << names[i] << " at " << P
+                                                    << " ranks " << dist.err[i] << ", at one " << single.err[i];
+        }
+        EXPECT_EQ(dist.mismatches, 0) << name(c);
+        EXPECT_EQ(dist.bytes, dist.analytic) << name(c);
+        ++checked;
+      }
+  EXPECT_GE(checked, 12);
+}
+
 TEST(DistAttention, DoubleRingOnEmulatedNodes) {
   const int P = world_size();
   std::vector<int> per_node;

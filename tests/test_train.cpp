@@ -508,3 +508,73 @@ TEST(Train, RandomPositionsChangeTrainingPositionsOnly) {
     EXPECT_NE(std::string(e.what()).find("data.random_positions = 16"), std::string::npos) << e.what();
   }
 }
+
+namespace {
+// bf16 and float loss traces of the same run: the same sequences, the same
+// start (the bf16 run's initial weights are the float ones rounded), so the
+// traces differ by rounding only.
+void expect_tracks(const std::vector<double>& bf, const std::vector<double>& fl, const std::string& what) {
+  ASSERT_EQ(bf.size(), fl.size()) << what;
+  for (size_t i = 0; i < bf.size(); ++i) EXPECT_NEAR(bf[i], fl[i], 0.03 * std::fabs(fl[i])) << what << ", step " << i;
+}
+}  // namespace
+
+TEST(Train, Bf16TrainsOnFp32MastersAndResumesBitForBit) {
+  // train.dtype = bf16: bf16 weights and activations, fp32 gradients,
+  // moments and master weights (ZeRO-2 over every rank here). A run stopped
+  // at step 5 and resumed reproduces the uninterrupted one bit for bit (the
+  // checkpoint holds the fp32 masters, the bf16 copy is rounded from them),
+  // and the trace follows the float run's.
+  auto& rt = Runtime::current();
+  const std::string full = tmp("bf_full.h5"), part = tmp("bf_part.h5"), ck = tmp("bf_ckpt.h5"), fl = tmp("bf_float.h5");
+  const std::vector<std::string> bf = {"train.dtype=bf16", "train.zero=2"};
+  auto with = [](std::vector<std::string> a, const std::vector<std::string>& b) {
+    a.insert(a.end(), b.begin(), b.end());
+    return a;
+  };
+  train(rt, config(with(bf, {"io.run_log=" + full})), false);
+  train(rt, config(with(bf, {"io.run_log=" + part, "io.checkpoint=" + ck, "train.stop_after=5"})), false);
+  const TrainResult r = train(rt, config(with(bf, {"io.run_log=" + part, "io.checkpoint=" + ck})), true);
+  EXPECT_EQ(r.steps_done, 12);
+  train(rt, config({"train.dtype=float", "train.zero=2", "io.run_log=" + fl}), false);
+  if (rt.rank() == 0) {
+    const std::vector<double> a = losses(full), b = losses(part);
+    ASSERT_EQ(a.size(), 12u);
+    ASSERT_EQ(b.size(), 12u);
+    for (size_t i = 0; i < a.size(); ++i) EXPECT_EQ(a[i], b[i]) << "step " << i;  // bit for bit
+    EXPECT_LT(a.back(), a.front());
+    expect_tracks(a, losses(fl), "bf16 against float");
+    // The checkpoint's params are the fp32 masters: after 12 updates most of
+    // them are not bf16 numbers.
+    io::H5File f = io::H5File::open(ck);
+    EXPECT_EQ(f.attr_string("/", "train_dtype"), "bfloat16");
+    const std::vector<float> w = f.read<float>("params/model.layers.0.mlp.up_proj.weight");
+    long off_grid = 0;
+    for (float x : w) off_grid += float(bf16(x)) != x ? 1 : 0;
+    EXPECT_GT(off_grid, long(w.size()) / 2) << "the checkpoint holds bf16-rounded weights, not the masters";
+    for (auto* p : {&full, &part, &fl}) std::remove(p->c_str());
+    remove_checkpoints(ck);
+  }
+  MPI_Barrier(rt.world());
+}
+
+TEST(Train, Bf16UnderZero3OffloadAndSequenceParallelismTracksFloat) {
+  // The masters sharded (ZeRO-3, the bf16 copy all-gathered a layer at a
+  // time), or in host memory with the update there (offload), with burst
+  // attention over every rank in bf16: each trace follows the float run of
+  // the same configuration.
+  auto& rt = Runtime::current();
+  const int P = rt.size();
+  const std::string cp = "parallel.cp=" + std::to_string(P);
+  const std::string a = tmp("bz_bf.h5"), b = tmp("bz_fl.h5"), c = tmp("bz_off.h5"), d = tmp("bz_offfl.h5");
+  train(rt, config({"train.dtype=bf16", "train.zero=3", cp, "train.activation=whole", "io.run_log=" + a}), false);
+  train(rt, config({"train.dtype=float", "train.zero=3", cp, "train.activation=whole", "io.run_log=" + b}), false);
+  train(rt, config({"train.dtype=bf16", "train.zero=1", "train.offload=true", "io.run_log=" + c}), false);
+  train(rt, config({"train.dtype=float", "train.zero=1", "train.offload=true", "io.run_log=" + d}), false);
+  if (rt.rank() == 0) {
+    expect_tracks(losses(a), losses(b), "ZeRO-3 + sequence parallel");
+    expect_tracks(losses(c), losses(d), "ZeRO-1 offload");
+    for (auto* p : {&a, &b, &c, &d}) std::remove(p->c_str());
+  }
+  MPI_Barrier(rt.world());
+}

@@ -94,7 +94,7 @@ int main(int argc, char** argv) {
   chk->add_option("--kv-heads", ac.kv_heads, "key/value heads")->capture_default_str();
   chk->add_option("--head-dim", ac.head_dim, "head dimension")->capture_default_str();
   chk->add_option("--ranks-per-node", ranks_per_node, "emulate nodes of this many ranks (BURST_GPUS_PER_NODE)");
-  chk->add_option("--dtype", ac.dtype, "float | double")->capture_default_str();
+  chk->add_option("--dtype", ac.dtype, "float | double | bf16")->capture_default_str();
   chk->add_option("--seed", ac.seed, "seed of the random inputs")->capture_default_str();
   chk->add_option("--tolerance", ac.tolerance, "relative error allowed (default 1e-10 double, 1e-4 float)");
   chk->add_option("--input", ac.input, "HDF5 with q k v do [S, heads, d] in natural order")->check(CLI::ExistingFile);

@@ -171,5 +171,6 @@ CheckResult check_attention(const AttnOptions& ao, const AttnProblem& pb, MPI_Co
 
 template CheckResult check_attention<float>(const AttnOptions&, const AttnProblem&, MPI_Comm, const Topology&, const Tensors&);
 template CheckResult check_attention<double>(const AttnOptions&, const AttnProblem&, MPI_Comm, const Topology&, const Tensors&);
+template CheckResult check_attention<bf16>(const AttnOptions&, const AttnProblem&, MPI_Comm, const Topology&, const Tensors&);
 
 }  // namespace burst::parallel

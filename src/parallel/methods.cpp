@@ -381,5 +381,7 @@ template std::unique_ptr<AttentionMethod<float>> make_attention<float>(const Att
                                                                        const Topology&, const std::vector<int>&);
 template std::unique_ptr<AttentionMethod<double>> make_attention<double>(const AttnOptions&, const AttnProblem&, Communicator&,
                                                                          const Topology&, const std::vector<int>&);
+template std::unique_ptr<AttentionMethod<bf16>> make_attention<bf16>(const AttnOptions&, const AttnProblem&, Communicator&,
+                                                                     const Topology&, const std::vector<int>&);
 
 }  // namespace burst::parallel

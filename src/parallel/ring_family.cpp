@@ -336,5 +336,6 @@ template <class T> std::string RingFamily<T>::describe() const {
 
 template class RingFamily<float>;
 template class RingFamily<double>;
+template class RingFamily<bf16>;
 
 }  // namespace burst::parallel::impl

@@ -99,8 +99,9 @@ void SequenceParallelAttention<T>::forward(int layer, const TokenBatch<DeviceMem
 
 template <class T>
 void SequenceParallelAttention<T>::backward(int layer, const TokenBatch<DeviceMem>&, CV3 q, CV3 k, CV3 v,
-                                            Kokkos::View<const T***, Layout, DeviceMem> o,
-                                            Kokkos::View<const T**, Layout, DeviceMem> lse, CV3 dout, V3 dq, V3 dk, V3 dv) {
+                                            Kokkos::View<const accum_t<T>***, Layout, DeviceMem> o,
+                                            Kokkos::View<const accum_t<T>**, Layout, DeviceMem> lse, CV3 dout, V3 dq, V3 dk,
+                                            V3 dv) {
   method_->backward(layer, q, k, v, o, lse, dout, dq, dk, dv);
 }
 
@@ -114,5 +115,6 @@ void SequenceParallelAttention<T>::forward_first_half(int layer, const TokenBatc
 
 template class SequenceParallelAttention<float>;
 template class SequenceParallelAttention<double>;
+template class SequenceParallelAttention<bf16>;
 
 }  // namespace burst

@@ -58,7 +58,9 @@ ConfigSchema train_schema() {
       .string("model.init_from", "", {},
               "start from these weights (burst import-hf output, a weights file or a checkpoint's params) instead of a "
               "random initialisation; --resume still takes the checkpoint")
-      .string("train.dtype", "float", {"float", "double"}, "scalar type of the host model")
+      .string("train.dtype", "float", {"float", "double", "bf16"},
+              "storage type of the model: float, double, or bf16 (bf16 weights and activations, fp32 master weights, "
+              "gradients and AdamW moments; on the GPU the tensor-core kernels)")
       .integer("train.steps", 300, 1, 100000000, "optimizer steps")
       .integer("train.batch", 16, 1, 1 << 20, "sequences per optimizer step over all replicas (must divide by the rank count)")
       .integer("train.seq_len", 128, 8, 1 << 24, "tokens per sequence")
@@ -158,6 +160,7 @@ void check_output_dir(const Config& cfg, const std::string& key) {
 
 template <class T> struct TrainerImpl {
   using Mem = DeviceMem;
+  using A = accum_t<T>;  // gradients, moments and the master weights (what checkpoints hold)
   Runtime& rt;
   const Config& cfg;
   MPI_Comm comm;
@@ -205,11 +208,14 @@ template <class T> struct TrainerImpl {
     model = std::make_unique<LlamaModel<T, Mem>>(mc, setups.at(L0).op, mo);
     use_length(L0);
     attn_description = setups.at(L0).description;
-    if (cfg.get_string("model.init_from").empty())
-      init_params(model->params(), std::uint64_t(cfg.get_int("train.seed")), cfg.get_real("model.init_std"));
-    else  // every rank reads the whole file (checksums verified, another model refused)
-      load_weights(cfg.get_string("model.init_from"), mc, model->params());
+    init_params(model->params(), std::uint64_t(cfg.get_int("train.seed")), cfg.get_real("model.init_std"));
     zero = std::make_unique<ZeroState<T>>(*model, int(cfg.get_int("train.zero")), cfg.get_bool("train.offload"), comm);
+    // Every rank reads the whole file (checksums verified, another model
+    // refused) into the master weights (fp32 for a bf16 model: nothing
+    // rounded away) and the model's copy.
+    if (!cfg.get_string("model.init_from").empty())
+      zero->scatter_full("params", load_weights_flat<A>(cfg.get_string("model.init_from"), mc, model->params().table(),
+                                                        model->params().size()));
     check_output_dir(cfg, "io.run_log");
     check_output_dir(cfg, "io.checkpoint");
     if (cfg.get_string("debug.fault") != "none")
@@ -353,7 +359,7 @@ template <class T> struct TrainerImpl {
   // and nobody returns before the file is in place.
   void save_checkpoint(const std::string& path) {
     // Whole tensors, gathered from the ZeRO shards (collective).
-    const std::vector<T> params = zero->gather_full("params"), mom = zero->gather_full("optim/m"),
+    const std::vector<A> params = zero->gather_full("params"), mom = zero->gather_full("optim/m"),
                          var = zero->gather_full("optim/v");
     if (rank == 0) write_checkpoint(path, params, mom, var);
     barrier_bounded(comm, "checkpoint barrier");
@@ -361,12 +367,12 @@ template <class T> struct TrainerImpl {
 
   // Into its step file through a temporary (a kill mid-write keeps every
   // earlier checkpoint), then published at `path` and the old ones pruned.
-  void write_checkpoint(const std::string& path, const std::vector<T>& params, const std::vector<T>& mom,
-                        const std::vector<T>& var) {
+  void write_checkpoint(const std::string& path, const std::vector<A>& params, const std::vector<A>& mom,
+                        const std::vector<A>& var) {
     const std::string file = checkpoint_step_path(path, step), tmp = file + ".tmp";
     {
       io::H5File f = io::H5File::create(tmp);
-      auto write_all = [&](const std::string& group, const std::vector<T>& flat) {
+      auto write_all = [&](const std::string& group, const std::vector<A>& flat) {
         for (const ParamInfo& p : model->params().table()) {
           io::Dims dims(p.shape.begin(), p.shape.end());
           write_checked(f, group + "/" + p.name, flat.data() + p.offset, dims);
@@ -378,7 +384,8 @@ template <class T> struct TrainerImpl {
       f.set_attr("/", "format_version", kCheckpointFormat);
       f.set_attr("/", "step", std::int64_t(step));
       f.set_attr("/", "seed", cfg.get_int("train.seed"));
-      f.set_attr("/", "dtype", std::string(scalar_name<T>()));
+      f.set_attr("/", "dtype", std::string(scalar_name<A>()));  // of the datasets: the masters
+      f.set_attr("/", "train_dtype", std::string(scalar_name<T>()));
       f.set_attr("/", "model_config", model_to_hf_json(mc));
       f.set_attr("/", "train_config", cfg.dump());
     }
@@ -403,16 +410,16 @@ template <class T> struct TrainerImpl {
                       model_from_hf_json(theirs, path).describe(), "; this run is ", mc.describe());
     // Whole tensors, each rank keeping its ZeRO shard of them.
     auto read_all = [&](const std::string& group) {
-      std::vector<T> flat(static_cast<size_t>(model->params().size()));
+      std::vector<A> flat(static_cast<size_t>(model->params().size()));
       for (const ParamInfo& p : model->params().table()) {
-        std::vector<T> x = read_checked<T>(f, group + "/" + p.name);
+        std::vector<A> x = read_checked<A>(f, group + "/" + p.name);
         BURST_CHECK_INPUT(long(x.size()) == p.size, "checkpoint '", path, "': ", group, "/", p.name, " has ", x.size(),
                           " values, expected ", p.size);
         std::copy(x.begin(), x.end(), flat.begin() + p.offset);
       }
       return flat;
     };
-    const std::vector<T> params = read_all("params"), mom = read_all("optim/m"), var = read_all("optim/v");
+    const std::vector<A> params = read_all("params"), mom = read_all("optim/m"), var = read_all("optim/v");
     zero->scatter_full("params", params);
     zero->scatter_full("optim/m", mom);
     zero->scatter_full("optim/v", var);
@@ -605,6 +612,12 @@ template <class T> struct TrainerImpl {
     for (MemCategory c : {MemCategory::Params, MemCategory::Grads, MemCategory::Optimizer, MemCategory::Activations,
                           MemCategory::Comm, MemCategory::Workspace})
       measured += (measured.empty() ? "" : ", ") + std::string(mem_category_name(c)) + " " + format_bytes(mem.peak[int(c)]);
+    if (!std::is_same<T, A>::value) {  // the analytic model has one element size for every category
+      std::printf("memory per rank, first step: measured peak %s\n                  (no analytic model for %s storage "
+                  "with %s masters)\n",
+                  measured.c_str(), scalar_name<T>(), scalar_name<A>());
+      return;
+    }
     std::printf("memory per rank, first step: measured peak %s\n                  analytic model %s (work buffers: "
                 "measured only)\n",
                 measured.c_str(), est.report().c_str());
@@ -752,6 +765,7 @@ template <class T> struct TrainerImpl {
 TrainResult train(Runtime& rt, const Config& cfg, bool resume, MPI_Comm comm) {
   if (comm == MPI_COMM_NULL) comm = rt.world();
   if (cfg.get_string("train.dtype") == "double") return TrainerImpl<double>(rt, cfg, comm).run(resume);
+  if (cfg.get_string("train.dtype") == "bf16") return TrainerImpl<bf16>(rt, cfg, comm).run(resume);
   return TrainerImpl<float>(rt, cfg, comm).run(resume);
 }
 

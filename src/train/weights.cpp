@@ -82,6 +82,20 @@ std::vector<double> WeightsReader::read(const ParamInfo& p) const {
   return f.read<double>(name);
 }
 
+template <class A>
+std::vector<A> load_weights_flat(const std::string& path, const ModelConfig& mc, const std::vector<ParamInfo>& table, long n) {
+  WeightsReader r(path);
+  r.require_weights_of(mc);
+  std::vector<A> flat(static_cast<size_t>(n));
+  for (const ParamInfo& p : table) {
+    const std::vector<double> x = r.read(p);
+    for (long i = 0; i < p.size; ++i) flat[size_t(p.offset + i)] = A(x[size_t(i)]);
+  }
+  return flat;
+}
+template std::vector<float> load_weights_flat<float>(const std::string&, const ModelConfig&, const std::vector<ParamInfo>&, long);
+template std::vector<double> load_weights_flat<double>(const std::string&, const ModelConfig&, const std::vector<ParamInfo>&, long);
+
 template <class T, class Mem> void load_weights(const std::string& path, const ModelConfig& mc, FlatTensors<T, Mem>& params) {
   WeightsReader r(path);
   r.require_weights_of(mc);

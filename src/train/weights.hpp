@@ -57,6 +57,10 @@ class WeightsReader {
 // Fills `params` (the table of the model `mc`) from the weights in `path`,
 // refusing another model (WeightsReader::require_weights_of) or a damaged file. Every rank may call it.
 template <class T, class Mem> void load_weights(const std::string& path, const ModelConfig& mc, FlatTensors<T, Mem>& params);
+// The same weights as one flat host vector in the order of `table` (n
+// elements), converted to A (the trainer's master weights).
+template <class A>
+std::vector<A> load_weights_flat(const std::string& path, const ModelConfig& mc, const std::vector<ParamInfo>& table, long n);
 
 // Writes a params-only weights file (format 2, checksums, content =
 // "weights") through "<path>.tmp" and a rename. values(p) gives each

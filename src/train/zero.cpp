@@ -35,6 +35,15 @@ template <class T> HU1<T> hsub(const Kokkos::View<T*, Layout, HostMem>& v, long 
 
 template <class T> void count_bytes(const char* op, std::int64_t bytes) { CommStats::get().add_bytes("zero", op, bytes); }
 
+// dst(i) = D(src(i)), both in the same memory space (a widening or a rounding copy).
+template <class D, class S> void convert(const D& dst, const S& src) {
+  using E = typename D::non_const_value_type;
+  using Exec = typename D::execution_space;
+  BURST_CHECK(dst.extent(0) == src.extent(0), ErrorKind::Internal, "ZeRO: convert of ", src.extent(0), " into ", dst.extent(0));
+  Kokkos::parallel_for(
+      "burst::zero_convert", Kokkos::RangePolicy<Exec>(0, long(dst.extent(0))), KOKKOS_LAMBDA(const long i) { dst(i) = E(src(i)); });
+}
+
 }  // namespace
 
 template <class T>
@@ -55,21 +64,40 @@ ZeroState<T>::ZeroState(LlamaModel<T, Mem>& model, int stage, bool offload, MPI_
   g_held_.assign(units_.size(), 0);
   const long n = stage_ == 0 ? model.params().size() : shard_;
   if (offload_) {
-    hm_ = H1(mem_label(MemCategory::Optimizer, "adam.m_host"), size_t(n));
-    hv_ = H1(mem_label(MemCategory::Optimizer, "adam.v_host"), size_t(n));
+    hm_ = HA(mem_label(MemCategory::Optimizer, "adam.m_host"), size_t(n));
+    hv_ = HA(mem_label(MemCategory::Optimizer, "adam.v_host"), size_t(n));
   } else {
-    m_ = V1(mem_label(MemCategory::Optimizer, "adam.m"), size_t(n));
-    v_ = V1(mem_label(MemCategory::Optimizer, "adam.v"), size_t(n));
+    m_ = VA(mem_label(MemCategory::Optimizer, "adam.m"), size_t(n));
+    v_ = VA(mem_label(MemCategory::Optimizer, "adam.v"), size_t(n));
   }
-  if (stage_ >= 3) {  // the master copy of the parameters: this rank's chunks
+  const auto flat = model.params().flat();
+  if (stage_ >= 3) {  // the parameters of this rank's chunks
     p_shard_ = V1(mem_label(MemCategory::Params, "zero_shard"), size_t(shard_));
-    const auto flat = model.params().flat();
     for (size_t u = 0; u < units_.size(); ++u) {
       const long lo = own_lo(int(u)), hi = own_hi(int(u));
       if (hi > lo) Kokkos::deep_copy(sub(p_shard_, units_[u].shard_off, hi - lo), sub(flat, units_[u].begin + lo, hi - lo));
     }
   }
-  if (stage_ >= 2) g_shard_ = V1(mem_label(MemCategory::Grads, "zero_shard"), size_t(shard_));
+  if constexpr (kMixed) {  // the masters: the parameters widened (stage 0: whole; else this rank's chunks, padding 0)
+    VA mst(mem_label(MemCategory::Optimizer, offload_ ? "master_staging" : "master"), size_t(n));
+    if (stage_ == 0) {
+      convert(mst, flat);
+    } else if (stage_ >= 3) {
+      convert(mst, p_shard_);
+    } else {
+      for (size_t u = 0; u < units_.size(); ++u) {
+        const long lo = own_lo(int(u)), hi = own_hi(int(u));
+        if (hi > lo) convert(sub(mst, units_[u].shard_off, hi - lo), sub(flat, units_[u].begin + lo, hi - lo));
+      }
+    }
+    if (offload_) {
+      hmaster_ = HA(mem_label(MemCategory::Optimizer, "master_host"), size_t(n));
+      Kokkos::deep_copy(hmaster_, mst);
+    } else {
+      master_ = mst;
+    }
+  }
+  if (stage_ >= 2) g_shard_ = VA(mem_label(MemCategory::Grads, "zero_shard"), size_t(shard_));
   if (stage_ >= 2) model.use_param_hooks(this, stage_ >= 3, true);
 }
 
@@ -116,7 +144,7 @@ template <class T> void ZeroState<T>::release_params(int u) {
 
 template <class T> void ZeroState<T>::acquire_grads(int u) {
   if (stage_ < 2 || g_held_[size_t(u)]++ > 0) return;
-  model_.grads().set_unit(u, V1(mem_label(MemCategory::Grads, "unit"), size_t(units_[size_t(u)].chunk * size_)));
+  model_.grads().set_unit(u, VA(mem_label(MemCategory::Grads, "unit"), size_t(units_[size_t(u)].chunk * size_)));
 }
 
 template <class T> void ZeroState<T>::release_grads(int u) {
@@ -124,11 +152,11 @@ template <class T> void ZeroState<T>::release_grads(int u) {
   BURST_CHECK(g_held_[size_t(u)] > 0, ErrorKind::Internal, "ZeRO: gradients of unit ", u, " released twice");
   if (--g_held_[size_t(u)] > 0) return;
   const Chunk& c = units_[size_t(u)];
-  V1 mine(Kokkos::view_alloc(Kokkos::WithoutInitializing, mem_label(MemCategory::Comm, "zero_reduce")), size_t(c.chunk));
-  count_bytes<T>("reduce_scatter", c.chunk * size_ * std::int64_t(sizeof(T)));
-  const V1 buf = model_.grads().unit(u);
-  on_host<T>(U1<T>(buf.data(), buf.extent(0)), U1<T>(mine.data(), mine.extent(0)),
-             [&](const T* s, T* r) { reduce_scatter_sum_host(s, r, c.chunk, comm_, "ZeRO gradient reduce-scatter"); });
+  VA mine(Kokkos::view_alloc(Kokkos::WithoutInitializing, mem_label(MemCategory::Comm, "zero_reduce")), size_t(c.chunk));
+  count_bytes<A>("reduce_scatter", c.chunk * size_ * std::int64_t(sizeof(A)));
+  const VA buf = model_.grads().unit(u);
+  on_host<A>(U1<A>(buf.data(), buf.extent(0)), U1<A>(mine.data(), mine.extent(0)),
+             [&](const A* s, A* r) { reduce_scatter_sum_host(s, r, c.chunk, comm_, "ZeRO gradient reduce-scatter"); });
   model_.grads().drop_unit(u);
   const auto acc = sub(g_shard_, c.shard_off, c.chunk);
   Kokkos::parallel_for(
@@ -137,20 +165,20 @@ template <class T> void ZeroState<T>::release_grads(int u) {
 
 template <class T> void ZeroState<T>::zero_grads() {
   if (stage_ >= 2)
-    Kokkos::deep_copy(g_shard_, T(0));
+    Kokkos::deep_copy(g_shard_, A(0));
   else
-    Kokkos::deep_copy(model_.grads().flat(), T(0));
+    Kokkos::deep_copy(model_.grads().flat(), A(0));
 }
 
 template <class T> void ZeroState<T>::finish_grads() {
   if (stage_ >= 2) return;
-  count_bytes<T>("all_reduce", model_.grads().size() * std::int64_t(sizeof(T)));
+  count_bytes<A>("all_reduce", model_.grads().size() * std::int64_t(sizeof(A)));
   allreduce_sum(model_.grads().flat(), comm_, "gradient all-reduce");
 }
 
 template <class T> double ZeroState<T>::grad_norm() {
-  if (stage_ < 2) return std::sqrt(kernels::sum_squares<T, Mem>(model_.grads().flat()));
-  return std::sqrt(allreduce_sum(kernels::sum_squares<T, Mem>(g_shard_), comm_, "ZeRO gradient-norm all-reduce"));
+  if (stage_ < 2) return std::sqrt(kernels::sum_squares<A, Mem>(model_.grads().flat()));
+  return std::sqrt(allreduce_sum(kernels::sum_squares<A, Mem>(g_shard_), comm_, "ZeRO gradient-norm all-reduce"));
 }
 
 template <class T> std::string ZeroState<T>::first_nonfinite() {
@@ -158,12 +186,12 @@ template <class T> std::string ZeroState<T>::first_nonfinite() {
   long first = long(table.size());
   if (stage_ < 2) {
     for (size_t k = 0; k < table.size() && first == long(table.size()); ++k)
-      if (!std::isfinite(kernels::sum_squares<T, Mem>(model_.grads().vec(table[k].name)))) first = long(k);
+      if (!std::isfinite(kernels::sum_squares<A, Mem>(model_.grads().vec(table[k].name)))) first = long(k);
   } else {
     long k = 0;
     for_each_owned_tensor([&](const ParamInfo& p, long, long n, long pos) {
       while (table[size_t(k)].name != p.name) ++k;
-      if (k < first && !std::isfinite(kernels::sum_squares<T, Mem>(sub(g_shard_, pos, n)))) first = k;
+      if (k < first && !std::isfinite(kernels::sum_squares<A, Mem>(sub(g_shard_, pos, n)))) first = k;
     });
     first = allreduce_min(first, comm_, "ZeRO non-finite search");
   }
@@ -172,7 +200,7 @@ template <class T> std::string ZeroState<T>::first_nonfinite() {
 
 template <class T> void ZeroState<T>::inject_nan(const std::string& name) {
   const ParamInfo& p = model_.params().info(name);
-  const T nan = std::numeric_limits<T>::quiet_NaN();
+  const A nan = std::numeric_limits<A>::quiet_NaN();
   if (stage_ < 2) {
     if (rank_ == 0) Kokkos::deep_copy(sub(model_.grads().flat(), p.offset, 1), nan);
     return;
@@ -185,35 +213,39 @@ template <class T> void ZeroState<T>::inject_nan(const std::string& name) {
 template <class T> void ZeroState<T>::step(const kernels::AdamWParams& hp, long t, double clip) {
   auto& params = model_.params();
   auto& grads = model_.grads();
-  if (stage_ == 0) {
-    if (clip != 1.0) kernels::scale_inplace<T, Mem>(grads.flat(), clip);
-    for (const ParamInfo& p : params.table()) {
-      if (offload_) {
-        auto hp_ = Kokkos::create_mirror_view_and_copy(HostMem(), params.vec(p.name));
-        auto hg = Kokkos::create_mirror_view_and_copy(HostMem(), grads.vec(p.name));
-        kernels::adamw_step<T, HostMem>(hp_, hg, hsub(hm_, p.offset, p.size), hsub(hv_, p.offset, p.size), hp, t,
-                                        p.is_norm ? 0.0 : 1.0);
-        Kokkos::deep_copy(params.vec(p.name), hp_);
+  // AdamW on n elements: P the parameters the model reads (T), G their
+  // gradient, `at` the position in the master / moment buffers.
+  auto update = [&](const U1<T>& P, const U1<A>& G, long at, long n, double decay) {
+    if (offload_) {  // on the host, over the shard
+      auto hg = Kokkos::create_mirror_view_and_copy(HostMem(), G);
+      if constexpr (kMixed) {
+        auto hpv = Kokkos::create_mirror_view(P);
+        kernels::adamw_step_copy<A, T, HostMem>(hsub(hmaster_, at, n), hg, hsub(hm_, at, n), hsub(hv_, at, n), hp, t, hpv,
+                                                1.0, decay);
+        Kokkos::deep_copy(P, hpv);
       } else {
-        kernels::adamw_step<T, Mem>(params.vec(p.name), grads.vec(p.name), sub(m_, p.offset, p.size), sub(v_, p.offset, p.size),
-                                    hp, t, p.is_norm ? 0.0 : 1.0);
+        auto hpv = Kokkos::create_mirror_view_and_copy(HostMem(), P);
+        kernels::adamw_step<T, HostMem>(hpv, hg, hsub(hm_, at, n), hsub(hv_, at, n), hp, t, decay);
+        Kokkos::deep_copy(P, hpv);
       }
+    } else if constexpr (kMixed) {
+      kernels::adamw_step_copy<A, T, Mem>(sub(master_, at, n), G, sub(m_, at, n), sub(v_, at, n), hp, t, P, 1.0, decay);
+    } else {
+      kernels::adamw_step<T, Mem>(P, G, sub(m_, at, n), sub(v_, at, n), hp, t, decay);
     }
+  };
+  if (stage_ == 0) {
+    if (clip != 1.0) kernels::scale_inplace<A, Mem>(grads.flat(), clip);
+    for (const ParamInfo& p : params.table())
+      update(sub(params.flat(), p.offset, p.size), sub(grads.flat(), p.offset, p.size), p.offset, p.size,
+             p.is_norm ? 0.0 : 1.0);
     return;
   }
-  if (clip != 1.0) kernels::scale_inplace<T, Mem>(stage_ == 1 ? grads.flat() : g_shard_, clip);
+  if (clip != 1.0) kernels::scale_inplace<A, Mem>(stage_ == 1 ? grads.flat() : g_shard_, clip);
   for_each_owned_tensor([&](const ParamInfo& p, long off, long n, long pos) {
     const U1<T> P = stage_ >= 3 ? sub(p_shard_, pos, n) : sub(params.flat(), off, n);
-    const U1<T> G = stage_ == 1 ? sub(grads.flat(), off, n) : sub(g_shard_, pos, n);
-    const double decay = p.is_norm ? 0.0 : 1.0;
-    if (offload_) {  // the update on the host, over the shard
-      auto hp_ = Kokkos::create_mirror_view_and_copy(HostMem(), P);
-      auto hg = Kokkos::create_mirror_view_and_copy(HostMem(), G);
-      kernels::adamw_step<T, HostMem>(hp_, hg, hsub(hm_, pos, n), hsub(hv_, pos, n), hp, t, decay);
-      Kokkos::deep_copy(P, hp_);
-    } else {
-      kernels::adamw_step<T, Mem>(P, G, sub(m_, pos, n), sub(v_, pos, n), hp, t, decay);
-    }
+    const U1<A> G = stage_ == 1 ? sub(grads.flat(), off, n) : sub(g_shard_, pos, n);
+    update(P, G, pos, n, p.is_norm ? 0.0 : 1.0);
   });
   if (stage_ >= 3) return;
   // Stages 1 and 2: every rank's whole copy gets the updated chunks.
@@ -228,52 +260,70 @@ template <class T> void ZeroState<T>::step(const kernels::AdamWParams& hp, long 
   }
 }
 
-template <class T> std::vector<T> ZeroState<T>::gather_full(const std::string& what) {
+template <class T> std::vector<typename ZeroState<T>::A> ZeroState<T>::gather_full(const std::string& what) {
   const long N = model_.params().size();
   const bool params = what == "params";
   BURST_CHECK(params || what == "optim/m" || what == "optim/v", ErrorKind::Internal, "ZeRO: gather of '", what, "'");
-  std::vector<T> full;
+  std::vector<A> full;
   auto whole = [&](const auto& v) {  // a whole copy on this rank
     auto h = Kokkos::create_mirror_view_and_copy(HostMem(), v);
     if (rank_ == 0) full.assign(h.data(), h.data() + N);
   };
-  if (params && stage_ < 3) {
-    whole(model_.params().flat());
-    return full;
-  }
-  if (!params && stage_ == 0) {
-    if (offload_) whole(what == "optim/m" ? hm_ : hv_);
-    else whole(what == "optim/m" ? m_ : v_);
-    return full;
-  }
-  // Sharded: this rank's chunks to the host, gathered unit by unit to rank 0.
-  std::vector<T> shard(static_cast<size_t>(shard_));
+  auto host_shard = [&](const auto& v) {  // this rank's chunks, on the host
+    auto h = Kokkos::create_mirror_view_and_copy(HostMem(), v);
+    return std::vector<A>(h.data(), h.data() + shard_);
+  };
+  std::vector<A> shard;
   if (params) {
-    auto h = Kokkos::create_mirror_view_and_copy(HostMem(), p_shard_);
-    std::copy(h.data(), h.data() + shard_, shard.begin());
-  } else if (offload_) {
-    const H1& h = what == "optim/m" ? hm_ : hv_;
-    std::copy(h.data(), h.data() + shard_, shard.begin());
+    if constexpr (kMixed) {
+      const bool host = offload_;
+      if (stage_ == 0) {
+        if (host) whole(hmaster_);
+        else whole(master_);
+        return full;
+      }
+      shard = host ? host_shard(hmaster_) : host_shard(master_);
+    } else {
+      if (stage_ < 3) {
+        whole(model_.params().flat());
+        return full;
+      }
+      shard = host_shard(p_shard_);
+    }
   } else {
-    auto h = Kokkos::create_mirror_view_and_copy(HostMem(), what == "optim/m" ? m_ : v_);
-    std::copy(h.data(), h.data() + shard_, shard.begin());
+    const bool m = what == "optim/m";
+    if (stage_ == 0) {
+      if (offload_) whole(m ? hm_ : hv_);
+      else whole(m ? m_ : v_);
+      return full;
+    }
+    shard = offload_ ? host_shard(m ? hm_ : hv_) : host_shard(m ? m_ : v_);
   }
-  if (rank_ == 0) full.assign(size_t(N), T(0));
+  // Sharded: gathered unit by unit to rank 0.
+  if (rank_ == 0) full.assign(size_t(N), A(0));
   for (const Chunk& c : units_) {
-    std::vector<T> all(rank_ == 0 ? size_t(c.chunk * size_) : 0);
+    std::vector<A> all(rank_ == 0 ? size_t(c.chunk * size_) : 0);
     gather_host(shard.data() + c.shard_off, all.data(), c.chunk, comm_, "ZeRO checkpoint gather");
     if (rank_ == 0) std::copy(all.begin(), all.begin() + c.len, full.begin() + c.begin);
   }
   return full;
 }
 
-template <class T> void ZeroState<T>::scatter_full(const std::string& what, const std::vector<T>& full) {
+template <class T> void ZeroState<T>::scatter_full(const std::string& what, const std::vector<A>& full) {
   const bool params = what == "params";
   BURST_CHECK(long(full.size()) == model_.params().size(), ErrorKind::Internal, "ZeRO: scatter of ", full.size(), " values");
+  // dst[dst_off, +n) = full[src_off, +n), rounded to dst's type.
   auto put = [&](const auto& dst, long dst_off, long src_off, long n) {
-    using E = typename std::decay_t<decltype(dst)>::memory_space;
-    Kokkos::View<T*, Layout, E, Kokkos::MemoryTraits<Kokkos::Unmanaged>> d(dst.data() + dst_off, size_t(n));
-    Kokkos::deep_copy(d, HUnmanaged1<const T>(full.data() + src_off, size_t(n)));
+    using D = std::decay_t<decltype(dst)>;
+    using E = typename D::non_const_value_type;
+    Kokkos::View<E*, Layout, typename D::memory_space, Kokkos::MemoryTraits<Kokkos::Unmanaged>> d(dst.data() + dst_off, size_t(n));
+    if constexpr (std::is_same<E, A>::value) {
+      Kokkos::deep_copy(d, HUnmanaged1<const A>(full.data() + src_off, size_t(n)));
+    } else {
+      std::vector<E> r(static_cast<size_t>(n));
+      for (long i = 0; i < n; ++i) r[size_t(i)] = E(full[size_t(src_off + i)]);
+      Kokkos::deep_copy(d, HUnmanaged1<const E>(r.data(), size_t(n)));
+    }
   };
   auto own = [&](const auto& dst) {  // this rank's chunks
     for (size_t u = 0; u < units_.size(); ++u) {
@@ -281,23 +331,26 @@ template <class T> void ZeroState<T>::scatter_full(const std::string& what, cons
       if (hi > lo) put(dst, units_[u].shard_off, units_[u].begin + lo, hi - lo);
     }
   };
+  auto whole_or_own = [&](const auto& dst) {
+    if (stage_ == 0) put(dst, 0, 0, long(full.size()));
+    else own(dst);
+  };
   if (params) {
     if (stage_ < 3) put(model_.params().flat(), 0, 0, long(full.size()));
     else own(p_shard_);
+    if constexpr (kMixed) {
+      if (offload_) whole_or_own(hmaster_);
+      else whole_or_own(master_);
+    }
     return;
   }
   const bool m = what == "optim/m";
-  if (stage_ == 0) {
-    if (offload_) put(m ? hm_ : hv_, 0, 0, long(full.size()));
-    else put(m ? m_ : v_, 0, 0, long(full.size()));
-  } else if (offload_) {
-    own(m ? hm_ : hv_);
-  } else {
-    own(m ? m_ : v_);
-  }
+  if (offload_) whole_or_own(m ? hm_ : hv_);
+  else whole_or_own(m ? m_ : v_);
 }
 
 template class ZeroState<float>;
 template class ZeroState<double>;
+template class ZeroState<bf16>;
 
 }  // namespace burst

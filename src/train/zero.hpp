@@ -27,6 +27,7 @@
 #include <mpi.h>
 
 #include <string>
+#include <type_traits>
 #include <vector>
 
 namespace burst {
@@ -34,11 +35,20 @@ namespace burst {
 template <class T> class ZeroState : public ParamHooks {
  public:
   using Mem = DeviceMem;
+  // Gradients, AdamW moments and the master weights are in A (fp32 for a
+  // bf16 model; the model's own type otherwise). With T != A ("mixed"),
+  // the rank keeps an A master of what it updates (stage 0: every tensor;
+  // else its shard) and the update writes the T copy the model reads in the
+  // same pass; checkpoints hold the masters, so nothing is lost to rounding.
+  using A = accum_t<T>;
+  static constexpr bool kMixed = !std::is_same<A, T>::value;
   using V1 = Kokkos::View<T*, Layout, Mem>;
-  using H1 = Kokkos::View<T*, Layout, HostMem>;
+  using VA = Kokkos::View<A*, Layout, Mem>;
+  using HA = Kokkos::View<A*, Layout, HostMem>;
 
   // Collective over comm. Switches `model` to per-unit storage as the stage
-  // asks (the model must outlive this object's use).
+  // asks (the model must outlive this object's use). The master weights
+  // start as the model's parameters.
   ZeroState(LlamaModel<T, Mem>& model, int stage, bool offload, MPI_Comm comm);
   ~ZeroState() override;
 
@@ -58,11 +68,12 @@ template <class T> class ZeroState : public ParamHooks {
   // For tests: a NaN in the first gradient element of `name` (global).
   void inject_nan(const std::string& name);
 
-  // Whole tensors in table order: "params", "optim/m", "optim/v".
+  // Whole tensors in table order: "params" (the masters), "optim/m", "optim/v".
   // gather_full: on rank 0 (others get an empty vector); collective.
-  std::vector<T> gather_full(const std::string& what);
-  // scatter_full: every rank passes the whole vector and keeps its part.
-  void scatter_full(const std::string& what, const std::vector<T>& full);
+  std::vector<A> gather_full(const std::string& what);
+  // scatter_full: every rank passes the whole vector and keeps its part
+  // ("params": the masters and the model's T copy).
+  void scatter_full(const std::string& what, const std::vector<A>& full);
 
   void acquire_params(int unit) override;
   void release_params(int unit) override;
@@ -93,10 +104,12 @@ template <class T> class ZeroState : public ParamHooks {
   int rank_ = 0, size_ = 1;
   std::vector<Chunk> units_;
   long shard_ = 0;       // sum of chunks
-  V1 p_shard_;           // stage 3: the parameters (master copy)
-  V1 g_shard_;           // stages 2, 3: the reduced gradients
-  V1 m_, v_;             // stage 0: whole; else the shard (device memory)
-  H1 hm_, hv_;           // offload: the moments in host memory
+  V1 p_shard_;           // stage 3: the parameters this rank owns (the master unless mixed)
+  VA master_;            // mixed: the master weights (stage 0: whole; else the shard; device)
+  HA hmaster_;           // mixed with offload: the same in host memory
+  VA g_shard_;           // stages 2, 3: the reduced gradients
+  VA m_, v_;             // stage 0: whole; else the shard (device memory)
+  HA hm_, hv_;           // offload: the moments in host memory
   std::vector<int> p_held_, g_held_;  // reference counts per unit
 };
 
