@@ -340,7 +340,7 @@ static void report(const Case& c, const char* what, const char* variant, const E
 
 static void run_case(const Case& c, std::mt19937_64& rng) {
   bool any = false;  // skip a case no enabled forward variant serves (e.g. d = 64 for the wgmma-only run)
-  for (int var = 0; flash_fwd_variant_name(c.d, var); ++var) any = any || fwd_enabled(var);
+  for (int var = 0; var < kMaxVariants; ++var) any = any || (flash_fwd_variant_name(c.d, var) && fwd_enabled(var));
   if (!any && g_no_bwd) return;
   const size_t nq = (size_t)c.sq * c.n * c.d, nk = (size_t)c.sk * c.nkv * c.d, nr = (size_t)c.sq * c.n;
   DevBuf<bf16> q(nq), k(nk), v(nk), dout(nq);
@@ -377,8 +377,8 @@ static void run_case(const Case& c, std::mt19937_64& rng) {
   DevBuf<float> o(nq), lse(nr), D(nr), dq(nq), dk(nk), dv(nk);
   DevBuf<bf16> ob(nq);
   const double tol = 1e-2;
-  for (int var = 0; flash_fwd_variant_name(c.d, var); ++var) {
-    if (!fwd_enabled(var)) continue;
+  for (int var = 0; var < kMaxVariants; ++var) {
+    if (!flash_fwd_variant_name(c.d, var) || !fwd_enabled(var)) continue;
     o.poison(), ob.poison(), lse.poison();
     const char* vn = flash_fwd_variant_name(c.d, var);
     const std::string err =
@@ -522,8 +522,8 @@ static void run_timing(const std::vector<TShape>& shapes, int n, int nkv, int d,
       CK(flash_rowsum(ts.sq, n, d, dout.p, o.p, D.p, 0));
       row("rowsum", time_ms([&] { CK(flash_rowsum(ts.sq, n, d, dout.p, o.p, D.p, 0)); }, budget_ms / 4), 0);
     }
-    for (int var = 0; flash_fwd_variant_name(d, var); ++var) {
-      if (!fwd_enabled(var)) continue;
+    for (int var = 0; var < kMaxVariants; ++var) {
+      if (!flash_fwd_variant_name(d, var) || !fwd_enabled(var)) continue;
       {  // a variant that fails to launch is skipped (a fault ends the process: fwd_error)
         const std::string err =
             fwd_error(flash_forward(s, q.p, k.p, v.p, m, scale, o.p, nullptr, lse.p, nullptr, 0, FwdConfig{var}));

@@ -46,7 +46,8 @@ cudaError_t launch_bwd(const BwdParams& p, cudaStream_t st) {
 
 cudaError_t fwd_d64(const FwdParams& p, int variant, cudaStream_t st);
 cudaError_t fwd_d128(const FwdParams& p, int variant, cudaStream_t st);
-// The wgmma forward (flash_fwd_wgmma.cuh, built for sm_90a only): variants 4, 5 (d128: 6, a diagnostic).
+// The wgmma forward (flash_fwd_wgmma.cuh, built for sm_90a only): variants 4, 5 (d128: 6, a diagnostic),
+// and 7 (flash_fwd_tma_ws.cuh: TMA + warp-specialised ping-pong).
 cudaError_t fwd_wgmma_d64(const FwdParams& p, int variant, cudaStream_t st);
 cudaError_t fwd_wgmma_d128(const FwdParams& p, int variant, cudaStream_t st);
 // The wgmma backward (flash_bwd_wgmma.cuh, sm_90a only): variants 4, 5, 6 (5: a diagnostic).

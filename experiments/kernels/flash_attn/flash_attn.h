@@ -95,7 +95,9 @@ cudaError_t flash_backward(const AttnShape& s, const __nv_bfloat16* q, const __n
 // forward's output, computed once locally (ALGORITHMS.md section 3).
 cudaError_t flash_rowsum(int sq, int n, int d, const __nv_bfloat16* dout, const float* o, float* D, cudaStream_t stream);
 
-// Names of the variants (for the benchmark): returns nullptr past the last.
+// Names of the variants (for the benchmark): nullptr past the last, and for a
+// number the head dim lacks (d = 64 has no forward variant 6); kMaxVariants bounds the numbers.
+constexpr int kMaxVariants = 16;
 const char* flash_fwd_variant_name(int d, int variant);
 const char* flash_bwd_variant_name(int d, int variant);
 

@@ -1,8 +1,9 @@
 // wgmma forward instantiations, head dim 128 (sm_90a only: build this file
-// with -gencode=arch=compute_90a,code=sm_90a). Forward variants 4, 5 and 6
-// of flash_attn.cu's d128 table land here as 0, 1 and 2.
+// with -gencode=arch=compute_90a,code=sm_90a). Forward variants 4, 5, 6 and 7
+// of flash_attn.cu's d128 table land here as 0, 1, 2 and 3.
 #include "flash_api.cuh"
 #include "flash_fwd_wgmma.cuh"
+#include "flash_fwd_tma_ws.cuh"
 
 #if defined(__CUDA_ARCH__) && !defined(__CUDA_ARCH_FEAT_SM90_ALL)
 #error "flash_fwd_wgmma_d128.cu needs the sm_90a target: -gencode=arch=compute_90a,code=sm_90a"
@@ -14,6 +15,7 @@ cudaError_t fwd_wgmma_d128(const FwdParams& p, int variant, cudaStream_t st) {
     case 0: return launch_fwd_wgmma<128, 128, false>(p, st);
     case 1: return launch_fwd_wgmma<128, 128, true>(p, st);
     case 2: return launch_fwd_wgmma<128, 128, true, true>(p, st);  // diagnostic: V descriptor offsets swapped
+    case 3: return launch_fwd_tma_ws<128, 128, 2>(p, st);          // TMA + warp-specialised ping-pong (flash_fwd_tma_ws.cuh)
   }
   return cudaErrorInvalidValue;
 }

@@ -1,8 +1,9 @@
 // wgmma forward instantiations, head dim 64 (sm_90a only: build this file
-// with -gencode=arch=compute_90a,code=sm_90a). Forward variants 4 and 5 of
-// flash_attn.cu's d64 table land here as 0 and 1.
+// with -gencode=arch=compute_90a,code=sm_90a). Forward variants 4, 5 and 7 of
+// flash_attn.cu's d64 table land here as 0, 1 and 3 (d64 has no variant 6).
 #include "flash_api.cuh"
 #include "flash_fwd_wgmma.cuh"
+#include "flash_fwd_tma_ws.cuh"
 
 #if defined(__CUDA_ARCH__) && !defined(__CUDA_ARCH_FEAT_SM90_ALL)
 #error "flash_fwd_wgmma_d64.cu needs the sm_90a target: -gencode=arch=compute_90a,code=sm_90a"
@@ -13,6 +14,7 @@ cudaError_t fwd_wgmma_d64(const FwdParams& p, int variant, cudaStream_t st) {
   switch (variant) {
     case 0: return launch_fwd_wgmma<64, 128, false>(p, st);
     case 1: return launch_fwd_wgmma<64, 128, true>(p, st);
+    case 3: return launch_fwd_tma_ws<64, 128, 2>(p, st);  // TMA + warp-specialised ping-pong (flash_fwd_tma_ws.cuh)
   }
   return cudaErrorInvalidValue;
 }

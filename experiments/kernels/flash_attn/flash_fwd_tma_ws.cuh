@@ -1,0 +1,405 @@
+// Forward variant 7 (sm_90a only): FlashAttention-3's structure on top of the
+// v3 wgmma forward (flash_fwd_wgmma.cuh: same contract, masks, launch order,
+// tile shapes BR = 128, BC = 128, same smem layout and wgmma descriptors).
+//
+// One block = 3 warpgroups (384 threads) per (query head, 128 query rows):
+//   warpgroup 0: producer. setmaxnreg.dec to 56 registers; one thread issues
+//     every load by TMA (cp.async.bulk.tensor.3d, 128-byte swizzle, boxes of
+//     64 columns x ROWS rows, so the smem tile is exactly sw128<ROWS>): Q once,
+//     then K_c and V_c of every visible key tile c into a ring of NST stages.
+//     Each stage has a full barrier per tensor (arrive.expect_tx by the
+//     producer + the TMA's complete_tx bytes) and an empty barrier per tensor
+//     (one arrival per consumer warpgroup once the wgmma that read it retired).
+//   warpgroups 1, 2: consumers, setmaxnreg.inc to 224; consumer w owns query
+//     rows [64 w, 64 w + 64) of the tile. Per key tile c:
+//       wait K_c full; named barrier "my turn" (bar.sync id, 256);
+//       issue S_c = Q K_c^T (SS wgmma); bar.arrive "your turn" for the other
+//       consumer; wait for S_c; release K_c; mask + online softmax of S_c
+//       (the other consumer's S GEMM runs meanwhile); O *= alpha; pack P_c to
+//       bf16 A fragments; wait V_c full; O += P_c V_c (RS wgmma); wait;
+//       release V_c.
+//     The scheduling barriers order the *issue* of the two consumers' S GEMMs
+//     (strict alternation, FA3's inter-warpgroup ping-pong), so one consumer's
+//     softmax runs while the other's GEMMs occupy the tensor cores, with no
+//     block-wide barrier after the start. There is no intra-warpgroup overlap
+//     (S_{c+1} issued before the softmax of S_c finishes): with nvcc 13.0
+//     ptxas allocated the consumer region within the 168-register entry budget
+//     despite setmaxnreg.inc, and the overlapped schedule (S, O and P live
+//     together, ~240 registers) then spilled ~600 bytes and serialised every
+//     wgmma (NOTES, v5).
+// Ping-pong balance: consumer 0 syncs on barrier kBarSched0 once per tile and
+// arrives on kBarSched1 once per tile; consumer 1 syncs on kBarSched1 once per
+// tile and arrives on kBarSched0 once at the start (to let consumer 0 go first)
+// and once per tile except its last. Both consumers walk the same tile list
+// (the tile classification is per block), so every sync meets exactly one
+// arrival of the other warpgroup and no arrival is left pending at exit; a
+// block with no visible tile skips all of it (and loads nothing).
+// Every mbarrier wait is bounded (trap after 2^28 failed polls: a fault, never
+// a hang, if an arrival were ever lost).
+#pragma once
+
+#include "flash_fwd_wgmma.cuh"
+
+#include <cuda.h>  // CUtensorMap and its enums only: cuTensorMapEncodeTiled comes through the runtime's entry point
+#include <cudaTypedefs.h>
+#include <cstring>
+
+namespace burst_fa {
+namespace dev {
+
+// ------------------------------------------------------------ PTX wrappers
+__device__ __forceinline__ void mbar_init(uint32_t bar, uint32_t count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count) : "memory");
+}
+__device__ __forceinline__ void mbar_arrive_expect_tx(uint32_t bar, uint32_t bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(bytes) : "memory");
+}
+__device__ __forceinline__ void mbar_arrive(uint32_t bar) {
+  asm volatile("{\n.reg .b64 st;\nmbarrier.arrive.shared::cta.b64 st, [%0];\n}\n" ::"r"(bar) : "memory");
+}
+__device__ __forceinline__ bool mbar_try_wait(uint32_t bar, uint32_t parity) {
+  uint32_t ok;
+  asm volatile(
+      "{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\nselp.u32 %0, 1, 0, p;\n}\n"
+      : "=r"(ok)
+      : "r"(bar), "r"(parity)
+      : "memory");
+  return ok != 0;
+}
+// Wait for the phase with the given parity to complete. Bounded: a lost
+// arrival (a bug) traps after 2^28 failed polls (each try_wait suspends for a
+// while before it fails: seconds in all) instead of hanging.
+__device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity) {
+  uint32_t n = 0;
+  while (!mbar_try_wait(bar, parity))
+    if (++n == (1u << 28)) __trap();
+}
+// 3-d tensor tile (coordinates innermost first) into shared memory, completing
+// its bytes on the mbarrier.
+__device__ __forceinline__ void tma_load_3d(uint32_t dst, const CUtensorMap* map, uint32_t bar, int c0, int c1, int c2) {
+  asm volatile(
+      "cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%3, %4, %5}], [%2];\n" ::"r"(
+          dst),
+      "l"(reinterpret_cast<uint64_t>(map)), "r"(bar), "r"(c0), "r"(c1), "r"(c2)
+      : "memory");
+}
+__device__ __forceinline__ void tma_prefetch_desc(const CUtensorMap* map) {
+  asm volatile("prefetch.tensormap [%0];\n" ::"l"(reinterpret_cast<uint64_t>(map)) : "memory");
+}
+__device__ __forceinline__ void named_bar_sync(int id, int nthreads) {
+  asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(nthreads) : "memory");
+}
+__device__ __forceinline__ void named_bar_arrive(int id, int nthreads) {
+  asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(nthreads) : "memory");
+}
+template <int N> __device__ __forceinline__ void setmaxnreg_dec() {
+  asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(N));
+}
+template <int N> __device__ __forceinline__ void setmaxnreg_inc() {
+  asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(N));
+}
+
+template <int D, int BC, int NST> struct TmaWsTraits {
+  static constexpr int BR = 128, NT = 384;
+  static constexpr uint32_t Q_BYTES = BR * D * 2, KV_BYTES = BC * D * 2;
+  // Q, K[NST], V[NST] (each a multiple of 1024 bytes), then the mbarriers,
+  // plus 1 KB to align the base to 1024 bytes (128B swizzle).
+  static constexpr int NBAR = 1 + 4 * NST;
+  static constexpr size_t smem_bytes = size_t(Q_BYTES) + 2 * NST * size_t(KV_BYTES) + 8 * NBAR + 1024;
+  static_assert(D == 64 || D == 128, "head dim");
+  static_assert(BC == 64 || BC == 128, "key tile (wgmma N) must be 64 or 128 here");
+  static_assert(NST >= 2 && NST <= 4, "stages");
+  static_assert(smem_bytes <= 227 * 1024, "shared memory");
+};
+
+constexpr int kBarSched0 = 1, kBarSched1 = 2;  // named barriers (0 is __syncthreads)
+constexpr int kProducerRegs = 56, kConsumerRegs = 224;
+
+template <int D, int BC, int NST, bool POS>
+__global__ void __launch_bounds__(384, 1)
+    flash_fwd_tma_ws_kernel(const __grid_constant__ FwdParams p, const __grid_constant__ CUtensorMap tm_q,
+                            const __grid_constant__ CUtensorMap tm_k, const __grid_constant__ CUtensorMap tm_v) {
+  using Tr = TmaWsTraits<D, BC, NST>;
+  constexpr int BR = Tr::BR;
+  constexpr int NS = BC / 8;  // n8 column groups of S per thread (4 floats each)
+  constexpr int NO = D / 8;   // n8 column groups of O
+  extern __shared__ __align__(1024) unsigned char tw_smem_raw[];
+  const uint32_t raw_u32 = smem_u32(tw_smem_raw);
+  const uint32_t sbase = (raw_u32 + 1023u) & ~1023u;
+  const uint32_t q_s = sbase;                                // [BR x D] sw128
+  const uint32_t k_s = q_s + Tr::Q_BYTES;                    // [NST][BC x D]
+  const uint32_t v_s = k_s + NST * Tr::KV_BYTES;             // [NST][BC x D]
+  const uint32_t bar0 = v_s + NST * Tr::KV_BYTES;            // mbarriers, 8 bytes each
+  const uint32_t bar_q = bar0;
+  auto bar_full_k = [&](int s) { return bar0 + 8u * (1 + s); };
+  auto bar_full_v = [&](int s) { return bar0 + 8u * (1 + NST + s); };
+  auto bar_empty_k = [&](int s) { return bar0 + 8u * (1 + 2 * NST + s); };
+  auto bar_empty_v = [&](int s) { return bar0 + 8u * (1 + 3 * NST + s); };
+
+  const int h = blockIdx.y;
+  const int qt = gridDim.x - 1 - blockIdx.x;  // the longest (causal) tiles first
+  const int hk = h / p.group;
+  const int tid = threadIdx.x, wg = tid / 128;
+  const int i0 = qt * BR, i1 = min(i0 + BR, p.sq);
+  const MaskDev& mask = p.mask;
+
+  const int nkt = (p.sk + BC - 1) / BC;
+  int kt_end = nkt;
+  if (mask.kind == kMaskCausal) {
+    const long long last = (long long)(i1 - 1) + mask.diag_offset;
+    kt_end = last < 0 ? 0 : (int)(last / BC + 1 < nkt ? last / BC + 1 : nkt);
+  }
+  auto tile_cls = [&](int kt) {
+    const int j0 = kt * BC;
+    return classify_tile(mask, i0, i1, j0, min(j0 + BC, p.sk), j0 + BC > p.sk);
+  };
+  auto next_tile = [&](int kt) {
+    while (kt < kt_end && tile_cls(kt) == 0) ++kt;
+    return kt;
+  };
+  const int first = next_tile(0);
+
+  if (tid == 0) {
+    mbar_init(bar_q, 1);
+#pragma unroll
+    for (int s = 0; s < NST; ++s) {
+      mbar_init(bar_full_k(s), 1);
+      mbar_init(bar_full_v(s), 1);
+      mbar_init(bar_empty_k(s), 2);  // one arrival per consumer warpgroup
+      mbar_init(bar_empty_v(s), 2);
+    }
+    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+  }
+  __syncthreads();  // the only block-wide barrier
+
+  if (wg == 0) {
+    // ------------------------------------------------------------ producer
+    setmaxnreg_dec<kProducerRegs>();
+    if (tid == 0 && first < kt_end) {
+      tma_prefetch_desc(&tm_q);
+      tma_prefetch_desc(&tm_k);
+      tma_prefetch_desc(&tm_v);
+      mbar_arrive_expect_tx(bar_q, Tr::Q_BYTES);
+#pragma unroll
+      for (int b = 0; b < D / 64; ++b) tma_load_3d(q_s + b * BR * 128, &tm_q, bar_q, b * 64, h, i0);
+      int c = 0;
+      for (int kt = first; kt < kt_end; kt = next_tile(kt + 1), ++c) {
+        const int st = c % NST;
+        const uint32_t ph = (uint32_t)(c / NST) & 1u;
+        mbar_wait(bar_empty_k(st), ph ^ 1u);  // the first round passes (fresh barrier: the "previous" phase is complete)
+        mbar_arrive_expect_tx(bar_full_k(st), Tr::KV_BYTES);
+#pragma unroll
+        for (int b = 0; b < D / 64; ++b)
+          tma_load_3d(k_s + st * Tr::KV_BYTES + b * BC * 128, &tm_k, bar_full_k(st), b * 64, hk, kt * BC);
+        mbar_wait(bar_empty_v(st), ph ^ 1u);
+        mbar_arrive_expect_tx(bar_full_v(st), Tr::KV_BYTES);
+#pragma unroll
+        for (int b = 0; b < D / 64; ++b)
+          tma_load_3d(v_s + st * Tr::KV_BYTES + b * BC * 128, &tm_v, bar_full_v(st), b * 64, hk, kt * BC);
+      }
+    }
+    return;
+  }
+
+  // -------------------------------------------------------------- consumers
+  setmaxnreg_inc<kConsumerRegs>();
+  const int cw = wg - 1;  // consumer index 0 / 1
+  const int wtid = tid % 128;
+  const int lane = tid % 32, g = lane >> 2, t = lane & 3;
+  const int wrow = cw * 64 + (wtid / 32) * 16;  // this warp's first row in the block's tile
+  const int my_bar = cw == 0 ? kBarSched0 : kBarSched1, other_bar = cw == 0 ? kBarSched1 : kBarSched0;
+
+  RowInfo qinfo[POS ? 2 : 1];
+  if constexpr (POS) {
+#pragma unroll
+    for (int hf = 0; hf < 2; ++hf) qinfo[hf] = row_info(mask, min(i0 + wrow + g + hf * 8, p.sq - 1), true);
+  }
+
+  float o[D / 2];
+#pragma unroll
+  for (int x = 0; x < D / 2; ++x) o[x] = 0.f;
+  float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.f, 0.f};
+
+  const uint32_t q_base = q_s + cw * 64 * 128;
+  constexpr uint32_t V_LBO = BC * 128, V_SBO = 1024;  // MN-major V (settled by run 3)
+
+  if (first < kt_end) {
+    if (cw == 1) named_bar_arrive(kBarSched0, 256);  // consumer 0 goes first
+    mbar_wait(bar_q, 0);
+  }
+  int c = 0;  // visible-tile counter: K_c, V_c live in stage c % NST, phase (c / NST) & 1
+  for (int cur = first; cur < kt_end; ++c) {
+    const int nxt = next_tile(cur + 1);
+    const bool last = nxt >= kt_end;
+    const int st = c % NST;
+    const uint32_t ph = (uint32_t)(c / NST) & 1u;
+    mbar_wait(bar_full_k(st), ph);
+    // Operand bases through an opaque copy, so that the 2 x D/16 + BC/16
+    // descriptors are rebuilt per tile instead of hoisted into ~40 registers.
+    uint32_t qa = q_base, ka = k_s + st * Tr::KV_BYTES, va = v_s + st * Tr::KV_BYTES;
+    asm volatile("" : "+r"(qa), "+r"(ka), "+r"(va));
+    named_bar_sync(my_bar, 256);  // my turn on the tensor cores
+
+    // ---- S_c = Q K_c^T
+    float s[BC / 2];
+    wgmma_fence();
+#pragma unroll
+    for (int ks = 0; ks < D / 16; ++ks) {
+      const uint64_t da = sw128_desc(qa + (ks / 4) * BR * 128 + (ks % 4) * 32, 16, 1024);
+      const uint64_t db = sw128_desc(ka + (ks / 4) * BC * 128 + (ks % 4) * 32, 16, 1024);
+      wgmma_ss<BC>(s, da, db, ks > 0 ? 1 : 0);
+    }
+    wgmma_commit();
+    // The other consumer's turn (consumer 1's last arrival would have no sync to meet).
+    if (cw == 0 || !last) named_bar_arrive(other_bar, 256);
+    wgmma_wait<0>();
+    reg_fence(s);
+    if (wtid == 0) mbar_arrive(bar_empty_k(st));  // K_c fully read
+
+    const int j0 = cur * BC;
+    const int cls = tile_cls(cur);
+    // ---- mask (partial tiles only) on the raw scores
+    if (cls == 1) {
+#pragma unroll
+      for (int x = 0; x < NS; ++x) {
+#pragma unroll
+        for (int e1 = 0; e1 < 2; ++e1) {
+          const int j = j0 + x * 8 + 2 * t + e1;
+          const RowInfo kinfo = row_info_t<POS>(mask, min(j, p.sk - 1), false);
+#pragma unroll
+          for (int hf = 0; hf < 2; ++hf) {
+            const int i = i0 + wrow + g + hf * 8;
+            if (j >= p.sk || !elem_visible_t<POS>(mask, i, j, qinfo[POS ? hf : 0], kinfo)) s[x * 4 + hf * 2 + e1] = -INFINITY;
+          }
+        }
+      }
+    }
+    // ---- online softmax (log2 units), while the other consumer's GEMMs run
+    float alpha[2];
+#pragma unroll
+    for (int hf = 0; hf < 2; ++hf) {
+      float mx = -INFINITY;
+#pragma unroll
+      for (int x = 0; x < NS; ++x) mx = fmaxf(mx, fmaxf(s[x * 4 + hf * 2], s[x * 4 + hf * 2 + 1]));
+      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+      const float mnew = fmaxf(m[hf], mx * p.scale_log2);  // scale > 0
+      const float muse = mnew == -INFINITY ? 0.f : mnew;
+      alpha[hf] = fast_exp2(m[hf] - muse);  // 0 on the first visible tile (m = -inf), where O = 0
+      m[hf] = mnew;
+      float rs = 0.f;
+#pragma unroll
+      for (int x = 0; x < NS; ++x) {
+        const float p0 = fast_exp2(fmaf(s[x * 4 + hf * 2], p.scale_log2, -muse));
+        const float p1 = fast_exp2(fmaf(s[x * 4 + hf * 2 + 1], p.scale_log2, -muse));
+        s[x * 4 + hf * 2] = p0, s[x * 4 + hf * 2 + 1] = p1;
+        rs += p0 + p1;
+      }
+      l[hf] = l[hf] * alpha[hf] + rs;
+    }
+    uint32_t pf[BC / 16][4];  // P as wgmma A fragments (the accumulator re-pack of variant 4)
+#pragma unroll
+    for (int kk = 0; kk < BC / 16; ++kk) {
+      pf[kk][0] = pack_bf16(s[(2 * kk) * 4 + 0], s[(2 * kk) * 4 + 1]);
+      pf[kk][1] = pack_bf16(s[(2 * kk) * 4 + 2], s[(2 * kk) * 4 + 3]);
+      pf[kk][2] = pack_bf16(s[(2 * kk + 1) * 4 + 0], s[(2 * kk + 1) * 4 + 1]);
+      pf[kk][3] = pack_bf16(s[(2 * kk + 1) * 4 + 2], s[(2 * kk + 1) * 4 + 3]);
+    }
+
+    // O = alpha O (its previous tiles' scale) before O += P V_c
+#pragma unroll
+    for (int x = 0; x < NO; ++x) {
+      o[x * 4 + 0] *= alpha[0], o[x * 4 + 1] *= alpha[0];
+      o[x * 4 + 2] *= alpha[1], o[x * 4 + 3] *= alpha[1];
+    }
+    // ---- O += P V_c
+    mbar_wait(bar_full_v(st), ph);
+    wgmma_fence();
+#pragma unroll
+    for (int kk = 0; kk < BC / 16; ++kk) {
+      const uint64_t db = sw128_desc(va + kk * 16 * 128, V_LBO, V_SBO);
+      wgmma_rs_tb<D>(o, pf[kk], db, 1);
+    }
+    wgmma_commit();
+    wgmma_wait<0>();
+    reg_fence(o);
+    if (wtid == 0) mbar_arrive(bar_empty_v(st));  // V_c fully read
+    cur = nxt;
+  }
+
+  // ---- epilogue: O / l, lse = (m + log2 l) ln 2 (as variant 4)
+#pragma unroll
+  for (int hf = 0; hf < 2; ++hf) {
+    float lsum = l[hf];
+    lsum += __shfl_xor_sync(0xffffffffu, lsum, 1);
+    lsum += __shfl_xor_sync(0xffffffffu, lsum, 2);
+    const int i = i0 + wrow + g + hf * 8;
+    if (i >= p.sq) continue;
+    const bool empty = !(lsum > 0.f);
+    const float inv = empty ? 0.f : 1.f / lsum;
+    const size_t rowbase = ((size_t)i * p.n + h) * D + 2 * t;
+#pragma unroll
+    for (int x = 0; x < NO; ++x) {
+      const float v0 = o[x * 4 + hf * 2] * inv, v1 = o[x * 4 + hf * 2 + 1] * inv;
+      if (p.o_f32) *reinterpret_cast<float2*>(p.o_f32 + rowbase + x * 8) = make_float2(v0, v1);
+      if (p.o_bf16) *reinterpret_cast<__nv_bfloat162*>(p.o_bf16 + rowbase + x * 8) = __floats2bfloat162_rn(v0, v1);
+    }
+    if (t == 0) p.lse[(size_t)i * p.n + h] = empty ? -INFINITY : (m[hf] + log2f(lsum)) * 0.69314718055994531f;
+  }
+}
+
+// ------------------------------------------------------------ host side
+// cuTensorMapEncodeTiled through the runtime's driver entry point (no -lcuda).
+inline PFN_cuTensorMapEncodeTiled_v12000 tensor_map_encoder() {
+  static PFN_cuTensorMapEncodeTiled_v12000 fn = [] {
+    void* f = nullptr;
+    cudaDriverEntryPointQueryResult q = cudaDriverEntryPointSymbolNotFound;
+    if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &f, 12000, cudaEnableDefault, &q) != cudaSuccess ||
+        q != cudaDriverEntryPointSuccess)
+      f = nullptr;
+    return reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(f);
+  }();
+  return fn;
+}
+
+// [rows, heads, D] bf16 as a 3-d tensor (D, heads, rows), boxes of 64 columns x
+// 1 head x box_rows rows, 128-byte swizzle; out-of-range rows read as zeros.
+inline cudaError_t make_tile_map(CUtensorMap* map, const __nv_bfloat16* ptr, int rows, int heads, int D, int box_rows) {
+  auto enc = tensor_map_encoder();
+  if (!enc) return cudaErrorNotSupported;
+  const cuuint64_t dims[3] = {(cuuint64_t)D, (cuuint64_t)heads, (cuuint64_t)rows};
+  const cuuint64_t strides[2] = {(cuuint64_t)D * 2, (cuuint64_t)heads * D * 2};
+  const cuuint32_t box[3] = {64, 1, (cuuint32_t)box_rows};
+  const cuuint32_t estr[3] = {1, 1, 1};
+  const CUresult r = enc(map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 3, const_cast<__nv_bfloat16*>(ptr), dims, strides, box, estr,
+                         CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                         CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  return r == CUDA_SUCCESS ? cudaSuccess : cudaErrorInvalidValue;
+}
+
+template <int D, int BC, int NST, bool POS>
+cudaError_t launch_fwd_tma_ws_t(const FwdParams& p, cudaStream_t st) {
+  using Tr = TmaWsTraits<D, BC, NST>;
+  auto kern = flash_fwd_tma_ws_kernel<D, BC, NST, POS>;
+  static cudaError_t attr = cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)Tr::smem_bytes);
+  if (attr != cudaSuccess) return attr;
+  CUtensorMap tq, tk, tv;
+  std::memset(&tq, 0, sizeof tq), std::memset(&tk, 0, sizeof tk), std::memset(&tv, 0, sizeof tv);
+  cudaError_t e = make_tile_map(&tq, p.q, p.sq, p.n, D, Tr::BR);
+  if (e == cudaSuccess && p.sk > 0) e = make_tile_map(&tk, p.k, p.sk, p.nkv, D, BC);
+  if (e == cudaSuccess && p.sk > 0) e = make_tile_map(&tv, p.v, p.sk, p.nkv, D, BC);
+  // sk == 0: no key tile, so the kernel loads nothing (K/V maps unused).
+  if (e != cudaSuccess) return e;
+  const dim3 grid((p.sq + Tr::BR - 1) / Tr::BR, p.n);
+  kern<<<grid, Tr::NT, Tr::smem_bytes, st>>>(p, tq, tk, tv);
+  return cudaGetLastError();
+}
+
+template <int D, int BC, int NST>
+cudaError_t launch_fwd_tma_ws(const FwdParams& p, cudaStream_t st) {
+  return p.mask.kind >= kMaskWindow ? launch_fwd_tma_ws_t<D, BC, NST, true>(p, st)
+                                    : launch_fwd_tma_ws_t<D, BC, NST, false>(p, st);
+}
+
+}  // namespace dev
+}  // namespace burst_fa
