@@ -49,7 +49,7 @@ cudaError_t fwd_d128(const FwdParams& p, int variant, cudaStream_t st);
 // The wgmma forward (flash_fwd_wgmma.cuh, built for sm_90a only): variants 4, 5 (d128: 6, a diagnostic).
 cudaError_t fwd_wgmma_d64(const FwdParams& p, int variant, cudaStream_t st);
 cudaError_t fwd_wgmma_d128(const FwdParams& p, int variant, cudaStream_t st);
-// The wgmma backward (flash_bwd_wgmma.cuh, sm_90a only): variants 4, 5, 6 (5: a diagnostic).
+// The wgmma backward (flash_bwd_wgmma.cuh, sm_90a only): variants 4, 5, 6, 7 (5: a diagnostic).
 cudaError_t bwd_wgmma_d64(const BwdParams& p, int variant, cudaStream_t st);
 cudaError_t bwd_wgmma_d128(const BwdParams& p, int variant, cudaStream_t st);
 cudaError_t bwd_d64(const BwdParams& p, int variant, cudaStream_t st);
