@@ -84,8 +84,8 @@ __device__ __forceinline__ void load_tile_sw128_n(__nv_bfloat16* smem, const __n
   constexpr int TOTAL = ROWS * CH;
 #pragma unroll
   for (int it = 0; it < (TOTAL + NLOAD - 1) / NLOAD; ++it) {
-    const int c = tid + it * NLOAD;
-    if (TOTAL % NLOAD != 0 && c >= TOTAL) break;
+    const int c = tid + it * NLOAD;  // tid < NLOAD
+    if ((it + 1) * NLOAD > TOTAL && c >= TOTAL) break;  // only the last round can run past the tile
     const int r = c / CH, ch = c % CH;
     const int row = row0 + r;
     const bool valid = row < rows_total;

@@ -59,10 +59,16 @@ if [ "${WGMMA:-1}" = 1 ]; then
   echo "bench_attn (wgmma fwd) exit $? (0 ok, 1 check failed, 3 fault, 124 timeout)"
 fi
 # wgmma backward, in its own process (no forward variant timed; the check's lse
-# comes from mma.sync forward 0). diag_nodq rows of variants 4-6 = without the
-# dQ atomics only (the dQ product still runs).
+# comes from mma.sync forward 0). diag_nodq rows of variants 4-7 = without the
+# dQ atomics (7: without the dQ staging + bulk reduce-add) only; the dQ product
+# still runs. Default variants: 4,6,7 (2,6,7 with MAIN=0: mma.sync 2 and wgmma 6
+# as the same-process baselines of 7, dQ by cp.reduce.async.bulk.tensor);
+# 4,5,6,7 brings back everything.
 if [ "${BWGMMA:-1}" = 1 ]; then
-  WG_BWD=${WG_BWD:-$([ "${MAIN:-1}" = 1 ] && echo 4,5,6 || echo 2,4,5,6)}
+  for f in flash_bwd_wgmma_d64 flash_bwd_wgmma_d128; do
+    echo "$f.o SASS: UTMAREDG (bulk tensor reduce, variant 7) $(grep -c UTMAREDG "$BUILD/$f.sass"), REDG.E.ADD (atomics, 4-6) $(grep -c 'REDG.E.ADD' "$BUILD/$f.sass")"
+  done
+  WG_BWD=${WG_BWD:-$([ "${MAIN:-1}" = 1 ] && echo 4,6,7 || echo 2,6,7)}
   mkdir -p "$OUT/wgmma_bwd"
   timeout 300 "$BUILD/bench_attn" --out "$OUT/wgmma_bwd" $MODE --gqa-time --sizes "$SIZES" --reps-ms "$REPS_MS" \
     --fwd-variants -1 --bwd-variants "$WG_BWD"
