@@ -43,7 +43,7 @@ for f in $SRCS; do echo "=== $f.cu"; cat "$BUILD/$f.ptxas"; done > "$OUT/ptxas.t
 if [ $fail -ne 0 ]; then echo "BUILD FAILED"; grep -B2 -A5 error "$OUT/ptxas.txt" | head -50; exit 1; fi
 nvcc -gencode=arch=compute_90,code=sm_90 $(for f in $SRCS; do echo "$BUILD/$f.o"; done) -o "$BUILD/bench_attn" || { echo "LINK FAILED"; exit 1; }
 echo "build: $(( $(date +%s) - t0 )) s"
-grep -A2 "Compiling entry function '_ZN8burst_fa3dev[0-9]*flash_" "$OUT/ptxas.txt" | grep -E "Compiling|spill|Used" \
+grep -A3 "Compiling entry function '_ZN8burst_fa3dev[0-9]*flash_" "$OUT/ptxas.txt" | grep -E "Compiling|spill|Used" \
   | sed -e 's/ptxas info    : //' -e "s/Compiling entry function '_ZN8burst_fa3dev[0-9]*//" | paste - - - | cut -c1-200
 SIZES=${SIZES:-4096,8192,16384,32768}; REPS_MS=${REPS_MS:-300}
 MODE="--time"; [ "${CHECK:-1}" = 1 ] && MODE="--check --time"
