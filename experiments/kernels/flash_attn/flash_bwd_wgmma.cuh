@@ -43,9 +43,9 @@
 // sq are clipped by the copy engine), commits the bulk group and waits (.read)
 // for the previous item's group, whose staging buffer the next item writes.
 // Warp 7 issues no cp.async (the other 7 warps load Q, dO, K, V): in SASS the
-// cp.async and the bulk groups share one scoreboard (SB0) and are waited for
-// with the same DEPBAR.LE, so a cp.async.wait_group in the electing warp would
-// also wait for the reduce-add just issued.
+// cp.async and the bulk groups are both waited for with DEPBAR.LE SB0 (one
+// shared counter, it appears), so a cp.async.wait_group in the issuing warp
+// would also wait for the reduce-add it issued at the end of the last item.
 #pragma once
 
 #include "flash_bwd.cuh"
