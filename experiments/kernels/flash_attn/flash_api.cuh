@@ -50,7 +50,7 @@ cudaError_t fwd_d128(const FwdParams& p, int variant, cudaStream_t st);
 // and 7 (flash_fwd_tma_ws.cuh: TMA + warp-specialised ping-pong).
 cudaError_t fwd_wgmma_d64(const FwdParams& p, int variant, cudaStream_t st);
 cudaError_t fwd_wgmma_d128(const FwdParams& p, int variant, cudaStream_t st);
-// The wgmma backward (flash_bwd_wgmma.cuh, sm_90a only): variants 4, 5, 6 (5: a diagnostic).
+// The wgmma backward (flash_bwd_wgmma.cuh, sm_90a only): variants 4, 5, 6, 7 (5: a diagnostic).
 cudaError_t bwd_wgmma_d64(const BwdParams& p, int variant, cudaStream_t st);
 cudaError_t bwd_wgmma_d128(const BwdParams& p, int variant, cudaStream_t st);
 cudaError_t bwd_d64(const BwdParams& p, int variant, cudaStream_t st);

@@ -10,7 +10,8 @@ cudaError_t bwd_d64(const BwdParams& p, int variant, cudaStream_t st) {
     case 3: return launch_bwd<64, 64, 64, 4, 4, 4, 4, 2>(p, st);
     case 4:
     case 5:
-    case 6: return bwd_wgmma_d64(p, variant - 4, st);  // sm_90a (flash_bwd_wgmma_d64.cu)
+    case 6:
+    case 7: return bwd_wgmma_d64(p, variant - 4, st);  // sm_90a (flash_bwd_wgmma_d64.cu)
   }
   return cudaErrorInvalidValue;
 }

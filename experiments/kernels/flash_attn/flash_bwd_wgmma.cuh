@@ -33,24 +33,81 @@
 // packed, before waiting for dP^T, so it runs on the tensor cores during the
 // dS^T elementwise work and the dS^T stores (wait_group 1 then retires dP^T
 // only); dK and dQ follow as before.
+// DQ_TMA (variant 7, with EARLY_DV): dQ leaves the block through shared memory
+// instead of per-thread red.global.add: each warpgroup writes its scaled fp32
+// 64 x 64 dQ partial into a double-buffered staging tile (two 64 x 32 boxes
+// in the 128-byte-swizzle layout the tensor map names) and fences the async
+// proxy; after the item's last block barrier one elected thread (lane 0 of
+// warp 7) issues four `cp.reduce.async.bulk.tensor.3d ... .add` into dQ
+// [sq, n, D] through a CUtensorMap (box 32 cols x 1 head x 64 rows; rows past
+// sq are clipped by the copy engine), commits the bulk group and waits (.read)
+// for the previous item's group, whose staging buffer the next item writes.
+// Warp 7 issues no cp.async (the other 7 warps load Q, dO, K, V): in SASS the
+// cp.async and the bulk groups are both waited for with DEPBAR.LE SB0 (one
+// shared counter, it appears), so a cp.async.wait_group in the issuing warp
+// would also wait for the reduce-add it issued at the end of the last item.
 #pragma once
 
 #include "flash_bwd.cuh"
 #include "flash_fwd_wgmma.cuh"
 
+#include <cstring>
+#include <cuda.h>  // CUtensorMap and the cuTensorMapEncodeTiled types only (no -lcuda: the entry point comes from the runtime)
+
 namespace burst_fa {
 namespace dev {
 
-template <int D> struct WgBwdTraits {
+// Bulk-async (copy engine) helpers for the dQ reduce-add (DQ_TMA).
+// dQ[c2][c1][c0 ..] += the box at src (shared, 1024-aligned, the map's swizzle); coordinates innermost first.
+__device__ __forceinline__ void tma_reduce_add_3d(const CUtensorMap* map, uint32_t src, int c0, int c1, int c2) {
+  asm volatile("cp.reduce.async.bulk.tensor.3d.global.shared::cta.add.tile.bulk_group [%0, {%2, %3, %4}], [%1];\n" ::"l"(
+                   reinterpret_cast<uint64_t>(map)),
+               "r"(src), "r"(c0), "r"(c1), "r"(c2)
+               : "memory");
+}
+__device__ __forceinline__ void bulk_commit() { asm volatile("cp.async.bulk.commit_group;\n" ::: "memory"); }
+// At most N of this thread's bulk groups still reading their shared-memory source.
+template <int N> __device__ __forceinline__ void bulk_wait_read() {
+  asm volatile("cp.async.bulk.wait_group.read %0;\n" ::"n"(N) : "memory");
+}
+// At most N of this thread's bulk groups not yet complete (writes performed).
+template <int N> __device__ __forceinline__ void bulk_wait() { asm volatile("cp.async.bulk.wait_group %0;\n" ::"n"(N) : "memory"); }
+__device__ __forceinline__ void prefetch_tensormap(const CUtensorMap* map) {
+  asm volatile("prefetch.tensormap [%0];\n" ::"l"(reinterpret_cast<uint64_t>(map)) : "memory");
+}
+
+// load_tile_sw128 over the first NLOAD threads (any count; the last round partial).
+template <int ROWS, int D, int NLOAD>
+__device__ __forceinline__ void load_tile_sw128_n(__nv_bfloat16* smem, const __nv_bfloat16* g, int row0, int rows_total,
+                                                  int heads, int head, int tid) {
+  constexpr int CH = D / 8;
+  constexpr int TOTAL = ROWS * CH;
+#pragma unroll
+  for (int it = 0; it < (TOTAL + NLOAD - 1) / NLOAD; ++it) {
+    const int c = tid + it * NLOAD;  // tid < NLOAD
+    if ((it + 1) * NLOAD > TOTAL && c >= TOTAL) break;  // only the last round can run past the tile
+    const int r = c / CH, ch = c % CH;
+    const int row = row0 + r;
+    const bool valid = row < rows_total;
+    const __nv_bfloat16* src = g + ((size_t)(valid ? row : 0) * heads + head) * D + ch * 8;
+    cp_async16(smem_u32(smem + sw128<ROWS>(r, ch * 8)), src, valid);
+  }
+}
+
+template <int D, bool DQ_TMA = false> struct WgBwdTraits {
   static constexpr int BR = 64, BC = 128, NT = 256;
-  // K, V, Q[2], dO[2], dS, then lse[2][BR], D[2][BR]; +1 KB to align the base.
+  // dQ staging (DQ_TMA): 2 buffers x 2 warpgroups x (BR x 64) fp32, each as two 1024-aligned BR x 32 boxes.
+  static constexpr size_t dq_stage_bytes = DQ_TMA ? size_t(2 * 2 * BR * 64) * sizeof(float) : 0;
+  // K, V, Q[2], dO[2], dS, then lse[2][BR], D[2][BR] (1 KB, so the dQ staging stays 1024-aligned),
+  // then the dQ staging; +1 KB to align the base.
   static constexpr size_t smem_bytes =
-      size_t(2 * BC * D + 4 * BR * D + BC * BR) * sizeof(__nv_bfloat16) + 4 * BR * sizeof(float) + 1024;
+      size_t(2 * BC * D + 4 * BR * D + BC * BR) * sizeof(__nv_bfloat16) + 4 * BR * sizeof(float) + dq_stage_bytes + 1024;
 };
 
-template <int D, bool POS, bool DS_KMAJOR, bool EARLY_DV>
-__global__ void __launch_bounds__(256, 1) flash_bwd_wgmma_kernel(const BwdParams p) {
-  using Tr = WgBwdTraits<D>;
+template <int D, bool POS, bool DS_KMAJOR, bool EARLY_DV, bool DQ_TMA>
+__global__ void __launch_bounds__(256, 1)
+    flash_bwd_wgmma_kernel(const BwdParams p, const __grid_constant__ CUtensorMap dq_map) {
+  using Tr = WgBwdTraits<D, DQ_TMA>;
   constexpr int BR = Tr::BR, BC = Tr::BC, NT = Tr::NT;
   constexpr int NSX = BR / 8;  // n8 column groups of S^T per thread
   constexpr int NKX = D / 8;   // n8 column groups of dK / dV
@@ -64,6 +121,8 @@ __global__ void __launch_bounds__(256, 1) flash_bwd_wgmma_kernel(const BwdParams
   __nv_bfloat16* dSs = dOs + 2 * BR * D; // [BC*BR]
   float* Ls = reinterpret_cast<float*>(dSs + BC * BR);  // [2][BR]
   float* Dsm = Ls + 2 * BR;                             // [2][BR]
+  unsigned char* dQs = reinterpret_cast<unsigned char*>(Dsm + 2 * BR);  // [2 buffers][2 warpgroups][2 boxes][BR][32] fp32 (DQ_TMA)
+  static_assert((size_t(2 * BC * D + 4 * BR * D + BC * BR) * 2 + 4 * BR * 4) % 1024 == 0, "dQ staging must be 1024-aligned");
 
   const int kt = blockIdx.x, hk = blockIdx.y;
   const int tid = threadIdx.x, wg = tid / 128, wtid = tid % 128;
@@ -90,10 +149,14 @@ __global__ void __launch_bounds__(256, 1) flash_bwd_wgmma_kernel(const BwdParams
     }
     return idx;
   };
+  // DQ_TMA: warp 7 issues the dQ reduce-adds and no cp.async (see the top of the file).
+  constexpr int NLOAD = DQ_TMA ? NT - 32 : NT;
+  const bool loader = !DQ_TMA || tid < NLOAD;  // warp-uniform
+  const bool dq_issuer = DQ_TMA && tid == NT - 32;
   auto issue_q = [&](int idx, int b) {
     const int h = hk * p.group + idx / nqt, i0 = (idx % nqt) * BR;
-    load_tile_sw128<BR, D, NT>(Qs + b * BR * D, p.q, i0, p.sq, p.n, h, tid);
-    load_tile_sw128<BR, D, NT>(dOs + b * BR * D, p.dout, i0, p.sq, p.n, h, tid);
+    load_tile_sw128_n<BR, D, NLOAD>(Qs + b * BR * D, p.q, i0, p.sq, p.n, h, tid);
+    load_tile_sw128_n<BR, D, NLOAD>(dOs + b * BR * D, p.dout, i0, p.sq, p.n, h, tid);
     // rows past sq: lse = D = 0 with Q = dO = 0, so P = 1 but dS = 0 and dO = 0: nothing added
     if (tid < 2 * BR) {
       const int rr = tid % BR, i = i0 + rr;
@@ -118,12 +181,15 @@ __global__ void __launch_bounds__(256, 1) flash_bwd_wgmma_kernel(const BwdParams
   for (int x = 0; x < D / 2; ++x) dk[x] = dv[x] = 0.f;
 
   int cur = next_item(0);
-  if (cur < total) {
-    load_tile_sw128<BC, D, NT>(Ks, p.k, j0, p.sk, p.nkv, hk, tid);
-    load_tile_sw128<BC, D, NT>(Vs, p.v, j0, p.sk, p.nkv, hk, tid);
-    issue_q(cur, 0);
+  if (dq_issuer && cur < total && !p.diag_no_dq) prefetch_tensormap(&dq_map);
+  if (loader) {
+    if (cur < total) {
+      load_tile_sw128_n<BC, D, NLOAD>(Ks, p.k, j0, p.sk, p.nkv, hk, tid);
+      load_tile_sw128_n<BC, D, NLOAD>(Vs, p.v, j0, p.sk, p.nkv, hk, tid);
+      issue_q(cur, 0);
+    }
+    cp_async_commit();
   }
-  cp_async_commit();
 
   const uint32_t k_base = smem_u32(Ks), v_base = smem_u32(Vs), ds_base = smem_u32(dSs);
   constexpr uint32_t Q_STAGE = BR * D * 2;  // bytes
@@ -136,9 +202,11 @@ __global__ void __launch_bounds__(256, 1) flash_bwd_wgmma_kernel(const BwdParams
   int buf = 0;
   while (cur < total) {
     const int nxt = next_item(cur + 1);
-    if (nxt < total) issue_q(nxt, buf ^ 1);
-    cp_async_commit();
-    cp_async_wait<1>();  // everything but the group just issued
+    if (loader) {
+      if (nxt < total) issue_q(nxt, buf ^ 1);
+      cp_async_commit();
+      cp_async_wait<1>();  // everything but the group just issued
+    }
     fence_proxy_async_smem();
     __syncthreads();
     const int h = hk * p.group + cur / nqt, i0 = (cur % nqt) * BR;
@@ -282,7 +350,26 @@ __global__ void __launch_bounds__(256, 1) flash_bwd_wgmma_kernel(const BwdParams
     reg_fence(pf);
     reg_fence(sf);
 
-    if (!p.diag_no_dq) {
+    if constexpr (DQ_TMA) {
+      if (!p.diag_no_dq) {
+        // This warpgroup's staging tile in buffer `buf`: box b (columns 32 b .. 32 b + 31) row r at
+        // b * BR * 128 + r * 128 bytes, its 16-byte chunk c at c ^ (r & 7) (the map's 128B swizzle;
+        // r & 7 == g for this thread's rows). The copy engine last read this buffer two items ago; the
+        // issuer waited for that read (.read) before the previous item's top-of-loop barrier.
+        unsigned char* stg = dQs + (buf * 2 + wg) * (BR * 64 * 4);
+#pragma unroll
+        for (int hf = 0; hf < 2; ++hf) {
+          const int r = (wtid / 32) * 16 + g + hf * 8;
+#pragma unroll
+          for (int x = 0; x < 8; ++x) {
+            const int off = (x >> 2) * (BR * 128) + r * 128 + ((((x & 3) * 2 + (t >> 1)) ^ g) << 4) + (t & 1) * 8;
+            *reinterpret_cast<float2*>(stg + off) =
+                make_float2(p.scale * dq[x * 4 + hf * 2], p.scale * dq[x * 4 + hf * 2 + 1]);
+          }
+        }
+        fence_proxy_async_smem();  // these generic-proxy writes, visible to the copy engine after the barrier below
+      }
+    } else if (!p.diag_no_dq) {
 #pragma unroll
       for (int hf = 0; hf < 2; ++hf) {
         const int i = i0 + (wtid / 32) * 16 + g + hf * 8;
@@ -292,11 +379,26 @@ __global__ void __launch_bounds__(256, 1) flash_bwd_wgmma_kernel(const BwdParams
         for (int x = 0; x < 8; ++x) red_add_f32x2(dst + x * 8, p.scale * dq[x * 4 + hf * 2], p.scale * dq[x * 4 + hf * 2 + 1]);
       }
     }
-    __syncthreads();  // dS and this Q/dO stage are free for the next item
+    __syncthreads();  // dS and this Q/dO stage are free for the next item (DQ_TMA: and both dQ partials staged)
+    if constexpr (DQ_TMA) {
+      if (dq_issuer && !p.diag_no_dq) {
+        const uint32_t src = smem_u32(dQs + buf * 2 * (BR * 64 * 4));
+        const int qh = hk * p.group + cur / nqt, q0 = (cur % nqt) * BR;  // h, i0 (recomputed: not kept live for all)
+#pragma unroll
+        for (int w = 0; w < 2; ++w) {  // warpgroup w's columns (D = 64: both add all 64 columns)
+          const int c0 = D == 128 ? w * 64 : 0;
+          tma_reduce_add_3d(&dq_map, src + w * (BR * 64 * 4), c0, qh, q0);  // rows past sq: clipped
+          tma_reduce_add_3d(&dq_map, src + w * (BR * 64 * 4) + BR * 128, c0 + 32, qh, q0);
+        }
+        bulk_commit();
+        bulk_wait_read<1>();  // the previous item's group has read buffer buf ^ 1 (the next item's); this one runs on
+      }
+    }
     cur = nxt;
     buf ^= 1;
   }
-  cp_async_wait<0>();
+  if (loader) cp_async_wait<0>();
+  if (dq_issuer) bulk_wait<0>();  // the last reduce-adds done before the block's shared memory goes away
 
   // ---- write dK (scaled), dV; every key tile writes (zeros where nothing was visible)
 #pragma unroll
@@ -320,21 +422,62 @@ __global__ void __launch_bounds__(256, 1) flash_bwd_wgmma_kernel(const BwdParams
   }
 }
 
-template <int D, bool POS, bool DS_KMAJOR, bool EARLY_DV>
-cudaError_t launch_bwd_wgmma_t(const BwdParams& p, cudaStream_t st) {
-  using Tr = WgBwdTraits<D>;
-  auto kern = flash_bwd_wgmma_kernel<D, POS, DS_KMAJOR, EARLY_DV>;
+// cuTensorMapEncodeTiled through the runtime's driver entry point (no -lcuda link).
+using TensorMapEncodeTiledFn = CUresult (*)(CUtensorMap*, CUtensorMapDataType, cuuint32_t, void*, const cuuint64_t*,
+                                            const cuuint64_t*, const cuuint32_t*, const cuuint32_t*, CUtensorMapInterleave,
+                                            CUtensorMapSwizzle, CUtensorMapL2promotion, CUtensorMapFloatOOBfill);
+inline TensorMapEncodeTiledFn tensor_map_encode_tiled() {
+  static TensorMapEncodeTiledFn fn = [] {
+    void* f = nullptr;
+    cudaDriverEntryPointQueryResult q = cudaDriverEntryPointSymbolNotFound;
+    if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &f, 12000, cudaEnableDefault, &q) != cudaSuccess ||
+        q != cudaDriverEntryPointSuccess)
+      f = nullptr;
+    return reinterpret_cast<TensorMapEncodeTiledFn>(f);
+  }();
+  return fn;
+}
+
+// dQ [sq, n, D] fp32 as a 3-d tensor (D, n, sq innermost first) with boxes of 32 columns x 1 head x 64 rows
+// in the 128-byte swizzle (32 fp32 = 128 bytes, the swizzle's row). Needs dq 16-byte aligned, sq > 0.
+inline cudaError_t make_dq_tensor_map(CUtensorMap* map, float* dq, int sq, int n, int D) {
+  const TensorMapEncodeTiledFn enc = tensor_map_encode_tiled();
+  if (!enc) return cudaErrorNotSupported;
+  const cuuint64_t dims[3] = {(cuuint64_t)D, (cuuint64_t)n, (cuuint64_t)sq};
+  const cuuint64_t strides[2] = {(cuuint64_t)D * sizeof(float), (cuuint64_t)n * D * sizeof(float)};  // bytes, dims 1, 2
+  const cuuint32_t box[3] = {32, 1, 64};
+  const cuuint32_t estr[3] = {1, 1, 1};
+  const CUresult r = enc(map, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 3, dq, dims, strides, box, estr,
+                         CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_128B,
+                         CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  return r == CUDA_SUCCESS ? cudaSuccess : cudaErrorInvalidValue;
+}
+
+template <int D, bool POS, bool DS_KMAJOR, bool EARLY_DV, bool DQ_TMA>
+cudaError_t launch_bwd_wgmma_t(const BwdParams& p, const CUtensorMap& dq_map, cudaStream_t st) {
+  using Tr = WgBwdTraits<D, DQ_TMA>;
+  auto kern = flash_bwd_wgmma_kernel<D, POS, DS_KMAJOR, EARLY_DV, DQ_TMA>;
   static cudaError_t attr = cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)Tr::smem_bytes);
   if (attr != cudaSuccess) return attr;
   const dim3 grid((p.sk + Tr::BC - 1) / Tr::BC, p.nkv);
-  kern<<<grid, Tr::NT, Tr::smem_bytes, st>>>(p);
+  kern<<<grid, Tr::NT, Tr::smem_bytes, st>>>(p, dq_map);
   return cudaGetLastError();
 }
 
-template <int D, bool DS_KMAJOR = false, bool EARLY_DV = false>
+template <int D, bool DS_KMAJOR = false, bool EARLY_DV = false, bool DQ_TMA = false>
 cudaError_t launch_bwd_wgmma(const BwdParams& p, cudaStream_t st) {
-  return p.mask.kind >= kMaskWindow ? launch_bwd_wgmma_t<D, true, DS_KMAJOR, EARLY_DV>(p, st)
-                                    : launch_bwd_wgmma_t<D, false, DS_KMAJOR, EARLY_DV>(p, st);
+  CUtensorMap map;
+  std::memset(&map, 0, sizeof map);  // unused unless DQ_TMA (and sq > 0: no item runs otherwise)
+  if constexpr (DQ_TMA) {
+    // The copy engine needs a 16-byte-aligned dQ (the API promises 8): otherwise the same kernel with atomics (variant 6).
+    if (reinterpret_cast<uintptr_t>(p.dq) % 16 != 0) return launch_bwd_wgmma<D, DS_KMAJOR, EARLY_DV, false>(p, st);
+    if (p.sq > 0) {
+      const cudaError_t e = make_dq_tensor_map(&map, p.dq, p.sq, p.n, D);
+      if (e != cudaSuccess) return e;
+    }
+  }
+  return p.mask.kind >= kMaskWindow ? launch_bwd_wgmma_t<D, true, DS_KMAJOR, EARLY_DV, DQ_TMA>(p, map, st)
+                                    : launch_bwd_wgmma_t<D, false, DS_KMAJOR, EARLY_DV, DQ_TMA>(p, map, st);
 }
 
 }  // namespace dev

@@ -1,6 +1,6 @@
 // wgmma backward instantiations, head dim 64 (sm_90a only: build this file
-// with -gencode=arch=compute_90a,code=sm_90a). Backward variants 4, 5 and 6 of
-// flash_attn.cu's d64 table land here as 0, 1 and 2.
+// with -gencode=arch=compute_90a,code=sm_90a). Backward variants 4, 5, 6 and 7 of
+// flash_attn.cu's d64 table land here as 0, 1, 2 and 3.
 #include "flash_api.cuh"
 #include "flash_bwd_wgmma.cuh"
 
@@ -14,6 +14,7 @@ cudaError_t bwd_wgmma_d64(const BwdParams& p, int variant, cudaStream_t st) {
     case 0: return launch_bwd_wgmma<64, false>(p, st);
     case 1: return launch_bwd_wgmma<64, true>(p, st);  // diagnostic: dS stored K-major (no transposed A)
     case 2: return launch_bwd_wgmma<64, false, true>(p, st);  // dV issued before the dP^T wait
+    case 3: return launch_bwd_wgmma<64, false, true, true>(p, st);  // + dQ by smem and a bulk tensor reduce-add
   }
   return cudaErrorInvalidValue;
 }

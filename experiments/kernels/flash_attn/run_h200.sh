@@ -3,7 +3,7 @@
 # correctness against the fp64 GPU reference, time every variant, time torch's
 # FLASH and cuDNN SDPA on the same shapes, print the side-by-side table last.
 #   OUT=dir [SIZES=4096,8192,16384,32768] [REPS_MS=300] [CHECK=1] [WGMMA=1] [BWGMMA=1] [MAIN=1] [PEERS=1]
-#       [WG_FWD=4,7] [WG_BWD=4,5,6 (2,4,5,6 with MAIN=0)] experiments/kernels/flash_attn/run_h200.sh
+#       [WG_FWD=4,7] [WG_BWD=4,6,7 (2,6,7 with MAIN=0)] experiments/kernels/flash_attn/run_h200.sh
 # The wgmma forward (variants 4, 5; 6 = the settled V-descriptor diagnostic;
 # 7 = TMA + warp-specialised ping-pong, flash_fwd_tma_ws.cuh; all in
 # flash_fwd_wgmma_d{64,128}.cu; default 4,7: variant 4 is 7's same-call baseline) and the wgmma backward (variants 4, 5, 6; 5 = the
@@ -44,7 +44,7 @@ for f in $SRCS; do echo "=== $f.cu"; cat "$BUILD/$f.ptxas"; done > "$OUT/ptxas.t
 if [ $fail -ne 0 ]; then echo "BUILD FAILED"; grep -B2 -A5 error "$OUT/ptxas.txt" | head -50; exit 1; fi
 nvcc -gencode=arch=compute_90,code=sm_90 $(for f in $SRCS; do echo "$BUILD/$f.o"; done) -o "$BUILD/bench_attn" || { echo "LINK FAILED"; exit 1; }
 echo "build: $(( $(date +%s) - t0 )) s"
-grep -A2 "Compiling entry function '_ZN8burst_fa3dev[0-9]*flash_" "$OUT/ptxas.txt" | grep -E "Compiling|spill|Used" \
+grep -A3 "Compiling entry function '_ZN8burst_fa3dev[0-9]*flash_" "$OUT/ptxas.txt" | grep -E "Compiling|spill|Used" \
   | sed -e 's/ptxas info    : //' -e "s/Compiling entry function '_ZN8burst_fa3dev[0-9]*//" | paste - - - | cut -c1-200
 SIZES=${SIZES:-4096,8192,16384,32768}; REPS_MS=${REPS_MS:-300}
 MODE="--time"; [ "${CHECK:-1}" = 1 ] && MODE="--check --time"
@@ -60,10 +60,16 @@ if [ "${WGMMA:-1}" = 1 ]; then
   echo "bench_attn (wgmma fwd) exit $? (0 ok, 1 check failed, 3 fault, 124 timeout)"
 fi
 # wgmma backward, in its own process (no forward variant timed; the check's lse
-# comes from mma.sync forward 0). diag_nodq rows of variants 4-6 = without the
-# dQ atomics only (the dQ product still runs).
+# comes from mma.sync forward 0). diag_nodq rows of variants 4-7 = without the
+# dQ atomics (7: without the dQ staging + bulk reduce-add) only; the dQ product
+# still runs. Default variants: 4,6,7 (2,6,7 with MAIN=0: mma.sync 2 and wgmma 6
+# as the same-process baselines of 7, dQ by cp.reduce.async.bulk.tensor);
+# 4,5,6,7 brings back everything.
 if [ "${BWGMMA:-1}" = 1 ]; then
-  WG_BWD=${WG_BWD:-$([ "${MAIN:-1}" = 1 ] && echo 4,5,6 || echo 2,4,5,6)}
+  for f in flash_bwd_wgmma_d64 flash_bwd_wgmma_d128; do
+    echo "$f.o SASS: UTMAREDG (bulk tensor reduce, variant 7) $(grep -c UTMAREDG "$BUILD/$f.sass"), REDG.E.ADD (atomics, 4-6) $(grep -c 'REDG.E.ADD' "$BUILD/$f.sass")"
+  done
+  WG_BWD=${WG_BWD:-$([ "${MAIN:-1}" = 1 ] && echo 4,6,7 || echo 2,6,7)}
   mkdir -p "$OUT/wgmma_bwd"
   timeout 300 "$BUILD/bench_attn" --out "$OUT/wgmma_bwd" $MODE --gqa-time --sizes "$SIZES" --reps-ms "$REPS_MS" \
     --fwd-variants -1 --bwd-variants "$WG_BWD"
