@@ -10,6 +10,9 @@
 #   PART=2 OUT=$OUT experiments/peers/run_h200.sh   every gpu test, peers sdpa + LLaMA block (eager, compile)
 #   PART=4 OUT=$OUT experiments/peers/run_h200.sh   the wgmma forward in the engine: every gpu test, the block with
 #                                                   the wgmma / mma.sync forward side by side, bench step 1B, torch block
+#   PART=6 OUT=$OUT experiments/peers/run_h200.sh   the TMA flash kernels in the engine: torch block, build, the
+#                                                   block TMA / cp.async side by side, bench step 1B 32K-128K,
+#                                                   every gpu test but test_train / test_model
 #   PART=3 OUT=$OUT experiments/peers/run_h200.sh   the bf16 LLaMA block through the engine (`burst bench layer`,
 #                                                   1B and 7B at 32K) beside the torch block (eager, compile),
 #                                                   the gpu tests of that code; every step logged, a failing step
@@ -58,6 +61,38 @@ layer32k() {
   step "burst bench layer $m bf16 32K$note" "$cap" env "$@" "$build/burst" bench layer --set bench.preset=$m \
     --set bench.tokens=32768 --set bench.dtype=bf16 --set bench.repeats=5 --set bench.warmup=1 --output "$OUT/$file"
 }
+if [ "$PART" = 6 ]; then
+  # The TMA flash kernels (the lab's forward and backward variant 7) in the
+  # engine, bf16 distributed attention and bf16 training: the torch block
+  # first (idle machine), the whole build, the block with the TMA and the
+  # cp.async wgmma kernels side by side, the 1B step at 32K-128K, then every
+  # gpu test but the trainer's and the model's (PART 7 / the passkey call
+  # runs those: they take ~250 s each under ctest -j).
+  step "torch LLaMA block (eager, compile) 1B and 7B at 32K" 150 \
+    python3 experiments/peers/peers.py "$OUT" --only block --tokens 32768
+  step "bootstrap (Kokkos CUDA from .offline)" 120 scripts/bootstrap.sh --cuda --from .offline
+  step "build (everything)" 240 scripts/build.sh --cuda --deps-include "$(pwd)/.offline/include" -DBURST_ENABLE_NCCL=ON
+  build=$(pwd)/build-cuda
+  if [ -x "$build/burst" ]; then
+    for m in 1B 7B; do
+      layer32k ", cp.async wgmma kernels" 60 "layer_${m}_bf16_wgmma.h5" BURST_FA_FORWARD=wgmma BURST_FA_BACKWARD=wgmma
+      layer32k " (TMA kernels)" 60 "layer_${m}_bf16.h5"
+    done
+    step "burst bench step 1B bf16 whole, 32K / 64K / 128K tokens" 100 "$build/burst" bench step --set bench.preset=1B \
+      --set 'bench.tokens=[32768,65536,131072]' --set bench.dtype=bf16 --set bench.activation=whole \
+      --set bench.repeats=2 --set bench.warmup=1 --output "$OUT/step_1B_bf16.h5"
+    step "gpu tests but test_train / test_model" 300 bash -c "cd '$build' && ctest -j 16 --output-on-failure -L gpu -LE long \
+      -E 'test_train|test_model' > '$OUT/gpu_tests.log' 2>&1; rc=\$?; tail -n 25 '$OUT/gpu_tests.log'; exit \$rc"
+  else
+    echo "== no $build/burst: the engine steps are skipped (see $OUT/part6_steps.log)"
+  fi
+  if python3 -c "import h5py" 2>/dev/null; then python3 experiments/peers/compare.py "$OUT"
+  else echo "(no h5py here: run experiments/peers/compare.py on the fetched folder)"; fi
+  (cd "$OUT" && ls *.h5 >/dev/null 2>&1 && tar cf part6_h5.tar *.h5 && rm -f *.h5)
+  echo "PART 6 done in $(( $(date +%s) - t0 )) s"
+  date -u
+  exit 0
+fi
 if [ "$PART" = 5 ]; then
   # The wgmma backward through the engine (short: what the session's device
   # time left allows): the attention GPU tests, the block and the 1B step.

@@ -3,6 +3,7 @@
 #include "flash_api.cuh"
 
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 
@@ -73,20 +74,27 @@ static bool shape_ok(const AttnShape& s) {
   return s.sq >= 0 && s.sk >= 0 && s.n >= 1 && s.n_kv >= 1 && s.n % s.n_kv == 0 && (s.d == 64 || s.d == 128);
 }
 
-// The wgmma kernels (sm_90a; forward 1.3x, backward 1.3x the mma.sync ones
-// on the H200) unless BURST_FA_FORWARD=mma / BURST_FA_BACKWARD=mma asks for
-// the mma.sync kernel (A/B runs). Read once per variable.
-static bool wgmma_unless_mma(const char* var) {
+// Which kernel runs (A/B runs; read once per variable): BURST_FA_FORWARD /
+// BURST_FA_BACKWARD = tma (the default: the TMA wgmma kernels, forward 1.9x,
+// backward 1.5x the mma.sync ones on the H200), wgmma (the cp.async wgmma
+// kernels, 1.3x) or mma (mma.sync). Another value is reported once and the
+// default used.
+enum class Impl { Tma, Wgmma, Mma };
+static Impl kernel_choice(const char* var) {
   const char* e = std::getenv(var);
-  return !(e && std::strcmp(e, "mma") == 0);
+  if (!e || !*e || std::strcmp(e, "tma") == 0) return Impl::Tma;
+  if (std::strcmp(e, "wgmma") == 0) return Impl::Wgmma;
+  if (std::strcmp(e, "mma") == 0) return Impl::Mma;
+  std::fprintf(stderr, "burst: warning: %s = '%s' is not a flash kernel (tma, wgmma, mma): using tma\n", var, e);
+  return Impl::Tma;
 }
-static bool use_wgmma_forward() {
-  static const bool on = wgmma_unless_mma("BURST_FA_FORWARD");
-  return on;
+static Impl forward_choice() {
+  static const Impl c = kernel_choice("BURST_FA_FORWARD");
+  return c;
 }
-static bool use_wgmma_backward() {
-  static const bool on = wgmma_unless_mma("BURST_FA_BACKWARD");
-  return on;
+static Impl backward_choice() {
+  static const Impl c = kernel_choice("BURST_FA_BACKWARD");
+  return c;
 }
 
 cudaError_t flash_forward(const AttnShape& s, const __nv_bfloat16* q, const __nv_bfloat16* k, const __nv_bfloat16* v,
@@ -105,8 +113,9 @@ cudaError_t flash_forward(const AttnShape& s, const __nv_bfloat16* q, const __nv
   p.sq = s.sq, p.sk = s.sk, p.n = s.n, p.nkv = s.n_kv, p.group = s.n / s.n_kv;
   p.scale_log2 = scale * 1.4426950408889634f;
   p.mask = dev::make_mask_dev(mask, workspace, s.sq, s.sk);
-  if (use_wgmma_forward()) {
-    e = s.d == 128 ? dev::fwd_wgmma_d128(p, st) : dev::fwd_wgmma_d64(p, st);
+  if (forward_choice() != Impl::Mma) {
+    const bool tma = forward_choice() == Impl::Tma;
+    e = s.d == 128 ? dev::fwd_wgmma_d128(p, tma, st) : dev::fwd_wgmma_d64(p, tma, st);
     // The sm_90a objects load on compute capability 9.0 only: elsewhere the
     // mma.sync kernel (sm_90 objects, any Hopper) runs instead.
     if (e != cudaErrorNoKernelImageForDevice && e != cudaErrorInvalidDeviceFunction) return e;
@@ -136,8 +145,9 @@ cudaError_t flash_backward(const AttnShape& s, const __nv_bfloat16* q, const __n
   p.acc_dkdv = accumulate_dkdv ? 1 : 0;
   p.diag_no_dq = 0;
   p.mask = dev::make_mask_dev(mask, workspace, s.sq, s.sk);
-  if (use_wgmma_backward()) {
-    e = s.d == 128 ? dev::bwd_wgmma_d128(p, st) : dev::bwd_wgmma_d64(p, st);
+  if (backward_choice() != Impl::Mma) {
+    const bool tma = backward_choice() == Impl::Tma;
+    e = s.d == 128 ? dev::bwd_wgmma_d128(p, tma, st) : dev::bwd_wgmma_d64(p, tma, st);
     if (e != cudaErrorNoKernelImageForDevice && e != cudaErrorInvalidDeviceFunction) return e;
     cudaGetLastError();  // not compute capability 9.0: the mma.sync kernel
   }

@@ -1,8 +1,10 @@
-// Backward on Hopper warpgroup MMA, head dim 128: the lab's wgmma variant 6
-// (BR64 BC128, 2 warpgroups, dV issued before the dP^T wait), measured
-// fastest of the wgmma backward variants on the H200
-// (experiments/kernels/flash_attn/NOTES.md, run 4). sm_90a only: CMake builds
-// this file in burst_kernels_cuda_sm90a.
+// Backward on Hopper warpgroup MMA, head dim 128 (BR64 BC128, 2 warpgroups, dV
+// issued before the dP^T wait). dq_tma = true (the default): the lab's
+// variant 7, dQ staged in shared memory and added into the fp32 dQ by TMA
+// reduce-adds (361-382 TFLOP/s at 32 x 128, 0.69-0.82x cuDNN, run 5); false:
+// variant 6, dQ by fp32 atomics (313-324, run 4).
+// experiments/kernels/flash_attn/NOTES.md. sm_90a only: CMake builds this
+// file in burst_kernels_cuda_sm90a.
 #include "flash_api.cuh"
 #include "flash_bwd_wgmma.cuh"
 
@@ -11,5 +13,7 @@
 #endif
 
 namespace burst { namespace fa { namespace dev {
-cudaError_t bwd_wgmma_d128(const BwdParams& p, cudaStream_t st) { return launch_bwd_wgmma<128, false, true>(p, st); }
+cudaError_t bwd_wgmma_d128(const BwdParams& p, bool dq_tma, cudaStream_t st) {
+  return dq_tma ? launch_bwd_wgmma<128, false, true, true>(p, st) : launch_bwd_wgmma<128, false, true>(p, st);
+}
 }}}

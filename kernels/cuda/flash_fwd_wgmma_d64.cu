@@ -1,14 +1,18 @@
-// Forward on Hopper warpgroup MMA, head dim 64: the lab's wgmma variant 4
-// (BR128 BC128, 2 warpgroups, no intra-warpgroup overlap), measured fastest
-// of the wgmma variants on the H200 (experiments/kernels/flash_attn/NOTES.md,
-// run 3). sm_90a only: CMake builds this file in burst_kernels_cuda_sm90a.
+// Forward on Hopper warpgroup MMA, head dim 64. tma = true (the default): the
+// lab's variant 7 (TMA loads on an mbarrier K/V ring, a producer warpgroup
+// and two consumer warpgroups in ping-pong; 506-572 TFLOP/s at 32 x 128,
+// 0.83-0.92x cuDNN, run 5); false: variant 4 (cp.async, 2 warpgroups in
+// lockstep; 387-414, run 3). experiments/kernels/flash_attn/NOTES.md. sm_90a
+// only: CMake builds this file in burst_kernels_cuda_sm90a.
 #include "flash_api.cuh"
-#include "flash_fwd_wgmma.cuh"
+#include "flash_fwd_tma_ws.cuh"
 
 #if defined(__CUDA_ARCH__) && !defined(__CUDA_ARCH_FEAT_SM90_ALL)
 #error "flash_fwd_wgmma_d64.cu needs the sm_90a target: -gencode=arch=compute_90a,code=sm_90a"
 #endif
 
 namespace burst { namespace fa { namespace dev {
-cudaError_t fwd_wgmma_d64(const FwdParams& p, cudaStream_t st) { return launch_fwd_wgmma<64, 128, false>(p, st); }
+cudaError_t fwd_wgmma_d64(const FwdParams& p, bool tma, cudaStream_t st) {
+  return tma ? launch_fwd_tma_ws<64, 128, 2>(p, st) : launch_fwd_wgmma<64, 128, false>(p, st);
+}
 }}}
