@@ -481,6 +481,27 @@ template <class Functor, class Exec> long launch_tiles(const char* name, Functor
 // on Exec and wait for it (as the portable kernel's own count does). The CUDA
 // path returns this, so both backends report the same work for the same call.
 template <class Exec, class Mem>
+long count_visible_tiles(const AttnMask<Mem>& mask, long sq, long sk, long n, AttnTiles tiles);
+
+// Its reduction as a named functor (an ordinary type, the same in every
+// translation unit) rather than a KOKKOS_LAMBDA. On the CUDA build this is
+// instantiated in several translation units (the model, the rings, the
+// benchmarks) and, at run time, reached only by the bf16 tensor-core dispatch
+// with a position mask; with the lambda, bf16 distributed attention at head
+// dim 64 (the rings' masks are all position masks) jumped to address 0 on
+// the host (2026-12-04, experiments/peers/diag_bf16_dist.sh) while the
+// one-TU kernel test passed: the lambda is the suspect, see NOTES.md.
+template <class Mem> struct CountVisibleTiles {
+  AttnMask<Mem> m;
+  long sq, sk, br, bc, kt;
+  KOKKOS_INLINE_FUNCTION void operator()(const long x, long& acc) const {
+    const long i0 = (x / kt) * br, j0 = (x % kt) * bc;
+    const long i1 = i0 + br < sq ? i0 + br : sq, j1 = j0 + bc < sk ? j0 + bc : sk;
+    if (m.tile_visible(i0, i1, j0, j1)) acc += 1;
+  }
+};
+
+template <class Exec, class Mem>
 long count_visible_tiles(const AttnMask<Mem>& mask, long sq, long sk, long n, AttnTiles tiles) {
   if (sq <= 0 || sk <= 0 || n <= 0) return 0;
   const long br = tiles.br, bc = tiles.bc, qt = (sq + br - 1) / br, kt = (sk + bc - 1) / bc;
@@ -494,15 +515,8 @@ long count_visible_tiles(const AttnMask<Mem>& mask, long sq, long sk, long n, At
     return pairs * n;
   }
   long pairs = 0;
-  const AttnMask<Mem> m = mask;
-  Kokkos::parallel_reduce(
-      "burst::attention_count_tiles", Kokkos::RangePolicy<Exec>(0, qt * kt),
-      KOKKOS_LAMBDA(const long x, long& acc) {
-        const long i0 = (x / kt) * br, j0 = (x % kt) * bc;
-        const long i1 = i0 + br < sq ? i0 + br : sq, j1 = j0 + bc < sk ? j0 + bc : sk;
-        if (m.tile_visible(i0, i1, j0, j1)) acc += 1;
-      },
-      pairs);
+  Kokkos::parallel_reduce("burst::attention_count_tiles", Kokkos::RangePolicy<Exec>(0, qt * kt),
+                          CountVisibleTiles<Mem>{mask, sq, sk, br, bc, kt}, pairs);
   return pairs * n;
 }
 
