@@ -50,9 +50,9 @@
 
 #include "flash_bwd.cuh"
 #include "flash_fwd_wgmma.cuh"
+#include "flash_tma.cuh"
 
 #include <cstring>
-#include <cuda.h>  // CUtensorMap and the cuTensorMapEncodeTiled types only (no -lcuda: the entry point comes from the runtime)
 
 namespace burst_fa {
 namespace dev {
@@ -422,26 +422,10 @@ __global__ void __launch_bounds__(256, 1)
   }
 }
 
-// cuTensorMapEncodeTiled through the runtime's driver entry point (no -lcuda link).
-using TensorMapEncodeTiledFn = CUresult (*)(CUtensorMap*, CUtensorMapDataType, cuuint32_t, void*, const cuuint64_t*,
-                                            const cuuint64_t*, const cuuint32_t*, const cuuint32_t*, CUtensorMapInterleave,
-                                            CUtensorMapSwizzle, CUtensorMapL2promotion, CUtensorMapFloatOOBfill);
-inline TensorMapEncodeTiledFn tensor_map_encode_tiled() {
-  static TensorMapEncodeTiledFn fn = [] {
-    void* f = nullptr;
-    cudaDriverEntryPointQueryResult q = cudaDriverEntryPointSymbolNotFound;
-    if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &f, 12000, cudaEnableDefault, &q) != cudaSuccess ||
-        q != cudaDriverEntryPointSuccess)
-      f = nullptr;
-    return reinterpret_cast<TensorMapEncodeTiledFn>(f);
-  }();
-  return fn;
-}
-
 // dQ [sq, n, D] fp32 as a 3-d tensor (D, n, sq innermost first) with boxes of 32 columns x 1 head x 64 rows
 // in the 128-byte swizzle (32 fp32 = 128 bytes, the swizzle's row). Needs dq 16-byte aligned, sq > 0.
 inline cudaError_t make_dq_tensor_map(CUtensorMap* map, float* dq, int sq, int n, int D) {
-  const TensorMapEncodeTiledFn enc = tensor_map_encode_tiled();
+  const auto enc = tensor_map_encoder();
   if (!enc) return cudaErrorNotSupported;
   const cuuint64_t dims[3] = {(cuuint64_t)D, (cuuint64_t)n, (cuuint64_t)sq};
   const cuuint64_t strides[2] = {(cuuint64_t)D * sizeof(float), (cuuint64_t)n * D * sizeof(float)};  // bytes, dims 1, 2

@@ -39,9 +39,8 @@
 #pragma once
 
 #include "flash_fwd_wgmma.cuh"
+#include "flash_tma.cuh"
 
-#include <cuda.h>  // CUtensorMap and its enums only: cuTensorMapEncodeTiled comes through the runtime's entry point
-#include <cudaTypedefs.h>
 #include <cstring>
 
 namespace burst_fa {
@@ -349,19 +348,6 @@ __global__ void __launch_bounds__(384, 1)
 }
 
 // ------------------------------------------------------------ host side
-// cuTensorMapEncodeTiled through the runtime's driver entry point (no -lcuda).
-inline PFN_cuTensorMapEncodeTiled_v12000 tensor_map_encoder() {
-  static PFN_cuTensorMapEncodeTiled_v12000 fn = [] {
-    void* f = nullptr;
-    cudaDriverEntryPointQueryResult q = cudaDriverEntryPointSymbolNotFound;
-    if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &f, 12000, cudaEnableDefault, &q) != cudaSuccess ||
-        q != cudaDriverEntryPointSuccess)
-      f = nullptr;
-    return reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(f);
-  }();
-  return fn;
-}
-
 // [rows, heads, D] bf16 as a 3-d tensor (D, heads, rows), boxes of 64 columns x
 // 1 head x box_rows rows, 128-byte swizzle; out-of-range rows read as zeros.
 inline cudaError_t make_tile_map(CUtensorMap* map, const __nv_bfloat16* ptr, int rows, int heads, int D, int box_rows) {
