@@ -22,16 +22,20 @@ namespace burst {
 // The MPI type of an element. Types MPI has no arithmetic for (bf16) move as
 // same-sized unsigned integers: fine for (all-)gathers, and the sums below
 // refuse them at compile time (a count of elements sent as MPI_BYTE would
-// move half of a bf16 buffer).
+// move half of a bf16 buffer). Any other type is a compile error.
 template <class T> MPI_Datatype mpi_type() {
-  if (std::is_same<T, float>::value) return MPI_FLOAT;
-  if (std::is_same<T, double>::value) return MPI_DOUBLE;
-  if (std::is_same<T, std::int64_t>::value || std::is_same<T, long>::value) return MPI_INT64_T;
-  if (std::is_same<T, std::int32_t>::value) return MPI_INT32_T;
-  static_assert(sizeof(T) == 1 || sizeof(T) == 2 || std::is_arithmetic<T>::value, "mpi_type: no MPI type for this element");
-  return sizeof(T) == 2 ? MPI_UINT16_T : MPI_BYTE;
+  using U = std::remove_cv_t<T>;
+  if constexpr (std::is_same<U, float>::value) return MPI_FLOAT;
+  else if constexpr (std::is_same<U, double>::value) return MPI_DOUBLE;
+  else if constexpr (std::is_integral<U>::value && std::is_signed<U>::value && sizeof(U) == 8) return MPI_INT64_T;
+  else if constexpr (std::is_integral<U>::value && std::is_signed<U>::value && sizeof(U) == 4) return MPI_INT32_T;
+  else if constexpr (std::is_integral<U>::value && std::is_unsigned<U>::value && sizeof(U) == 8) return MPI_UINT64_T;
+  else if constexpr (std::is_integral<U>::value && std::is_unsigned<U>::value && sizeof(U) == 4) return MPI_UINT32_T;
+  else if constexpr (sizeof(U) == 2) return MPI_UINT16_T;  // bf16, int16, uint16: moved, never summed
+  else if constexpr (sizeof(U) == 1) return MPI_BYTE;
+  else static_assert(sizeof(U) == 0, "mpi_type: no MPI type for this element");
 }
-template <class T> constexpr bool mpi_summable() { return std::is_arithmetic<T>::value; }
+template <class T> constexpr bool mpi_summable() { return std::is_arithmetic<T>::value && sizeof(T) >= 4; }
 
 // Bytes handed to MPI by this process, all collectives together.
 std::int64_t& mpi_bytes_sent();
