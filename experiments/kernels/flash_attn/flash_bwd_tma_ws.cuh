@@ -186,7 +186,8 @@ __global__ void __launch_bounds__(384, 1)
             tma_load_3d(sb + Tr::OFF_V + b * BC * 128, &tm_v, bar_kv, b * 64, hk, j0);
           }
         }
-        for (int n = 0; cur < total; cur = next_item(cur + 1), ++n) {
+        int n = 0;
+        for (; cur < total; cur = next_item(cur + 1), ++n) {
           const int st = n % NST;
           const uint32_t ph = (uint32_t)(n / NST) & 1u;
           mbar_wait_fault(bar_empty(st), ph ^ 1u);  // the first round passes (fresh barrier)
@@ -209,6 +210,9 @@ __global__ void __launch_bounds__(384, 1)
             }
           }
         }
+        // Tail: the last NST items released by the consumers, so no cp.async of this warp is still in flight
+        // when it exits (CUTLASS's producer tail; consumers wait for every load anyway).
+        for (int k = n > NST ? n - NST : 0; k < n; ++k) mbar_wait_fault(bar_empty(k % NST), (uint32_t)(k / NST) & 1u);
       }
     } else if (warp == 1 && lane == 0 && !p.diag_no_dq) {
       // ---- dQ writer
