@@ -50,7 +50,8 @@ cudaError_t fwd_d128(const FwdParams& p, int variant, cudaStream_t st);
 // and 7 (flash_fwd_tma_ws.cuh: TMA + warp-specialised ping-pong).
 cudaError_t fwd_wgmma_d64(const FwdParams& p, int variant, cudaStream_t st);
 cudaError_t fwd_wgmma_d128(const FwdParams& p, int variant, cudaStream_t st);
-// The wgmma backward (flash_bwd_wgmma.cuh, sm_90a only): variants 4, 5, 6, 7 (5: a diagnostic).
+// The wgmma backward (flash_bwd_wgmma.cuh, sm_90a only): variants 4, 5, 6, 7 (5: a diagnostic), and 8
+// (flash_bwd_tma_ws.cuh: 7 with TMA loads by a producer warp on an mbarrier ring).
 cudaError_t bwd_wgmma_d64(const BwdParams& p, int variant, cudaStream_t st);
 cudaError_t bwd_wgmma_d128(const BwdParams& p, int variant, cudaStream_t st);
 cudaError_t bwd_d64(const BwdParams& p, int variant, cudaStream_t st);

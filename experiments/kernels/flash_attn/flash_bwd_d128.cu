@@ -11,7 +11,8 @@ cudaError_t bwd_d128(const BwdParams& p, int variant, cudaStream_t st) {
     case 4:
     case 5:
     case 6:
-    case 7: return bwd_wgmma_d128(p, variant - 4, st);  // sm_90a (flash_bwd_wgmma_d128.cu)
+    case 7:
+    case 8: return bwd_wgmma_d128(p, variant - 4, st);  // sm_90a (flash_bwd_wgmma_d128.cu)
   }
   return cudaErrorInvalidValue;
 }

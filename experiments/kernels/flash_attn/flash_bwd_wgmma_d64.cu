@@ -1,8 +1,9 @@
 // wgmma backward instantiations, head dim 64 (sm_90a only: build this file
-// with -gencode=arch=compute_90a,code=sm_90a). Backward variants 4, 5, 6 and 7 of
-// flash_attn.cu's d64 table land here as 0, 1, 2 and 3.
+// with -gencode=arch=compute_90a,code=sm_90a). Backward variants 4, 5, 6, 7 and 8 of
+// flash_attn.cu's d64 table land here as 0, 1, 2, 3 and 4.
 #include "flash_api.cuh"
 #include "flash_bwd_wgmma.cuh"
+#include "flash_bwd_tma_ws.cuh"
 
 #if defined(__CUDA_ARCH__) && !defined(__CUDA_ARCH_FEAT_SM90_ALL)
 #error "flash_bwd_wgmma_d64.cu needs the sm_90a target: -gencode=arch=compute_90a,code=sm_90a"
@@ -15,6 +16,7 @@ cudaError_t bwd_wgmma_d64(const BwdParams& p, int variant, cudaStream_t st) {
     case 1: return launch_bwd_wgmma<64, true>(p, st);  // diagnostic: dS stored K-major (no transposed A)
     case 2: return launch_bwd_wgmma<64, false, true>(p, st);  // dV issued before the dP^T wait
     case 3: return launch_bwd_wgmma<64, false, true, true>(p, st);  // + dQ by smem and a bulk tensor reduce-add
+    case 4: return launch_bwd_tma_ws<64>(p, st);  // 7 + TMA producer warp, mbarrier ring (flash_bwd_tma_ws.cuh)
   }
   return cudaErrorInvalidValue;
 }

@@ -1,0 +1,478 @@
+// Backward variant 8 (sm_90a only): backward variant 7 (flash_bwd_wgmma.cuh,
+// EARLY_DV + DQ_TMA: same contract, masks, GQA, external D, accumulate flags,
+// launch order, tile shapes BR = 64 queries x BC = 128 keys, smem layouts and
+// wgmma descriptors) with the loads moved off the math warps, FlashAttention-3
+// backward style.
+//
+// One block = 3 warpgroups (384 threads) per (key tile, kv head):
+//   warpgroup 0: producer, setmaxnreg.dec to kBwdProducerRegs. Warps 2, 3
+//     leave at once.
+//     warp 0 (loader): K and V of the block's key tile once by TMA
+//       (cp.async.bulk.tensor.3d, boxes of 64 columns x 128 rows, 128B
+//       swizzle, rows past sk zero-filled) on bar_kv; then per visible query
+//       item n (the same item list the consumers walk) into stage n % NST:
+//       lane 0: Q and dO by TMA (boxes of 64 columns x 64 rows; rows past sq
+//       zero-filled) on full[st] with arrive.expect_tx of the full box bytes;
+//       all 32 lanes: lse and D (64 fp32 each, stride n in global memory, so
+//       no TMA box: 4-byte cp.async, rows past sq zero-filled as in variant 7)
+//       completed on the same barrier by cp.async.mbarrier.arrive.noinc.
+//       full[st] therefore expects 1 + 32 arrivals plus the TMA bytes.
+//       Before refilling a stage the whole warp waits empty[st].
+//     warp 1, lane 0 (dQ writer): per item n waits dq_full[n & 1] (the two
+//       consumer warpgroups staged their scaled fp32 dQ partials, variant 7's
+//       staging layout), issues variant 7's four
+//       cp.reduce.async.bulk.tensor.3d .add into dQ, commits, waits for the
+//       group to have read the staging (.read) and arrives on dq_empty[n & 1].
+//       It waits for all its groups before exiting.
+//   warpgroups 1, 2: consumers, setmaxnreg.inc to kBwdConsumerRegs; consumer
+//     c owns keys [64 c, 64 c + 64) of the tile (variant 7's warpgroup c).
+//     Per item n: wait full[st]; S^T, dP^T, P^T, dV (early), dS^T -> smem
+//     buffer n & 1, dK (variant 7's code); named barrier (the two consumers,
+//     256 threads): dS^T of both in smem; dQ = dS K; wait all wgmmas; every
+//     consumer thread arrives on empty[st] (count 256: its reads of Q, dO,
+//     lse, D are over); dQ staging: wait dq_empty[n & 1], write, fence the
+//     async proxy, arrive on dq_full[n & 1] (count 256).
+//   No block-wide barrier after the mbarrier init. dS is double-buffered, so
+//   the buffer written at item n was last read by the dQ wgmmas of item n - 2,
+//   which both consumers retired before the named barrier of item n - 1.
+// Phases: stage st = n % NST, full parity (n / NST) & 1, the producer waits
+// empty with the opposite parity (a fresh barrier passes parity 1 at once);
+// dQ buffer b = n & 1, dq_full parity (n >> 1) & 1, consumers wait dq_empty
+// with the opposite parity. Every mbarrier wait is bounded (mbar_wait_fault:
+// an illegal-address fault after 2^28 failed polls, never a hang).
+// Padded query rows (past sq): Q = dO = 0 (TMA zero fill), lse = D = 0
+// (cp.async zero fill), so P = 1 but dS = P (0 - 0) = 0 and dO = 0: nothing
+// reaches dK / dV; their dQ rows are clipped by the reduce-add's tensor map.
+// Blocks with no visible item load nothing, reduce nothing and write dK = dV
+// = 0 (or leave them, accumulating), as variant 7.
+#pragma once
+
+#include "flash_bwd_wgmma.cuh"
+#include "flash_fwd_tma_ws.cuh"
+
+namespace burst_fa {
+namespace dev {
+
+// The two bf16 of pack_bf16(lo, hi) back as floats (exact).
+__device__ __forceinline__ float2 unpack_bf16(uint32_t v) {
+  return make_float2(__uint_as_float(v << 16), __uint_as_float(v & 0xFFFF0000u));
+}
+// Bounded mbarrier wait without a trap instruction: after 2^28 failed polls
+// the thread stores to address 0 (an opaque null, so the compiler cannot fold
+// it), i.e. the kernel dies with cudaErrorIllegalAddress (a fault, never a
+// hang), and keeps polling until the fault takes the grid down. Why not
+// __trap() (the forward's mbar_wait): with a trap reachable from both the
+// producer and the consumer branch, ptxas (13.0) allocated the consumer
+// branch as if it had the 168-register entry budget, not setmaxnreg's 240:
+// C7512 "wgmma serialized due to insufficient register resources" and 644 B
+// of spills (d128); with this wait, no C7512 and the consumer branch gets
+// its 240 (NOTES, v7 backward with a TMA producer warp).
+__device__ __forceinline__ void mbar_wait_fault(uint32_t bar, uint32_t parity) {
+  uint32_t n = 0;
+  while (!mbar_try_wait(bar, parity))
+    if (++n == (1u << 28)) {
+      uint64_t a = 0;
+      asm volatile("" : "+l"(a));
+      asm volatile("st.global.u32 [%0], %1;\n" ::"l"(a), "r"(n) : "memory");
+      n = 0;
+    }
+}
+__device__ __forceinline__ void cp_async_mbar_arrive_noinc(uint32_t bar) {
+  asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(bar) : "memory");
+}
+
+template <int D> struct BwdTmaWsTraits {
+  static constexpr int BR = 64, BC = 128, NT = 384, NST = 2;
+  static constexpr uint32_t KV_BYTES = BC * D * 2;            // one of K, V
+  static constexpr uint32_t Q_BYTES = BR * D * 2;             // one of Q, dO (one stage)
+  static constexpr uint32_t DS_BYTES = BC * BR * 2;           // one dS^T buffer
+  static constexpr uint32_t DQ_WG_BYTES = BR * 64 * 4;        // one warpgroup's staged dQ partial
+  static constexpr uint32_t OFF_K = 0, OFF_V = KV_BYTES, OFF_Q = 2 * KV_BYTES;
+  static constexpr uint32_t OFF_DO = OFF_Q + NST * Q_BYTES;
+  static constexpr uint32_t OFF_DS = OFF_DO + NST * Q_BYTES;  // [2]
+  static constexpr uint32_t OFF_DQ = OFF_DS + 2 * DS_BYTES;   // [2 buffers][2 warpgroups][2 boxes of BR x 32 fp32]
+  static constexpr uint32_t OFF_L = OFF_DQ + 2 * 2 * DQ_WG_BYTES;  // lse [NST][BR]
+  static constexpr uint32_t OFF_D = OFF_L + NST * BR * 4;          // D [NST][BR]
+  static constexpr uint32_t OFF_BAR = OFF_D + NST * BR * 4;
+  // full[NST], empty[NST], kv, dq_full[2], dq_empty[2]
+  static constexpr int NBAR = 2 * NST + 1 + 4;
+  static constexpr size_t smem_bytes = size_t(OFF_BAR) + 8 * NBAR + 1024;  // + 1 KB to align the base (128B swizzle)
+  static_assert(D == 64 || D == 128, "head dim");
+  static_assert(OFF_DQ % 1024 == 0 && OFF_DS % 1024 == 0 && OFF_Q % 1024 == 0 && OFF_DO % 1024 == 0, "sw128 alignment");
+  static_assert(smem_bytes <= 232448, "shared memory (227 KB per block)");
+};
+
+constexpr int kBwdProducerRegs = 24, kBwdConsumerRegs = 240;  // 24 x 128 + 240 x 256 = 168 x 384
+constexpr int kBarDsReady = 1;                                // named barrier of the two consumers (0 = __syncthreads)
+
+template <int D, bool POS>
+__global__ void __launch_bounds__(384, 1)
+    flash_bwd_tma_ws_kernel(const __grid_constant__ BwdParams p, const __grid_constant__ CUtensorMap dq_map,
+                            const __grid_constant__ CUtensorMap tm_q, const __grid_constant__ CUtensorMap tm_do,
+                            const __grid_constant__ CUtensorMap tm_k, const __grid_constant__ CUtensorMap tm_v) {
+  using Tr = BwdTmaWsTraits<D>;
+  constexpr int BR = Tr::BR, BC = Tr::BC, NST = Tr::NST;
+  constexpr int NSX = BR / 8;  // n8 column groups of S^T per thread
+  constexpr int NKX = D / 8;   // n8 column groups of dK / dV
+  extern __shared__ __align__(1024) unsigned char bw_smem_raw[];
+  const uint32_t raw_u32 = smem_u32(bw_smem_raw);
+  unsigned char* base = bw_smem_raw + (((raw_u32 + 1023u) & ~1023u) - raw_u32);
+  const uint32_t sb = smem_u32(base);
+  const uint32_t bar0 = sb + Tr::OFF_BAR;
+  auto bar_full = [&](int s) { return bar0 + 8u * s; };
+  auto bar_empty = [&](int s) { return bar0 + 8u * (NST + s); };
+  const uint32_t bar_kv = bar0 + 8u * (2 * NST);
+  auto bar_dq_full = [&](int b) { return bar0 + 8u * (2 * NST + 1 + b); };
+  auto bar_dq_empty = [&](int b) { return bar0 + 8u * (2 * NST + 3 + b); };
+
+  const int kt = blockIdx.x, hk = blockIdx.y;
+  const int tid = threadIdx.x, wg = tid / 128;
+  const int j0 = kt * BC, j1 = min(j0 + BC, p.sk);
+  const bool col_edge = j0 + BC > p.sk;
+  const MaskDev& mask = p.mask;
+
+  const int nqt = (p.sq + BR - 1) / BR;
+  int qt_begin = 0;
+  if (mask.kind == kMaskCausal) {
+    const long long first = (long long)j0 - mask.diag_offset;  // first query row that may see key j0
+    qt_begin = first <= 0 ? 0 : (int)(first / BR < nqt ? first / BR : nqt);
+  }
+  const int total = p.group * nqt;
+  // The visible items (query head of the group, query tile) in order; every role walks the same list.
+  auto next_item = [&](int idx) {
+    while (idx < total) {
+      const int qt = idx % nqt;
+      if (qt < qt_begin) { idx += qt_begin - qt; continue; }
+      const int i0 = qt * BR;
+      if (classify_tile(mask, i0, min(i0 + BR, p.sq), j0, j1, col_edge) != 0) return idx;
+      ++idx;
+    }
+    return idx;
+  };
+
+  if (tid == 0) {
+#pragma unroll
+    for (int s = 0; s < NST; ++s) {
+      mbar_init(bar_full(s), 1 + 32);  // the loader's arrive.expect_tx + 32 lanes' cp.async (lse, D) arrivals
+      mbar_init(bar_empty(s), 256);    // every consumer thread
+    }
+    mbar_init(bar_kv, 1);
+#pragma unroll
+    for (int b = 0; b < 2; ++b) {
+      mbar_init(bar_dq_full(b), 256);  // every consumer thread, after its staging writes
+      mbar_init(bar_dq_empty(b), 1);   // the dQ writer, once the bulk reduce has read the buffer
+    }
+    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+  }
+  __syncthreads();  // the only block-wide barrier
+
+  if (wg == 0) {
+    // ------------------------------------------------------------ producer warpgroup
+    setmaxnreg_dec<kBwdProducerRegs>();
+    const int warp = tid / 32, lane = tid % 32;
+    if (warp == 0) {
+      // ---- loader
+      int cur = next_item(0);
+      if (cur < total) {
+        if (lane == 0) {
+          tma_prefetch_desc(&tm_q);
+          tma_prefetch_desc(&tm_do);
+          tma_prefetch_desc(&tm_k);
+          tma_prefetch_desc(&tm_v);
+          mbar_arrive_expect_tx(bar_kv, 2 * Tr::KV_BYTES);
+#pragma unroll
+          for (int b = 0; b < D / 64; ++b) {
+            tma_load_3d(sb + Tr::OFF_K + b * BC * 128, &tm_k, bar_kv, b * 64, hk, j0);
+            tma_load_3d(sb + Tr::OFF_V + b * BC * 128, &tm_v, bar_kv, b * 64, hk, j0);
+          }
+        }
+        int n = 0;
+        for (; cur < total; cur = next_item(cur + 1), ++n) {
+          const int st = n % NST;
+          const uint32_t ph = (uint32_t)(n / NST) & 1u;
+          mbar_wait_fault(bar_empty(st), ph ^ 1u);  // the first round passes (fresh barrier)
+          const int h = hk * p.group + cur / nqt, i0 = (cur % nqt) * BR;
+#pragma unroll
+          for (int r2 = 0; r2 < BR / 32; ++r2) {
+            const int r = lane + 32 * r2, i = i0 + r;
+            const bool valid = i < p.sq;  // rows past sq: lse = D = 0 (with Q = dO = 0: nothing added)
+            const size_t off = (size_t)(valid ? i : 0) * p.n + h;
+            cp_async4(sb + Tr::OFF_L + (st * BR + r) * 4, p.lse + off, valid);
+            cp_async4(sb + Tr::OFF_D + (st * BR + r) * 4, p.D + off, valid);
+          }
+          cp_async_mbar_arrive_noinc(bar_full(st));  // this lane's arrival once its cp.asyncs landed
+          if (lane == 0) {
+            mbar_arrive_expect_tx(bar_full(st), 2 * Tr::Q_BYTES);  // full boxes, also for rows past sq
+#pragma unroll
+            for (int b = 0; b < D / 64; ++b) {
+              tma_load_3d(sb + Tr::OFF_Q + st * Tr::Q_BYTES + b * BR * 128, &tm_q, bar_full(st), b * 64, h, i0);
+              tma_load_3d(sb + Tr::OFF_DO + st * Tr::Q_BYTES + b * BR * 128, &tm_do, bar_full(st), b * 64, h, i0);
+            }
+          }
+        }
+        // Tail: the last NST items released by the consumers, so no cp.async of this warp is still in flight
+        // when it exits (CUTLASS's producer tail; consumers wait for every load anyway).
+        for (int k = n > NST ? n - NST : 0; k < n; ++k) mbar_wait_fault(bar_empty(k % NST), (uint32_t)(k / NST) & 1u);
+      }
+    } else if (warp == 1 && lane == 0 && !p.diag_no_dq) {
+      // ---- dQ writer
+      int cur = next_item(0);
+      if (cur < total) prefetch_tensormap(&dq_map);
+      for (int n = 0; cur < total; cur = next_item(cur + 1), ++n) {
+        const int b = n & 1;
+        mbar_wait_fault(bar_dq_full(b), (uint32_t)(n >> 1) & 1u);
+        const uint32_t src = sb + Tr::OFF_DQ + b * 2 * Tr::DQ_WG_BYTES;
+        const int h = hk * p.group + cur / nqt, i0 = (cur % nqt) * BR;
+#pragma unroll
+        for (int w = 0; w < 2; ++w) {  // consumer w's columns (D = 64: both add all 64 columns)
+          const int c0 = D == 128 ? w * 64 : 0;
+          tma_reduce_add_3d(&dq_map, src + w * Tr::DQ_WG_BYTES, c0, h, i0);  // rows past sq: clipped
+          tma_reduce_add_3d(&dq_map, src + w * Tr::DQ_WG_BYTES + BR * 128, c0 + 32, h, i0);
+        }
+        bulk_commit();
+        bulk_wait_read<0>();          // the staging buffer has been read
+        mbar_arrive(bar_dq_empty(b));  // consumers may write it again (item n + 2)
+      }
+      bulk_wait<0>();  // the reduce-adds performed before the block's shared memory goes away
+    }
+    return;
+  }
+
+  // -------------------------------------------------------------- consumers
+  setmaxnreg_inc<kBwdConsumerRegs>();
+  const int cw = wg - 1;  // consumer 0 / 1 = variant 7's warpgroup 0 / 1
+  const int wtid = tid % 128;
+  const int lane = tid % 32, g = lane >> 2, t = lane & 3;
+  const int wrow = cw * 64 + (wtid / 32) * 16;  // this warp's first key row in the tile
+
+  // The key rows of this thread's accumulator fragments (fixed for the block).
+  int jrow[2];
+  RowInfo kinfo[POS ? 2 : 1];
+#pragma unroll
+  for (int hf = 0; hf < 2; ++hf) {
+    jrow[hf] = j0 + wrow + g + hf * 8;
+    if constexpr (POS) kinfo[hf] = row_info(mask, min(jrow[hf], p.sk - 1), false);
+  }
+
+  float dk[D / 2], dv[D / 2];
+#pragma unroll
+  for (int x = 0; x < D / 2; ++x) dk[x] = dv[x] = 0.f;
+
+  const uint32_t k_base = sb + Tr::OFF_K, v_base = sb + Tr::OFF_V;
+  // dQ: which n-block of 64 columns (D = 128) or which 64 keys (D = 64) this consumer does
+  constexpr int NKQ = D == 128 ? BC / 16 : BC / 32;  // k16 steps of the dQ product per consumer
+  const int kq0 = D == 128 ? 0 : cw * (BC / 32);     // first k16 step (keys / 16)
+  const uint32_t kq_base = k_base + (D == 128 ? cw * BC * 128 : 0);
+
+  int cur = next_item(0);
+  if (cur < total) mbar_wait_fault(bar_kv, 0);
+  for (int n = 0; cur < total; ++n) {
+    const int nxt = next_item(cur + 1);
+    const int st = n % NST;
+    mbar_wait_fault(bar_full(st), (uint32_t)(n / NST) & 1u);  // Q, dO (TMA bytes) and lse, D (cp.async arrivals) landed
+    const int i0 = (cur % nqt) * BR;
+    const int cls = classify_tile(mask, i0, min(i0 + BR, p.sq), j0, j1, col_edge);
+    // Operand bases through an opaque copy, so the descriptors are rebuilt per item, not hoisted into registers.
+    uint32_t q_st = sb + Tr::OFF_Q + st * Tr::Q_BYTES, do_st = sb + Tr::OFF_DO + st * Tr::Q_BYTES;
+    uint32_t ds_base = sb + Tr::OFF_DS + (n & 1) * Tr::DS_BYTES;
+    asm volatile("" : "+r"(q_st), "+r"(do_st), "+r"(ds_base));
+    const float* Lb = reinterpret_cast<const float*>(base + Tr::OFF_L) + st * BR;
+    const float* Db = reinterpret_cast<const float*>(base + Tr::OFF_D) + st * BR;
+    __nv_bfloat16* dSs = reinterpret_cast<__nv_bfloat16*>(base + Tr::OFF_DS + (n & 1) * Tr::DS_BYTES);
+
+    // ---- S^T = K Q^T, dP^T = V dO^T (this consumer's 64 keys x BR queries)
+    float s[BR / 2], dp[BR / 2];
+    wgmma_fence();
+#pragma unroll
+    for (int ks = 0; ks < D / 16; ++ks) {
+      const uint32_t koff = (ks / 4) * BC * 128 + cw * 64 * 128 + (ks % 4) * 32;
+      const uint32_t qoff = (ks / 4) * BR * 128 + (ks % 4) * 32;
+      wgmma_ss<BR>(s, sw128_desc(k_base + koff, 16, 1024), sw128_desc(q_st + qoff, 16, 1024), ks > 0 ? 1 : 0);
+    }
+    wgmma_commit();
+#pragma unroll
+    for (int ks = 0; ks < D / 16; ++ks) {
+      const uint32_t koff = (ks / 4) * BC * 128 + cw * 64 * 128 + (ks % 4) * 32;
+      const uint32_t qoff = (ks / 4) * BR * 128 + (ks % 4) * 32;
+      wgmma_ss<BR>(dp, sw128_desc(v_base + koff, 16, 1024), sw128_desc(do_st + qoff, 16, 1024), ks > 0 ? 1 : 0);
+    }
+    wgmma_commit();
+    wgmma_wait<1>();  // S^T done; dP^T may still run
+    reg_fence(s);
+
+    // ---- P^T (in place of S^T), masked on partial tiles
+#pragma unroll
+    for (int x = 0; x < NSX; ++x) {
+      const float2 l2 = *reinterpret_cast<const float2*>(Lb + x * 8 + 2 * t);
+#pragma unroll
+      for (int e1 = 0; e1 < 2; ++e1) {
+        const float lse_c = e1 ? l2.y : l2.x;
+        const float L = lse_c == -INFINITY ? INFINITY : lse_c * 1.4426950408889634f;  // empty row: P = 0
+        const int i = i0 + x * 8 + 2 * t + e1;
+        RowInfo qinfo{0, 0};
+        if (POS && cls == 1) qinfo = row_info_t<POS>(mask, min(i, p.sq - 1), true);
+#pragma unroll
+        for (int hf = 0; hf < 2; ++hf) {
+          float pe = fast_exp2(fmaf(s[x * 4 + hf * 2 + e1], p.scale_log2, -L));
+          if (cls == 1) {
+            const int j = jrow[hf];
+            if (j >= p.sk || !elem_visible_t<POS>(mask, i, j, qinfo, kinfo[POS ? hf : 0])) pe = 0.f;
+          }
+          s[x * 4 + hf * 2 + e1] = pe;
+        }
+      }
+    }
+    // ---- dV += P^T dO (register A, dO MN-major with the transpose flag), issued before the dP^T wait
+    uint32_t pf[BR / 16][4], sf[BR / 16][4];
+#pragma unroll
+    for (int kk = 0; kk < BR / 16; ++kk) {
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int x = 2 * kk + (e >> 1), hf = e & 1;
+        pf[kk][e] = pack_bf16(s[x * 4 + hf * 2], s[x * 4 + hf * 2 + 1]);
+      }
+    }
+    wgmma_fence();
+#pragma unroll
+    for (int kk = 0; kk < BR / 16; ++kk) wgmma_rs_tb<D>(dv, pf[kk], sw128_desc(do_st + kk * 16 * 128, BR * 128, 1024), 1);
+    wgmma_commit();
+    wgmma_wait<1>();  // dP^T done (groups retire in order); dV may still run
+    reg_fence(dp);
+    // ---- dS^T = P^T (dP^T - D) (in place of dP^T), with P^T from its bf16 A fragments (pf, live anyway
+    // until dV retires), so the fp32 P^T (32 registers) dies at the pack: variant 7's schedule does not fit
+    // the consumers' 240 registers otherwise (NOTES, v7 backward with a TMA producer warp).
+#pragma unroll
+    for (int kk = 0; kk < BR / 16; ++kk) {
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int x = 2 * kk + (e >> 1), hf = e & 1;
+        const float2 d2 = *reinterpret_cast<const float2*>(Db + x * 8 + 2 * t);
+        const float2 p2 = unpack_bf16(pf[kk][e]);
+        dp[x * 4 + hf * 2] = p2.x * (dp[x * 4 + hf * 2] - d2.x);
+        dp[x * 4 + hf * 2 + 1] = p2.y * (dp[x * 4 + hf * 2 + 1] - d2.y);
+      }
+    }
+#pragma unroll
+    for (int kk = 0; kk < BR / 16; ++kk) {
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int x = 2 * kk + (e >> 1), hf = e & 1;
+        sf[kk][e] = pack_bf16(dp[x * 4 + hf * 2], dp[x * 4 + hf * 2 + 1]);
+      }
+    }
+    // ---- dS^T to shared memory (buffer n & 1) for the dQ product
+#pragma unroll
+    for (int kk = 0; kk < BR / 16; ++kk) {
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int x = 2 * kk + (e >> 1), hf = e & 1;
+        const int r = wrow + g + hf * 8, c = x * 8 + 2 * t;  // key, query in the tile
+        *reinterpret_cast<uint32_t*>(dSs + sw128<BC>(r, c)) = sf[kk][e];
+      }
+    }
+    fence_proxy_async_smem();
+
+    // ---- dK += dS^T Q (register A, Q MN-major with the transpose flag)
+    wgmma_fence();
+#pragma unroll
+    for (int kk = 0; kk < BR / 16; ++kk) wgmma_rs_tb<D>(dk, sf[kk], sw128_desc(q_st + kk * 16 * 128, BR * 128, 1024), 1);
+    wgmma_commit();
+
+    named_bar_sync(kBarDsReady, 256);  // dS^T of both consumers is in shared memory
+
+    // ---- dQ (BR x 64 per consumer) = dS K
+    float dq[32];
+    wgmma_fence();
+#pragma unroll
+    for (int kk = 0; kk < NKQ; ++kk) {
+      const int kg = kq0 + kk;  // k16 step over the tile's keys
+      const uint64_t db = sw128_desc(kq_base + kg * 16 * 128, BC * 128, 1024);
+      const uint64_t da = sw128_desc(ds_base + kg * 16 * 128, BC * 128, 1024);
+      wgmma_ss_m64n64_ta_tb(dq, da, db, kk > 0 ? 1 : 0);
+    }
+    wgmma_commit();
+    wgmma_wait<0>();
+    reg_fence(dq);
+    reg_fence(dk);
+    reg_fence(dv);
+    reg_fence(pf);
+    reg_fence(sf);
+    mbar_arrive(bar_empty(st));  // this thread's reads of stage st (wgmma operands, lse, D) are over
+
+    if (!p.diag_no_dq) {
+      // This consumer's staging tile in buffer b: box x>>2 (columns 32 (x>>2) ..) row r at
+      // (x >> 2) * BR * 128 + r * 128 bytes, its 16-byte chunk c at c ^ (r & 7) (the map's 128B swizzle;
+      // r & 7 == g for this thread's rows): variant 7's layout.
+      const int b = n & 1;
+      mbar_wait_fault(bar_dq_empty(b), ((uint32_t)(n >> 1) & 1u) ^ 1u);  // the reduce of item n - 2 has read it
+      unsigned char* stg = base + Tr::OFF_DQ + (b * 2 + cw) * Tr::DQ_WG_BYTES;
+#pragma unroll
+      for (int hf = 0; hf < 2; ++hf) {
+        const int r = (wtid / 32) * 16 + g + hf * 8;
+#pragma unroll
+        for (int x = 0; x < 8; ++x) {
+          const int off = (x >> 2) * (BR * 128) + r * 128 + ((((x & 3) * 2 + (t >> 1)) ^ g) << 4) + (t & 1) * 8;
+          *reinterpret_cast<float2*>(stg + off) = make_float2(p.scale * dq[x * 4 + hf * 2], p.scale * dq[x * 4 + hf * 2 + 1]);
+        }
+      }
+      fence_proxy_async_smem();  // these generic-proxy writes, visible to the copy engine after the arrival below
+      mbar_arrive(bar_dq_full(b));
+    }
+    cur = nxt;
+  }
+
+  // ---- write dK (scaled), dV; every key tile writes (zeros where nothing was visible)
+#pragma unroll
+  for (int hf = 0; hf < 2; ++hf) {
+    const int j = jrow[hf];
+    if (j >= p.sk) continue;
+    const size_t rb = ((size_t)j * p.nkv + hk) * D + 2 * t;
+#pragma unroll
+    for (int x = 0; x < NKX; ++x) {
+      float2 kv = make_float2(p.scale * dk[x * 4 + hf * 2], p.scale * dk[x * 4 + hf * 2 + 1]);
+      float2 vv = make_float2(dv[x * 4 + hf * 2], dv[x * 4 + hf * 2 + 1]);
+      float2* pk = reinterpret_cast<float2*>(p.dk + rb + x * 8);
+      float2* pv = reinterpret_cast<float2*>(p.dv + rb + x * 8);
+      if (p.acc_dkdv) {
+        const float2 ok = *pk, ov = *pv;
+        kv.x += ok.x, kv.y += ok.y, vv.x += ov.x, vv.y += ov.y;
+      }
+      *pk = kv;
+      *pv = vv;
+    }
+  }
+}
+
+template <int D, bool POS>
+cudaError_t launch_bwd_tma_ws_t(const BwdParams& p, const CUtensorMap& dq_map, const CUtensorMap& tq,
+                                const CUtensorMap& tdo, const CUtensorMap& tk, const CUtensorMap& tv, cudaStream_t st) {
+  using Tr = BwdTmaWsTraits<D>;
+  auto kern = flash_bwd_tma_ws_kernel<D, POS>;
+  static cudaError_t attr = cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)Tr::smem_bytes);
+  if (attr != cudaSuccess) return attr;
+  const dim3 grid((p.sk + Tr::BC - 1) / Tr::BC, p.nkv);
+  kern<<<grid, Tr::NT, Tr::smem_bytes, st>>>(p, dq_map, tq, tdo, tk, tv);
+  return cudaGetLastError();
+}
+
+// Variant 8. dQ must be 16-byte aligned for the copy engine (the API promises 8): otherwise variant 6 runs.
+template <int D>
+cudaError_t launch_bwd_tma_ws(const BwdParams& p, cudaStream_t st) {
+  if (reinterpret_cast<uintptr_t>(p.dq) % 16 != 0) return launch_bwd_wgmma<D, false, true, false>(p, st);
+  CUtensorMap mdq, tq, tdo, tk, tv;
+  std::memset(&mdq, 0, sizeof mdq), std::memset(&tq, 0, sizeof tq), std::memset(&tdo, 0, sizeof tdo);
+  std::memset(&tk, 0, sizeof tk), std::memset(&tv, 0, sizeof tv);
+  if (p.sq > 0) {  // sq == 0: no item in any block, nothing is loaded (maps unused); sk > 0 here (flash_backward)
+    cudaError_t e = make_dq_tensor_map(&mdq, p.dq, p.sq, p.n, D);
+    if (e == cudaSuccess) e = make_tile_map(&tq, p.q, p.sq, p.n, D, BwdTmaWsTraits<D>::BR);
+    if (e == cudaSuccess) e = make_tile_map(&tdo, p.dout, p.sq, p.n, D, BwdTmaWsTraits<D>::BR);
+    if (e == cudaSuccess) e = make_tile_map(&tk, p.k, p.sk, p.nkv, D, BwdTmaWsTraits<D>::BC);
+    if (e == cudaSuccess) e = make_tile_map(&tv, p.v, p.sk, p.nkv, D, BwdTmaWsTraits<D>::BC);
+    if (e != cudaSuccess) return e;
+  }
+  return p.mask.kind >= kMaskWindow ? launch_bwd_tma_ws_t<D, true>(p, mdq, tq, tdo, tk, tv, st)
+                                    : launch_bwd_tma_ws_t<D, false>(p, mdq, tq, tdo, tk, tv, st);
+}
+
+}  // namespace dev
+}  // namespace burst_fa
