@@ -133,6 +133,47 @@ def collective_waits(d, alpha, beta):
     return tau, rows
 
 
+LOCAL_SEQ = 3072  # bench attention comm-only at 2 ranks: a size no experiment runs (they run 1024, 2048, 4096)
+
+
+def collective_local_work(d, alpha, beta):
+    """CPU seconds per byte of the local memory work around the engine's
+    blocking collectives: `burst bench attention` at 2 ranks, LOCAL_SEQ tokens,
+    the comm-only run (every transfer and its copies, no attention math) of
+    Ulysses (seq_to_heads / heads_to_seq: fresh buffers, pack / unpack, MPI's
+    shared-memory copies, the head-layout state) and of the all-gather method
+    (fresh gathered K, V; zero-filled dK, dV reduce-scattered), less the
+    alpha-beta time of the bytes that cross to the peer (priced separately),
+    over the bytes of the tensors the collectives fill (the same bytes as
+    src/perf's host.*_local terms). Median of SAMPLES runs."""
+    P, S = 2, LOCAL_SEQ
+    s, nd, kvd, e = S / P, HEADS * D, KVH * D, 4.0
+    bytes_of = {"ulysses": (s * (nd + 2 * kvd) * e + s * nd * 4 + s * HEADS * 4) + (s * nd * e + s * (nd + 2 * kvd) * 4),
+                "allgather": 2 * S * kvd * e + (2 * S * kvd * e + 2 * S * kvd * 4)}
+    calls = {"ulysses": 9, "allgather": 6}  # collectives per forward + backward
+    moved = {"ulysses": bytes_of["ulysses"] / 2, "allgather": 4 * s * kvd * e + 2 * s * kvd * 4}  # to the peer
+    per = {m: [] for m in bytes_of}
+    raw = {m: [] for m in bytes_of}
+    for i in range(SAMPLES):
+        h5 = os.path.join(d, f"local_np{P}_S{S}_s{i}.h5")
+        C.mpiexec(P, ["bench", "attention", "--set", f"bench.heads={HEADS}", "--set", f"bench.kv_heads={KVH}",
+                      "--set", f"bench.head_dim={D}", "--set", "bench.repeats=5", "--set", "bench.warmup=1",
+                      "--set", f"bench.hp={P}", "--set", "bench.methods=[\"ulysses\",\"allgather\"]",
+                      "--set", f"bench.seq=[{S}]", "--output", h5], os.path.join(d, f"local_np{P}_S{S}_s{i}.log"))
+        with h5py.File(h5, "r") as f:
+            cases = []
+            f.visititems(lambda n, o: cases.append(n) if isinstance(o, h5py.Group) and "comm_s_median" in o.attrs else None)
+            for cname in cases:
+                a = f[cname].attrs
+                m = a["method"].decode() if isinstance(a["method"], bytes) else str(a["method"])
+                share = min(1.0, float(a["cpu_share"])) if "cpu_share" in a else 1.0
+                t = float(a["comm_s_median"])
+                raw[m].append(t)
+                per[m].append(max(0.0, t * share - (calls[m] * alpha + moved[m] / beta)) / bytes_of[m])
+    out = {m: (float(np.median(per[m])), spread(raw[m]), raw[m]) for m in per}
+    return out
+
+
 def bench_layer(d, tokens, ranks, tag):
     """`burst bench layer` at the model's widths, float, `tokens` tokens, as
     `ranks` independent copies at once; rank 0's numbers, timed in CPU
@@ -321,6 +362,7 @@ def main():
     alpha, beta = float(np.median(alphas)), float(np.median(betas))
 
     tau, coll_rows = collective_waits(d, alpha, beta)
+    local = collective_local_work(d, alpha, beta)
 
     conc = lay["conc"]
     gemm_txt = ", ".join(f"{g / 1e9:.1f}" for g in lay["gemm_rates"])
@@ -375,6 +417,8 @@ nap_wait_ms = {tau["nap"] * 1e3:.4g}          # measured: the same for the engin
 # spread of the block's CPU time: one copy at t = {CONC_SEQ} {sp["fb"][LAYER_SEQ.index(CONC_SEQ)]:.2f}, P copies {fmt_sp(sp["conc_fb"])}
 concurrency_ranks = [{', '.join(str(c["ranks"]) for c in conc)}]
 concurrency_efficiency = [{', '.join(f'{c["eff"]:.4f}' for c in conc)}]
+a2a_local_ns_per_byte = {local["ulysses"][0] * 1e9:.4g}   # measured: bench attention, 2 ranks, {LOCAL_SEQ} tokens, Ulysses comm-only (no math) {', '.join(f'{x * 1e3:.2f}' for x in local["ulysses"][2])} ms (spread {local["ulysses"][1]:.2f}) less alpha-beta, per byte of the tensors converted
+allgather_local_ns_per_byte = {local["allgather"][0] * 1e9:.4g}   # measured: the same, all-gather method comm-only {', '.join(f'{x * 1e3:.2f}' for x in local["allgather"][2])} ms (spread {local["allgather"][1]:.2f}), per byte of gathered K,V and dK,dV accumulators
 layer_overhead_ms = {layer_over * 1e3:.4g}    # measured: bench layer, one rank: intercept of the block's rest (CPU ms {rest_txt} at t = {LAYER_SEQ}; spreads {fmt_sp(sp["rest"])}) = a + b t + c t^2, c t^2 = {lay["rest_c"] * 1e12:.3g} ps t^2 in the attention rates
 step_overhead_ms = {step_a * 1e3:.4g}     # {note}
 step_overhead_us_per_token = {step_b * 1e6:.4g}
@@ -468,6 +512,12 @@ step_overhead_us_per_token = {step_b * 1e6:.4g}
         f.attrs["mem_bandwidth_spread"] = bw_spread
         f["collective_excess_spread"] = np.array([r[8] for r in coll_rows])
         f["collective_excess_samples_s"] = np.array([r[9] for r in coll_rows])
+        f.attrs["a2a_local_s_per_byte"] = local["ulysses"][0]
+        f.attrs["allgather_local_s_per_byte"] = local["allgather"][0]
+        f["local_work_comm_only_s_ulysses"] = np.array(local["ulysses"][2])
+        f["local_work_comm_only_s_allgather"] = np.array(local["allgather"][2])
+        f.attrs["local_work_spread_ulysses"] = local["ulysses"][1]
+        f.attrs["local_work_spread_allgather"] = local["allgather"][1]
         f.attrs["seconds"] = time.time() - t_start
     print(f"block (bench layer, one rank): GEMMs {gemm_rate / 1e9:.1f} GFLOP/s per CPU-second ({gemm_txt} at t = {LAYER_SEQ}); "
           f"rest {rest_txt} CPU-ms = {layer_over * 1e3:.3f} ms + {lay['rest_b'] * 1e9:.1f} ns/token ({passes:.1f} passes)"
@@ -494,6 +544,9 @@ step_overhead_us_per_token = {step_b * 1e6:.4g}
           f"{STEP_SEQ}; pingpong alpha {spread(alphas):.2f} beta {spread(betas):.2f}; copy {bw_spread:.2f}; collective excess "
           f"median {np.nanmedian([r[8] for r in coll_rows]):.2f}, max {np.nanmax([r[8] for r in coll_rows]):.2f}"
           f" ({sum(1 for r in coll_rows if not np.isfinite(r[8]))} cases with a sample <= 0)")
+    print(f"local work of the blocking collectives (bench attention comm-only, 2 ranks, {LOCAL_SEQ} tokens): Ulysses "
+          f"{local['ulysses'][0] * 1e9:.3f} ns/byte (comm-only {', '.join(f'{x * 1e3:.2f}' for x in local['ulysses'][2])} ms), "
+          f"all-gather {local['allgather'][0] * 1e9:.3f} ns/byte ({', '.join(f'{x * 1e3:.2f}' for x in local['allgather'][2])} ms)")
     print(f"wrote {cpath}, {kpath} ({time.time() - t_start:.0f} s)")
 
 
