@@ -67,6 +67,10 @@ def main():
                    f"{', '.join(f'{x:.2f}' for x in f['step_spread'][:])}; pingpong alpha {A['mpi_alpha_spread']:.2f}, beta "
                    f"{A['mpi_beta_spread']:.2f} | independent runs of each benchmark, interleaved |")
                   if "samples_per_point" in A.keys() else "",
+                  (f"| local memory work of the blocking collectives, CPU time per byte of the tensors they fill | Ulysses/USP "
+                   f"all-to-all {A['a2a_local_s_per_byte'] * 1e9:.3f} ns, all-gather method {A['allgather_local_s_per_byte'] * 1e9:.3f} ns "
+                   f"| `burst bench attention` comm-only (no math), 2 ranks, a size no experiment runs |")
+                  if "a2a_local_s_per_byte" in A.keys() else "",
                   (f"| load average at the end of the calibration | {A['load_average_at_end']} | os.getloadavg() |")
                   if "load_average_at_end" in A.keys() else "",
                   f"| cores shared by the ranks | {A['cores']} | os.cpu_count(); each run is predicted with the share of them it got "
