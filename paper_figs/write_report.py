@@ -58,6 +58,19 @@ def main():
                   (f"| collective waits on shared cores, per unit of 1/s - 1 | blocking {A['collective_wait_spin_s'] * 1e3:.2f} ms per "
                    f"round of MPICH's algorithm, napping {A['collective_wait_nap_s'] * 1e3:.2f} ms per call | `burst bench collective` at "
                    f"{', '.join(str(int(p)) for p in sorted(set(f['collective_ranks'][:])))} ranks |") if "collective_wait_spin_s" in A.keys() else "",
+                  (f"| spread of the calibration points (max / min of {A['samples_per_point']} samples, median kept) | "
+                   f"block {', '.join(f'{x:.2f}' for x in f['layer_fwd_bwd_spread'][:])}; attention rate "
+                   f"{', '.join(f'{x:.2f}' for x in f['attention_combined_spread'][:])}; GEMMs "
+                   f"{', '.join(f'{x:.2f}' for x in f['layer_gemm_spread'][:])}; rest {', '.join(f'{x:.2f}' for x in f['layer_rest_spread'][:])} "
+                   f"(at {', '.join(str(int(t)) for t in f['layer_tokens'][:])} tokens); copies at once "
+                   f"{', '.join(f'{x:.2f}' for x in f['concurrency_fwd_bwd_spread'][:])} (1, 2, 4, 8); one-rank steps "
+                   f"{', '.join(f'{x:.2f}' for x in f['step_spread'][:])}; pingpong alpha {A['mpi_alpha_spread']:.2f}, beta "
+                   f"{A['mpi_beta_spread']:.2f} | independent runs of each benchmark, interleaved |")
+                  if "samples_per_point" in A.keys() else "",
+                  (f"| local memory work of the blocking collectives, CPU time per byte of the tensors they fill | Ulysses/USP "
+                   f"all-to-all {A['a2a_local_s_per_byte'] * 1e9:.3f} ns, all-gather method {A['allgather_local_s_per_byte'] * 1e9:.3f} ns "
+                   f"| `burst bench attention` comm-only (no math), 2 ranks, a size no experiment runs |")
+                  if "a2a_local_s_per_byte" in A.keys() else "",
                   (f"| load average at the end of the calibration | {A['load_average_at_end']} | os.getloadavg() |")
                   if "load_average_at_end" in A.keys() else "",
                   f"| cores shared by the ranks | {A['cores']} | os.cpu_count(); each run is predicted with the share of them it got "

@@ -467,6 +467,52 @@ TEST(PerfModel, HostConcurrencyAndOverheads) {
   EXPECT_DOUBLE_EQ(a800().layer_overhead + a800().step_overhead + a800().step_overhead_per_token, 0);
 }
 
+// The local memory work around the blocking collectives on CPU hosts
+// (host.a2a_local_ns_per_byte, host.allgather_local_ns_per_byte): exact
+// CPU time per byte of the tensors the collectives fill, stretched by the
+// rank's share of a core like every host term, added as compute (not as
+// exposed communication); ring methods and GPU clusters unchanged.
+TEST(PerfModel, HostCollectiveLocalWork) {
+  const std::string dir = std::string(BURST_FIXTURE_DIR);
+  const Cluster c = load_cluster(dir + "/cpu_cluster_overheads_test.toml", default_data_dir());
+  EXPECT_DOUBLE_EQ(c.a2a_local, 3e-9);
+  EXPECT_DOUBLE_EQ(c.allgather_local, 2e-9);
+  EXPECT_DOUBLE_EQ(a800().a2a_local + a800().allgather_local, 0);
+  Cluster none = c;
+  none.a2a_local = none.allgather_local = 0;
+  const int P = 4;
+  const double S = 2048, s = S / P, n = 8, d = 16, nd = n * d, kvd = nd, e = 4;
+  const double f = 0.5 * 0.8;  // 2 cores / 4 ranks, efficiency at 4
+  const AttnProblem p{P, S, 8, 8, 16};
+  for (const char* method : {"ulysses", "usp"}) {
+    AttnConfig a;
+    a.method = method, a.hp = 4;
+    const AttnCost w = attention_cost(c, a, p), o = attention_cost(none, a, p);
+    const double fwd_b = s * (nd + 2 * kvd) * e + s * nd * 4 + s * n * 4, bwd_b = s * nd * e + s * (nd + 2 * kvd) * 4;
+    EXPECT_NEAR(w.fwd.time - o.fwd.time, 3e-9 * fwd_b / f, 1e-15) << method;
+    EXPECT_NEAR(w.fwd.compute - o.fwd.compute, 3e-9 * fwd_b / f, 1e-15) << method;
+    EXPECT_NEAR(w.rebuild.time - o.rebuild.time, 3e-9 * fwd_b / f, 1e-15) << method;
+    EXPECT_NEAR(w.bwd.time - o.bwd.time, 3e-9 * bwd_b / f, 1e-15) << method;
+    EXPECT_NEAR(w.half_fwd.time - o.half_fwd.time, 3e-9 * fwd_b / 2 / f, 1e-15) << method;
+  }
+  {
+    AttnConfig a;
+    a.method = "allgather";
+    const AttnCost w = attention_cost(c, a, p), o = attention_cost(none, a, p);
+    const double gathered = 2 * S * kvd * e, acc = 2 * S * kvd * 4;
+    EXPECT_NEAR(w.fwd.time - o.fwd.time, 2e-9 * gathered / f, 1e-15);
+    EXPECT_NEAR(w.bwd.time - o.bwd.time, 2e-9 * (gathered + acc) / f, 1e-15);
+    EXPECT_NEAR(w.bwd.compute - o.bwd.compute, 2e-9 * (gathered + acc) / f, 1e-15);
+    EXPECT_NEAR(w.half_fwd.time - o.half_fwd.time, 2e-9 * gathered / 2 / f, 1e-15);
+  }
+  for (const char* method : {"ring", "burst", "loongtrain"}) {
+    AttnConfig a;
+    a.method = method;
+    EXPECT_DOUBLE_EQ(attention_cost(c, a, p).fwd.time, attention_cost(none, a, p).fwd.time) << method;
+    EXPECT_DOUBLE_EQ(attention_cost(c, a, p).bwd.time, attention_cost(none, a, p).bwd.time) << method;
+  }
+}
+
 // Measured attention rate points (CPU kernels whose rate is not monotonic in
 // the block size): linear in log t between the points, held beyond the
 // ends, scaled by shared_by like r_inf; mismatched lists are refused.

@@ -34,6 +34,14 @@ microbenchmarks, measured now, before any experiment is compared:
   in the tokens (intercept: per step; slope: per token). One-rank runs only,
   at sizes no experiment runs; no multi-rank run is used.
 
+Every point above is the MEDIAN of SAMPLES independent samples (separate
+processes, taken in interleaved rounds so that a slow minute of the host
+hits one sample of each point rather than every sample of one point); the
+spread of each point (max / min over its samples) is written beside it
+(calibration.h5 `*_spread`, the log, REPORT.md), so the noise of a
+calibration can be cited. One sample per point moved by up to 30% between
+calibrations (NOTES, 2026-12-03).
+
 Writes experiments/results/calibration/{cpu.toml,cpu_calibration.toml,
 calibration.h5}. The cluster has host.cores = the cores of this machine:
 with P ranks on it each computes at cores / P of the one-thread rates.
@@ -58,6 +66,23 @@ CONC_SEQ = 512          # tokens per copy (the runs' most common tokens per rank
 STEP_SEQ = [1024, 2048]  # one-rank training steps (no experiment runs one rank at these sizes)
 STEPS = 8               # train steps of each, the first dropped
 REPEATS = 5             # timed repeats of the kernel benchmarks
+SAMPLES = int(os.environ.get("BURST_CALIB_SAMPLES", "3"))  # independent samples per calibration point (median kept)
+
+
+def spread(xs):
+    """max / min of a point's samples (1 = identical); nan when a sample is <= 0."""
+    xs = np.asarray(xs, dtype=float)
+    return float(xs.max() / xs.min()) if len(xs) and xs.min() > 0 else float("nan")
+
+
+def median_of(samples):
+    """The median of each numeric field over independent samples (dicts of the same keys)."""
+    out = dict(samples[0])
+    for k, v in samples[0].items():
+        if isinstance(v, float):
+            out[k] = float(np.median([x[k] for x in samples]))
+    out["samples"] = samples
+    return out
 
 
 COLL_RANKS = [2, 4, 8]  # the runs' rank counts (scaling goes to 8)
@@ -78,28 +103,75 @@ def collective_waits(d, alpha, beta):
     rows = []
     kinds = SPIN_KINDS + NAP_KINDS
     for P in COLL_RANKS:
-        h5 = os.path.join(d, f"collective_np{P}.h5")
-        C.mpiexec(P, ["bench", "collective", "--set", "bench.kinds=[" + ",".join(f'"{k}"' for k in kinds) + "]",
-                      "--set", f"bench.chunk_bytes={COLL_CHUNKS}".replace(" ", ""), "--set", "bench.work_us=[10000]",
-                      "--set", "bench.iterations=6", "--set", "bench.rounds=2", "--output", h5],
-                  os.path.join(d, f"collective_np{P}.log"))
-        with h5py.File(h5, "r") as f:
-            for k in kinds:
-                g = f["collective/" + k]
-                # rounds: of MPICH's algorithm for the size, as the model counts them (the bench writes them)
-                for chunk, s, ex, rounds in zip(g["chunk_bytes"][:], g["cpu_share"][:], g["excess_seconds"][:], g["rounds"][:]):
-                    chunk, rounds = float(chunk), int(rounds)
-                    moved = chunk * (P - 1) * (2 if k == "all_reduce" else 1)
-                    y = ex - (alpha + moved / beta)
-                    x = rounds * max(0.0, 1.0 / min(1.0, s) - 1.0)
-                    w = "nap" if k in NAP_KINDS else "spin"
-                    xs[w].append(x), ys[w].append(y)
-                    rows.append((P, k, chunk, float(s), x, float(ex), y, rounds))
+        # SAMPLES independent runs; per case the median excess and share (the spread is kept per case)
+        per_case = {}
+        for i in range(SAMPLES):
+            h5 = os.path.join(d, f"collective_np{P}_s{i}.h5")
+            C.mpiexec(P, ["bench", "collective", "--set", "bench.kinds=[" + ",".join(f'"{k}"' for k in kinds) + "]",
+                          "--set", f"bench.chunk_bytes={COLL_CHUNKS}".replace(" ", ""), "--set", "bench.work_us=[10000]",
+                          "--set", "bench.iterations=6", "--set", "bench.rounds=2", "--output", h5],
+                      os.path.join(d, f"collective_np{P}_s{i}.log"))
+            with h5py.File(h5, "r") as f:
+                for k in kinds:
+                    g = f["collective/" + k]
+                    # rounds: of MPICH's algorithm for the size, as the model counts them (the bench writes them)
+                    for chunk, sh, ex, rounds in zip(g["chunk_bytes"][:], g["cpu_share"][:], g["excess_seconds"][:], g["rounds"][:]):
+                        c = per_case.setdefault((k, float(chunk)), dict(share=[], excess=[], rounds=int(rounds)))
+                        c["share"].append(float(sh)), c["excess"].append(float(ex))
+        for (k, chunk), c in per_case.items():
+            s, ex, rounds = float(np.median(c["share"])), float(np.median(c["excess"])), c["rounds"]
+            moved = chunk * (P - 1) * (2 if k == "all_reduce" else 1)
+            y = ex - (alpha + moved / beta)
+            x = rounds * max(0.0, 1.0 / min(1.0, s) - 1.0)
+            w = "nap" if k in NAP_KINDS else "spin"
+            xs[w].append(x), ys[w].append(y)
+            rows.append((P, k, chunk, s, x, ex, y, rounds, spread(c["excess"]), c["excess"]))
     tau = {}
     for w in ("spin", "nap"):
         x, y = np.array(xs[w]), np.array(ys[w])
         tau[w] = max(0.0, float((x * y).sum() / (x * x).sum())) if (x * x).sum() > 0 else 0.0
     return tau, rows
+
+
+LOCAL_SEQ = 3072  # bench attention comm-only at 2 ranks: a size no experiment runs (they run 1024, 2048, 4096)
+
+
+def collective_local_work(d, alpha, beta):
+    """CPU seconds per byte of the local memory work around the engine's
+    blocking collectives: `burst bench attention` at 2 ranks, LOCAL_SEQ tokens,
+    the comm-only run (every transfer and its copies, no attention math) of
+    Ulysses (seq_to_heads / heads_to_seq: fresh buffers, pack / unpack, MPI's
+    shared-memory copies, the head-layout state) and of the all-gather method
+    (fresh gathered K, V; zero-filled dK, dV reduce-scattered), less the
+    alpha-beta time of the bytes that cross to the peer (priced separately),
+    over the bytes of the tensors the collectives fill (the same bytes as
+    src/perf's host.*_local terms). Median of SAMPLES runs."""
+    P, S = 2, LOCAL_SEQ
+    s, nd, kvd, e = S / P, HEADS * D, KVH * D, 4.0
+    bytes_of = {"ulysses": (s * (nd + 2 * kvd) * e + s * nd * 4 + s * HEADS * 4) + (s * nd * e + s * (nd + 2 * kvd) * 4),
+                "allgather": 2 * S * kvd * e + (2 * S * kvd * e + 2 * S * kvd * 4)}
+    calls = {"ulysses": 9, "allgather": 6}  # collectives per forward + backward
+    moved = {"ulysses": bytes_of["ulysses"] / 2, "allgather": 4 * s * kvd * e + 2 * s * kvd * 4}  # to the peer
+    per = {m: [] for m in bytes_of}
+    raw = {m: [] for m in bytes_of}
+    for i in range(SAMPLES):
+        h5 = os.path.join(d, f"local_np{P}_S{S}_s{i}.h5")
+        C.mpiexec(P, ["bench", "attention", "--set", f"bench.heads={HEADS}", "--set", f"bench.kv_heads={KVH}",
+                      "--set", f"bench.head_dim={D}", "--set", "bench.repeats=5", "--set", "bench.warmup=1",
+                      "--set", f"bench.hp={P}", "--set", "bench.methods=[\"ulysses\",\"allgather\"]",
+                      "--set", f"bench.seq=[{S}]", "--output", h5], os.path.join(d, f"local_np{P}_S{S}_s{i}.log"))
+        with h5py.File(h5, "r") as f:
+            cases = []
+            f.visititems(lambda n, o: cases.append(n) if isinstance(o, h5py.Group) and "comm_s_median" in o.attrs else None)
+            for cname in cases:
+                a = f[cname].attrs
+                m = a["method"].decode() if isinstance(a["method"], bytes) else str(a["method"])
+                share = min(1.0, float(a["cpu_share"])) if "cpu_share" in a else 1.0
+                t = float(a["comm_s_median"])
+                raw[m].append(t)
+                per[m].append(max(0.0, t * share - (calls[m] * alpha + moved[m] / beta)) / bytes_of[m])
+    out = {m: (float(np.median(per[m])), spread(raw[m]), raw[m]) for m in per}
+    return out
 
 
 def bench_layer(d, tokens, ranks, tag):
@@ -133,8 +205,17 @@ def block_gemm_flops_fwd(t):
 
 def layer_terms(d):
     """One rank: GEMM rate at the block's shapes, the rest as a + b t.
-    P copies: CPU seconds per block against one copy (concurrency)."""
-    one = [bench_layer(d, t, 1, f"np1_t{t}") for t in LAYER_SEQ]
+    P copies: CPU seconds per block against one copy (concurrency).
+    Each point is the median of SAMPLES runs, taken in interleaved rounds
+    (every size and copy count once per round)."""
+    raw_one = {t: [] for t in LAYER_SEQ}
+    raw_conc = {P: [] for P in CONC_RANKS}
+    for i in range(SAMPLES):
+        for t in LAYER_SEQ:
+            raw_one[t].append(bench_layer(d, t, 1, f"np1_t{t}_s{i}"))
+        for P in CONC_RANKS:
+            raw_conc[P].append(bench_layer(d, CONC_SEQ, P, f"np{P}_t{CONC_SEQ}_s{i}"))
+    one = [median_of(raw_one[t]) for t in LAYER_SEQ]
     # the phase times are CPU seconds of the process (bench.clock = cpu)
     gemm_rates = [3 * block_gemm_flops_fwd(r["tokens"]) / (r["gemm_fwd"] + r["gemm_bwd"]) for r in one]
     gemm_rate = float(np.median(gemm_rates))
@@ -151,36 +232,43 @@ def layer_terms(d):
     cpu1 = base["fb"]
     conc = []
     for P in CONC_RANKS:
-        r = bench_layer(d, CONC_SEQ, P, f"np{P}_t{CONC_SEQ}")
+        r = median_of(raw_conc[P])
         conc.append(dict(r, eff=cpu1 / r["fb"]))
+    # spreads (max / min over the samples) of each point's measured quantities
+    sp = {"fb": [spread([x["fb"] for x in r["samples"]]) for r in one],
+          "attention": [spread([x["attention_fwd"] + x["attention_bwd"] for x in r["samples"]]) for r in one],
+          "gemm": [spread([x["gemm_fwd"] + x["gemm_bwd"] for x in r["samples"]]) for r in one],
+          "rest": [spread([x["rest_fwd"] + x["rest_bwd"] for x in r["samples"]]) for r in one],
+          "conc_fb": [spread([x["fb"] for x in r["samples"]]) for r in conc]}
     return dict(one=one, gemm_rates=gemm_rates, gemm_rate=gemm_rate, rest=rest, rest_a=float(a), rest_b=float(b), rest_c=c,
-                conc=conc)
+                conc=conc, spread=sp)
 
 
 def mem_bandwidth():
     a = np.ones(8 << 20, dtype=np.float64)  # 64 MiB
     b = np.empty_like(a)
+    np.copyto(b, a)  # first touch of b (page faults) outside the timed copies
     ts = []
     for _ in range(7):
         t = time.perf_counter()
         np.copyto(b, a)
         ts.append(time.perf_counter() - t)
-    return 2 * a.nbytes / sorted(ts)[len(ts) // 2]  # read + write
+    return 2 * a.nbytes / sorted(ts)[len(ts) // 2], spread(ts)  # read + write; max / min of the 7 copies
 
 
-def one_rank_step(d, seq):
+def one_rank_step(d, seq, sample=0):
     """One-rank train steps of the model at `seq` tokens (whole, fused loss,
     as the runs): median step seconds after the first and its CPU share."""
     import tomllib
     with open(os.path.join(C.CONFIGS, "exp_main.toml"), "rb") as f:
         keys = C.flatten(tomllib.load(f)["train"])
-    log_h5 = os.path.join(d, f"one_rank_step_S{seq}.h5")
+    log_h5 = os.path.join(d, f"one_rank_step_S{seq}_s{sample}.h5")
     if os.path.exists(log_h5):
         os.remove(log_h5)
     model = os.path.join(C.ROOT, keys["model.config"])
     keys.update({"model.config": model, "train.seq_len": seq, "train.steps": STEPS, "parallel.cp": 1, "train.batch": 1,
                  "io.run_log": log_h5})
-    C.mpiexec(1, ["train"] + C.set_args(keys), os.path.join(d, f"one_rank_step_S{seq}.log"))
+    C.mpiexec(1, ["train"] + C.set_args(keys), os.path.join(d, f"one_rank_step_S{seq}_s{sample}.log"))
     share = min(1.0, C.last_cpu_share)
     with h5py.File(log_h5, "r") as f:
         step_s = float(np.median(f["log/seconds"][1:]))
@@ -194,15 +282,21 @@ def step_overhead(d):
     every other term (cluster and calibration already written), in CPU
     seconds: a line a + b tokens."""
     pts = []
+    raw = {seq: [] for seq in STEP_SEQ}
+    for i in range(SAMPLES):  # interleaved rounds, as the kernel points
+        for seq in STEP_SEQ:
+            raw[seq].append(one_rank_step(d, seq, i))
     for seq in STEP_SEQ:
-        model, keys, step_s, share = one_rank_step(d, seq)
+        model, keys = raw[seq][0][0], raw[seq][0][1]
+        samples = [x[2] for x in raw[seq]]
+        step_s, share = float(np.median(samples)), float(np.median([x[3] for x in raw[seq]]))
         ph5 = os.path.join(d, f"one_rank_pred_S{seq}.h5")
         C.simulate(["--model", model, "--seq", str(seq), "--gpus", "1", "--gpus-per-node", "1", "--zero", "0",
                     "--offload", "off", "--policy", keys["train.activation"], "--fused-loss", "on", "--host-cores", "1"], ph5)
         with h5py.File(ph5, "r") as f:
             pred = float(f["run"].attrs["t_total"])  # at one full core: CPU seconds
         pts.append(dict(seq=seq, step_s=step_s, share=share, cpu_s=step_s * share, model_s=pred,
-                        residual=step_s * share - pred))
+                        residual=step_s * share - pred, samples=samples, spread=spread(samples)))
     x = np.array([p["seq"] for p in pts], dtype=float)
     y = np.array([p["residual"] for p in pts])
     A = np.vstack([np.ones_like(x), x]).T
@@ -230,7 +324,7 @@ def main():
     # benchmark's time is multiplied by the CPU share its process got (CPU
     # time / wall, from the kernel's accounting); each run's prediction then
     # uses the cores that run got (run_experiment.py).
-    bw = mem_bandwidth()
+    bw, bw_spread = mem_bandwidth()
     lay = layer_terms(d)
     gemm_rate = lay["gemm_rate"]
     # rest of the block = a + b t CPU-seconds: b in passes over (h + ffn) float... in the model's unit,
@@ -254,21 +348,33 @@ def main():
     r_inf, t0 = 1 / a0, max(0.0, a1 / a0)
     fwd_over_bwd = float(np.median((F / tf) / (2.5 * F / tb)))
 
-    p_h5 = os.path.join(d, "pingpong.h5")
-    C.mpiexec(2, ["bench", "pingpong", "--output", p_h5], os.path.join(d, "pingpong.log"))
-    with h5py.File(p_h5, "r") as f:
-        alpha, beta = float(f.attrs["alpha_s"]), float(f.attrs["beta_bytes_per_s"])
+    # per-sample combined attention rate at each point (spread only; the point itself is from the medians above)
+    comb_samples = np.array([[3.5 * Fi / (x["attention_fwd"] + x["attention_bwd"] + qi) for x in r["samples"]]
+                             for r, Fi, qi in zip(lay["one"], F, quad)])
+    attn_spread = [spread(c) for c in comb_samples]
+
+    alphas, betas = [], []
+    for i in range(SAMPLES):
+        p_h5 = os.path.join(d, f"pingpong_s{i}.h5")
+        C.mpiexec(2, ["bench", "pingpong", "--output", p_h5], os.path.join(d, f"pingpong_s{i}.log"))
+        with h5py.File(p_h5, "r") as f:
+            alphas.append(float(f.attrs["alpha_s"])), betas.append(float(f.attrs["beta_bytes_per_s"]))
+    alpha, beta = float(np.median(alphas)), float(np.median(betas))
 
     tau, coll_rows = collective_waits(d, alpha, beta)
+    local = collective_local_work(d, alpha, beta)
 
     conc = lay["conc"]
     gemm_txt = ", ".join(f"{g / 1e9:.1f}" for g in lay["gemm_rates"])
+    sp = lay["spread"]
+    fmt_sp = lambda xs: ", ".join(f"{x:.2f}" for x in xs)  # noqa: E731
     rest_txt = ", ".join(f"{r * 1e3:.2f}" for r in lay["rest"])
 
     def write_cluster(step_a, step_b, note):
         text = f"""# THIS machine (the CPU the experiments run on), written by experiments/runners/calibrate_cpu.py
 # at {time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())} from microbenchmarks run just before, one thread per rank.
 # "gpu" = one MPI rank; every rank of a run shares host.cores cores. Load average at the start {load_start[0]:.2f}.
+# Every measured point: the median of {SAMPLES} independent samples; spread = max / min over them (1 = identical).
 name = "cpu"
 
 [node]
@@ -278,7 +384,8 @@ ib_hcas = 8               # one host: "inter-node" links are the same shared mem
 [gpu]
 peak_bf16_tflops = {gemm_rate / 1e12:.6g}   # measured: bench layer float, the block's 7 fwd + 14 bwd GEMMs at t = {LAYER_SEQ}: {gemm_txt} GFLOP/s per CPU-second (median)
 gemm_fraction = 1.0
-hbm_tb_per_s = {bw / 1e12:.6g}     # measured: 64 MiB copy, read + write
+# spread of the GEMM time per point: {fmt_sp(sp["gemm"])}
+hbm_tb_per_s = {bw / 1e12:.6g}     # measured: 64 MiB copy, read + write (median of 7, spread {bw_spread:.2f})
 memory_gib = 16
 
 [attention]
@@ -289,11 +396,12 @@ fwd_over_bwd = {fwd_over_bwd:.4g}    # measured: median fwd / bwd rate (2.5x con
 # (the host kernel's rate is not monotonic in t: it peaks where K/V leave the caches), so rate_inf / t0 are unused
 rate_points_tokens = [{', '.join(str(int(t)) for t in seq)}]
 rate_points_tflops = [{', '.join(f'{c / 1e12:.6g}' for c in comb)}]
+# spread of the rate per point: {fmt_sp(attn_spread)}
 
 [links]
 efficiency = 1.0
 nvlink_gb_per_s = {beta / 1e9:.6g}   # measured: bench pingpong, largest message beyond alpha
-nvlink_latency_us = {alpha * 1e6:.4g}  # measured: bench pingpong alpha
+nvlink_latency_us = {alpha * 1e6:.4g}  # measured: bench pingpong alpha (spreads: alpha {spread(alphas):.2f}, beta {spread(betas):.2f})
 ib_hca_gbit_per_s = {beta * 8 / 1e9:.6g}
 ib_latency_us = {alpha * 1e6:.4g}
 pcie_gb_per_s = {bw / 2 / 1e9:.6g}
@@ -306,9 +414,12 @@ collective_wait_ms = {tau["spin"] * 1e3:.4g}   # measured: bench collective at P
 element_bytes = 4               # the host build moves float tensors
 nap_wait_ms = {tau["nap"] * 1e3:.4g}          # measured: the same for the engine's all-reduce (nonblocking, napping wait)
 # measured: bench layer at t = {CONC_SEQ} as P copies at once: CPU seconds per block alone / at P (shares {', '.join(f'{c["share"]:.2f}' for c in conc)})
+# spread of the block's CPU time: one copy at t = {CONC_SEQ} {sp["fb"][LAYER_SEQ.index(CONC_SEQ)]:.2f}, P copies {fmt_sp(sp["conc_fb"])}
 concurrency_ranks = [{', '.join(str(c["ranks"]) for c in conc)}]
 concurrency_efficiency = [{', '.join(f'{c["eff"]:.4f}' for c in conc)}]
-layer_overhead_ms = {layer_over * 1e3:.4g}    # measured: bench layer, one rank: intercept of the block's rest (CPU ms {rest_txt} at t = {LAYER_SEQ}) = a + b t + c t^2, c t^2 = {lay["rest_c"] * 1e12:.3g} ps t^2 in the attention rates
+a2a_local_ns_per_byte = {local["ulysses"][0] * 1e9:.4g}   # measured: bench attention, 2 ranks, {LOCAL_SEQ} tokens, Ulysses comm-only (no math) {', '.join(f'{x * 1e3:.2f}' for x in local["ulysses"][2])} ms (spread {local["ulysses"][1]:.2f}) less alpha-beta, per byte of the tensors converted
+allgather_local_ns_per_byte = {local["allgather"][0] * 1e9:.4g}   # measured: the same, all-gather method comm-only {', '.join(f'{x * 1e3:.2f}' for x in local["allgather"][2])} ms (spread {local["allgather"][1]:.2f}), per byte of gathered K,V and dK,dV accumulators
+layer_overhead_ms = {layer_over * 1e3:.4g}    # measured: bench layer, one rank: intercept of the block's rest (CPU ms {rest_txt} at t = {LAYER_SEQ}; spreads {fmt_sp(sp["rest"])}) = a + b t + c t^2, c t^2 = {lay["rest_c"] * 1e12:.3g} ps t^2 in the attention rates
 step_overhead_ms = {step_a * 1e3:.4g}     # {note}
 step_overhead_us_per_token = {step_b * 1e6:.4g}
 """
@@ -325,7 +436,7 @@ step_overhead_us_per_token = {step_b * 1e6:.4g}
         f.write(calib)
     write_cluster(0.0, 0.0, "(being measured)")
     step_a, step_b, step_pts = step_overhead(d)
-    note = ("measured: one-rank train steps at " + ", ".join(f"{p['seq']} tokens {p['cpu_s']:.4f} CPU-s (model {p['model_s']:.4f})"
+    note = ("measured: one-rank train steps at " + ", ".join(f"{p['seq']} tokens {p['cpu_s']:.4f} CPU-s (spread {p['spread']:.2f}; model {p['model_s']:.4f})"
                                                              for p in step_pts) + ": residual = a + b tokens")
     cluster = write_cluster(max(0.0, step_a), max(0.0, step_b), note)
 
@@ -380,6 +491,33 @@ step_overhead_us_per_token = {step_b * 1e6:.4g}
         f.attrs["cpu_share_attention"] = share_attn
         f.attrs["cluster_toml"] = cluster
         f.attrs["calibration_toml"] = calib
+        f.attrs["samples_per_point"] = SAMPLES
+        # spreads: max / min over each point's samples
+        f["layer_fwd_bwd_spread"] = np.array(sp["fb"])
+        f["layer_attention_spread"] = np.array(sp["attention"])
+        f["layer_gemm_spread"] = np.array(sp["gemm"])
+        f["layer_rest_spread"] = np.array(sp["rest"])
+        f["layer_fwd_bwd_samples_s"] = np.array([[x["fb"] for x in r["samples"]] for r in lay["one"]])
+        f["attention_combined_gflops_samples"] = comb_samples / 1e9
+        f["attention_combined_spread"] = np.array(attn_spread)
+        f["concurrency_fwd_bwd_spread"] = np.array([sp["fb"][LAYER_SEQ.index(CONC_SEQ)]] + sp["conc_fb"])
+        f["concurrency_fwd_bwd_samples_s"] = np.array([[x["fb"] for x in next(r for r in lay["one"] if r["tokens"] == CONC_SEQ)["samples"]]]
+                                                      + [[x["fb"] for x in c["samples"]] for c in conc])
+        f["step_s_samples"] = np.array([p["samples"] for p in step_pts])
+        f["step_spread"] = np.array([p["spread"] for p in step_pts])
+        f["mpi_alpha_samples_s"] = np.array(alphas)
+        f["mpi_beta_samples_bytes_per_s"] = np.array(betas)
+        f.attrs["mpi_alpha_spread"] = spread(alphas)
+        f.attrs["mpi_beta_spread"] = spread(betas)
+        f.attrs["mem_bandwidth_spread"] = bw_spread
+        f["collective_excess_spread"] = np.array([r[8] for r in coll_rows])
+        f["collective_excess_samples_s"] = np.array([r[9] for r in coll_rows])
+        f.attrs["a2a_local_s_per_byte"] = local["ulysses"][0]
+        f.attrs["allgather_local_s_per_byte"] = local["allgather"][0]
+        f["local_work_comm_only_s_ulysses"] = np.array(local["ulysses"][2])
+        f["local_work_comm_only_s_allgather"] = np.array(local["allgather"][2])
+        f.attrs["local_work_spread_ulysses"] = local["ulysses"][1]
+        f.attrs["local_work_spread_allgather"] = local["allgather"][1]
         f.attrs["seconds"] = time.time() - t_start
     print(f"block (bench layer, one rank): GEMMs {gemm_rate / 1e9:.1f} GFLOP/s per CPU-second ({gemm_txt} at t = {LAYER_SEQ}); "
           f"rest {rest_txt} CPU-ms = {layer_over * 1e3:.3f} ms + {lay['rest_b'] * 1e9:.1f} ns/token ({passes:.1f} passes)"
@@ -400,6 +538,15 @@ step_overhead_us_per_token = {step_b * 1e6:.4g}
             print(f"  P={P} {w}: share {np.mean([r[3] for r in sel]):.2f}, wait {1e3 * y.mean():.2f} ms"
                   f" = {1e3 * (x * y).sum() / max(1e-12, (x * x).sum()):.2f} ms x rounds x (1/s - 1)"
                   f" (cases: {', '.join(f'{r[1]} {r[2] / 1024:.0f}K {r[7]}r {1e3 * r[6]:.1f}' for r in sel)})")
+    print(f"spreads (max / min over {SAMPLES} samples per point): block fwd+bwd {fmt_sp(sp['fb'])}, attention rate "
+          f"{fmt_sp(attn_spread)}, GEMMs {fmt_sp(sp['gemm'])}, rest {fmt_sp(sp['rest'])} at t = {LAYER_SEQ}; "
+          f"P copies {fmt_sp(sp['conc_fb'])} at P = {CONC_RANKS}; one-rank steps {fmt_sp([p['spread'] for p in step_pts])} at "
+          f"{STEP_SEQ}; pingpong alpha {spread(alphas):.2f} beta {spread(betas):.2f}; copy {bw_spread:.2f}; collective excess "
+          f"median {np.nanmedian([r[8] for r in coll_rows]):.2f}, max {np.nanmax([r[8] for r in coll_rows]):.2f}"
+          f" ({sum(1 for r in coll_rows if not np.isfinite(r[8]))} cases with a sample <= 0)")
+    print(f"local work of the blocking collectives (bench attention comm-only, 2 ranks, {LOCAL_SEQ} tokens): Ulysses "
+          f"{local['ulysses'][0] * 1e9:.3f} ns/byte (comm-only {', '.join(f'{x * 1e3:.2f}' for x in local['ulysses'][2])} ms), "
+          f"all-gather {local['allgather'][0] * 1e9:.3f} ns/byte ({', '.join(f'{x * 1e3:.2f}' for x in local['allgather'][2])} ms)")
     print(f"wrote {cpath}, {kpath} ({time.time() - t_start:.0f} s)")
 
 

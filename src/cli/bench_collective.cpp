@@ -47,6 +47,9 @@ ConfigSchema bench_collective_schema() {
       .integer("bench.iterations", 10, 1, 100000, "iterations per timed block")
       .integer("bench.rounds", 2, 1, 1000, "timed pairs of blocks (compute alone, compute + collective), interleaved")
       .integer("bench.warmup", 2, 0, 1000, "untimed iterations before each case")
+      .integer("bench.group", 0, 0, 4096,
+               "ranks per collective: groups of this many consecutive ranks, each running its own collective "
+               "(as USP's head-parallel pairs among all the ranks sharing the cores); 0: all ranks")
       .string("bench.output", "experiments/results/collective.h5", {}, "HDF5 file to write");
   return s;
 }
@@ -91,7 +94,14 @@ int cmd_bench_collective(Runtime& rt, const BenchGemmOptions& opt) {
             warm = int(cfg.get_int("bench.warmup"));
   double rate = steps_per_cpu_second();
   MPI_Bcast(&rate, 1, MPI_DOUBLE, 0, rt.world());  // one work size for every rank
-  auto world = Communicator::create(rt.world(), "world");
+  // bench.group: the collectives run within groups of G consecutive ranks
+  // (every group at once); the compute, barriers and shares stay world-wide.
+  const int G = cfg.get_int("bench.group") > 0 ? int(cfg.get_int("bench.group")) : P;
+  BURST_CHECK_CONFIG(P % G == 0 && G >= 2, "bench.group ", G, " must be >= 2 and divide the ", P, " ranks");
+  MPI_Comm group_comm = MPI_COMM_NULL;
+  MPI_Comm_split(rt.world(), me / G, me, &group_comm);
+  auto world = Communicator::create(group_comm, G == P ? "world" : "group");  // duplicates it
+  MPI_Comm_free(&group_comm);
 
   std::vector<std::string> kind_col;
   std::vector<double> rounds_col, chunk_col, work_col, t_coll_col, t_none_col, share_col, share_none_col, excess_col, wait_col;
@@ -104,11 +114,11 @@ int cmd_bench_collective(Runtime& rt, const BenchGemmOptions& opt) {
     for (std::int64_t chunk : cfg.get_int_list("bench.chunk_bytes")) {
       for (std::int64_t work_us : cfg.get_int_list("bench.work_us")) {
         const long steps = long(rate * double(work_us) * 1e-6);
-        const size_t total = size_t(chunk) * size_t(P);
+        const size_t total = size_t(chunk) * size_t(G);
         ByteView send("bench/coll_send", total), recv("bench/coll_recv", total);
         Kokkos::deep_copy(send, static_cast<unsigned char>(me + 1));
-        Kokkos::View<float*, Layout, DeviceMem> fs("bench/rs_send", total / sizeof(float) / size_t(P) * size_t(P)),
-            fr("bench/rs_recv", total / sizeof(float) / size_t(P));
+        Kokkos::View<float*, Layout, DeviceMem> fs("bench/rs_send", total / sizeof(float) / size_t(G) * size_t(G)),
+            fr("bench/rs_recv", total / sizeof(float) / size_t(G));
         Kokkos::View<float*, Layout, Kokkos::HostSpace> ar("bench/ar", total / sizeof(float));
         double in_coll = 0;
         auto collective = [&] {
@@ -116,7 +126,7 @@ int cmd_bench_collective(Runtime& rt, const BenchGemmOptions& opt) {
           if (kind == "all_to_all") world->all_to_all(send, recv);
           else if (kind == "all_gather") world->all_gather(ByteView(send.data(), size_t(chunk)), recv);
           else if (kind == "reduce_scatter") world->reduce_scatter_sum(fs, fr);
-          else allreduce_sum(ar, rt.world(), "bench collective: all-reduce");
+          else allreduce_sum(ar, world->mpi_comm(), "bench collective: all-reduce");
           in_coll += t.seconds();
         };
         auto block = [&](bool with) {
@@ -151,9 +161,9 @@ int cmd_bench_collective(Runtime& rt, const BenchGemmOptions& opt) {
         // Dependent rounds of MPICH's algorithm for this size, as the model
         // counts them (the napping all-reduce: one wait per call).
         using K = perf::Collective;
-        const double rounds = kind == "all_to_all"       ? perf::mpi_collective_rounds({K::AllToAll, double(chunk)}, P)
-                              : kind == "all_gather"     ? perf::mpi_collective_rounds({K::AllGather, double(total)}, P)
-                              : kind == "reduce_scatter" ? perf::mpi_collective_rounds({K::ReduceScatter, double(total)}, P)
+        const double rounds = kind == "all_to_all"       ? perf::mpi_collective_rounds({K::AllToAll, double(chunk)}, G)
+                              : kind == "all_gather"     ? perf::mpi_collective_rounds({K::AllGather, double(total)}, G)
+                              : kind == "reduce_scatter" ? perf::mpi_collective_rounds({K::ReduceScatter, double(total)}, G)
                                                          : 1.0;
         rounds_col.push_back(rounds);
         kind_col.push_back(kind), chunk_col.push_back(double(chunk)), work_col.push_back(w_cpu);
@@ -189,6 +199,7 @@ int cmd_bench_collective(Runtime& rt, const BenchGemmOptions& opt) {
     }
     f.set_attr("/", "benchmark", std::string("collective"));
     f.set_attr("/", "ranks", std::int64_t(P));
+    f.set_attr("/", "group", std::int64_t(G));
     f.set_attr("/", "spin_steps_per_cpu_second", rate);
     f.set_attr("/", "config", cfg.dump());
     std::printf("wrote %s\n", out.c_str());

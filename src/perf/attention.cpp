@@ -291,6 +291,9 @@ void add_collective_waits(PassCost& pass, const std::vector<Collective>& calls, 
   }
 }
 
+// CPU work of a pass beside its kernels (not communication: not exposed comm).
+void add_local_work(PassCost& pass, double t) { pass.time += t, pass.compute += t; }
+
 }  // namespace
 
 void validate_attention(const AttnConfig& a, const AttnProblem& p, int G) {
@@ -362,6 +365,14 @@ AttnCost attention_cost(const Cluster& cluster, const AttnConfig& a, const AttnP
     const double hf = (f / 4) / c.attn_rate_fwd(s / 2);
     out.half_fwd.time = coll(chunk / 2) + hf, out.half_fwd.compute = hf;
     const double w = c.spin_collective_wait(P), e = c.elem_bytes;
+    // CPU hosts: the local memory work around the collectives (fresh gathered
+    // K,V; zero-filled dK,dV accumulators), per byte of those buffers.
+    if (c.allgather_local > 0) {
+      const double gathered = 2 * p.S * kvd * e, acc = 2 * p.S * kvd * 4;
+      add_local_work(out.fwd, c.allgather_local * gathered);
+      add_local_work(out.bwd, c.allgather_local * (gathered + acc));
+      add_local_work(out.half_fwd, c.allgather_local * gathered / 2);
+    }
     const BlockingCollectives bc = blocking_collectives(a.method, P, s, p.n, p.nkv, p.d, e);
     add_collective_waits(out.fwd, bc.fwd, P, w);
     add_collective_waits(out.bwd, bc.bwd, P, w);
@@ -403,6 +414,18 @@ AttnCost attention_cost(const Cluster& cluster, const AttnConfig& a, const AttnP
   out.half_fwd.time += a2a_fwd / 2;
   out.rebuild.time = a2a_fwd, out.rebuild.a2a_bytes = frac * (qkv + o);
   const double w = c.spin_collective_wait(P), e = c.elem_bytes;
+  // CPU hosts: the local memory work of seq_to_heads / heads_to_seq (fresh
+  // buffers, pack / unpack, MPI's shared-memory copies, the head-layout
+  // state), per byte of the local tensors they convert: q, k, v (elements),
+  // o, lse (fp32) forward and in a rebuild; dO (element), dq, dk, dv (fp32)
+  // backward.
+  if (c.a2a_local > 0) {
+    const double fwd_b = s * (nd + 2 * kvd) * e + s * nd * 4 + s * double(p.n) * 4, bwd_b = s * nd * e + s * (nd + 2 * kvd) * 4;
+    add_local_work(out.fwd, c.a2a_local * fwd_b);
+    add_local_work(out.rebuild, c.a2a_local * fwd_b);
+    add_local_work(out.bwd, c.a2a_local * bwd_b);
+    add_local_work(out.half_fwd, c.a2a_local * fwd_b / 2);
+  }
   const BlockingCollectives bc = blocking_collectives(a.method, hp, s, p.n, p.nkv, p.d, e);
   add_collective_waits(out.fwd, bc.fwd, hp, w);
   add_collective_waits(out.bwd, bc.bwd, hp, w);

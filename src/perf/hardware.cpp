@@ -53,6 +53,7 @@ Cluster Cluster::shared_by(int P) const {
     c.gemm_fraction *= f, c.attn_rate_inf *= f, c.hbm_bw *= f, c.host_mem_bw *= f;
     for (double& r : c.attn_pts_rate) r *= f;
     c.layer_overhead /= f, c.step_overhead /= f, c.step_overhead_per_token /= f;
+    c.a2a_local /= f, c.allgather_local /= f;
   }
   return c;
 }
@@ -144,6 +145,9 @@ Cluster load_cluster(const std::string& name_or_path, const std::string& dir) {
   if (t.at_path("host.nap_wait_ms")) c.coll_wait_nap = num(t, "host.nap_wait_ms", file, 0, 1e4) * 1e-3;
   if (t.at_path("host.layer_overhead_ms")) c.layer_overhead = num(t, "host.layer_overhead_ms", file, 0, 1e6) * 1e-3;
   if (t.at_path("host.step_overhead_ms")) c.step_overhead = num(t, "host.step_overhead_ms", file, 0, 1e6) * 1e-3;
+  if (t.at_path("host.a2a_local_ns_per_byte")) c.a2a_local = num(t, "host.a2a_local_ns_per_byte", file, 0, 1e6) * 1e-9;
+  if (t.at_path("host.allgather_local_ns_per_byte"))
+    c.allgather_local = num(t, "host.allgather_local_ns_per_byte", file, 0, 1e6) * 1e-9;
   if (t.at_path("host.step_overhead_us_per_token"))
     c.step_overhead_per_token = num(t, "host.step_overhead_us_per_token", file, 0, 1e6) * 1e-6;
   {

@@ -78,6 +78,19 @@ struct Cluster {
   // bookkeeping: the intercept and slope of what a one-rank training step at
   // two sizes leaves unexplained). 0 on GPU clusters.
   double layer_overhead = 0, step_overhead = 0, step_overhead_per_token = 0;
+  // CPU machines (optional keys host.a2a_local_ns_per_byte,
+  // host.allgather_local_ns_per_byte): the CPU time of the local memory work
+  // around the engine's blocking collectives, per byte of the tensors they
+  // fill: Ulysses/USP's seq_to_heads / heads_to_seq (a fresh send or receive
+  // buffer per call, the pack or unpack pass over it, MPI's copies through
+  // shared memory, the head-layout state allocated per pass), the all-gather
+  // method's gathered K,V (fresh buffers) and its dK,dV accumulators
+  // (zero-filled) reduce-scattered. On a GPU this is bandwidth-bound device
+  // work the a2a alpha-beta term ignores; on one CPU thread it is ~3 ns per
+  // byte (measured: `burst bench attention` comm-only runs, 2 ranks, a size
+  // no experiment runs). CPU time: stretched by shared_by like the other
+  // host terms. 0 on GPU clusters.
+  double a2a_local = 0, allgather_local = 0;  // s per byte
 
   // Slices off the core per slice on it for each of P ranks sharing
   // host_cores: 1/s - 1 with s = min(1, host_cores / P); 0 for one rank or
