@@ -208,12 +208,14 @@ template <class T> struct TrainerImpl {
     model = std::make_unique<LlamaModel<T, Mem>>(mc, setups.at(L0).op, mo);
     use_length(L0);
     attn_description = setups.at(L0).description;
-    init_params(model->params(), std::uint64_t(cfg.get_int("train.seed")), cfg.get_real("model.init_std"));
+    const bool from_file = !cfg.get_string("model.init_from").empty();
+    if (!from_file) init_params(model->params(), std::uint64_t(cfg.get_int("train.seed")), cfg.get_real("model.init_std"));
     zero = std::make_unique<ZeroState<T>>(*model, int(cfg.get_int("train.zero")), cfg.get_bool("train.offload"), comm);
     // Every rank reads the whole file (checksums verified, another model
     // refused) into the master weights (fp32 for a bf16 model: nothing
-    // rounded away) and the model's copy.
-    if (!cfg.get_string("model.init_from").empty())
+    // rounded away) and the model's copy; the ZeRO state was built on the
+    // zero-filled parameters, all of which this replaces.
+    if (from_file)
       zero->scatter_full("params", load_weights_flat<A>(cfg.get_string("model.init_from"), mc, model->params().table(),
                                                         model->params().size()));
     check_output_dir(cfg, "io.run_log");

@@ -82,28 +82,32 @@ std::vector<double> WeightsReader::read(const ParamInfo& p) const {
   return f.read<double>(name);
 }
 
-template <class A>
-std::vector<A> load_weights_flat(const std::string& path, const ModelConfig& mc, const std::vector<ParamInfo>& table, long n) {
+namespace {
+// Every tensor of `table` from the weights in `path` (the model checked
+// first): put(flat index, value) for each of its values.
+template <class Put>
+void read_weights(const std::string& path, const ModelConfig& mc, const std::vector<ParamInfo>& table, Put put) {
   WeightsReader r(path);
   r.require_weights_of(mc);
-  std::vector<A> flat(static_cast<size_t>(n));
   for (const ParamInfo& p : table) {
     const std::vector<double> x = r.read(p);
-    for (long i = 0; i < p.size; ++i) flat[size_t(p.offset + i)] = A(x[size_t(i)]);
+    for (long i = 0; i < p.size; ++i) put(p.offset + i, x[size_t(i)]);
   }
+}
+}  // namespace
+
+template <class A>
+std::vector<A> load_weights_flat(const std::string& path, const ModelConfig& mc, const std::vector<ParamInfo>& table, long n) {
+  std::vector<A> flat(static_cast<size_t>(n));
+  read_weights(path, mc, table, [&](long i, double x) { flat[size_t(i)] = A(x); });
   return flat;
 }
 template std::vector<float> load_weights_flat<float>(const std::string&, const ModelConfig&, const std::vector<ParamInfo>&, long);
 template std::vector<double> load_weights_flat<double>(const std::string&, const ModelConfig&, const std::vector<ParamInfo>&, long);
 
 template <class T, class Mem> void load_weights(const std::string& path, const ModelConfig& mc, FlatTensors<T, Mem>& params) {
-  WeightsReader r(path);
-  r.require_weights_of(mc);
   auto h = Kokkos::create_mirror_view(params.flat());
-  for (const ParamInfo& p : params.table()) {
-    const std::vector<double> x = r.read(p);
-    for (long i = 0; i < p.size; ++i) h(p.offset + i) = T(x[i]);
-  }
+  read_weights(path, mc, params.table(), [&](long i, double x) { h(i) = T(x); });
   Kokkos::deep_copy(params.flat(), h);
 }
 

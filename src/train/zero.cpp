@@ -4,6 +4,7 @@
 #include "comm/communicator.hpp"
 #include "core/error.hpp"
 #include "core/memory.hpp"
+#include "kernels/activations.hpp"
 
 #include <cmath>
 #include <limits>
@@ -35,13 +36,10 @@ template <class T> HU1<T> hsub(const Kokkos::View<T*, Layout, HostMem>& v, long 
 
 template <class T> void count_bytes(const char* op, std::int64_t bytes) { CommStats::get().add_bytes("zero", op, bytes); }
 
-// dst(i) = D(src(i)), both in the same memory space (a widening or a rounding copy).
-template <class D, class S> void convert(const D& dst, const S& src) {
-  using E = typename D::non_const_value_type;
-  using Exec = typename D::execution_space;
-  BURST_CHECK(dst.extent(0) == src.extent(0), ErrorKind::Internal, "ZeRO: convert of ", src.extent(0), " into ", dst.extent(0));
-  Kokkos::parallel_for(
-      "burst::zero_convert", Kokkos::RangePolicy<Exec>(0, long(dst.extent(0))), KOKKOS_LAMBDA(const long i) { dst(i) = E(src(i)); });
+// dst = src widened, through kernels::convert (flat device views as [n, 1]).
+template <class T, class A> void widen(const U1<A>& dst, const U1<T>& src) {
+  kernels::convert<T, A, DeviceMem>(Kokkos::View<const T**, Layout, DeviceMem>(src.data(), src.extent(0), 1),
+                                    Kokkos::View<A**, Layout, DeviceMem>(dst.data(), dst.extent(0), 1));
 }
 
 }  // namespace
@@ -81,13 +79,13 @@ ZeroState<T>::ZeroState(LlamaModel<T, Mem>& model, int stage, bool offload, MPI_
   if constexpr (kMixed) {  // the masters: the parameters widened (stage 0: whole; else this rank's chunks, padding 0)
     VA mst(mem_label(MemCategory::Optimizer, offload_ ? "master_staging" : "master"), size_t(n));
     if (stage_ == 0) {
-      convert(mst, flat);
+      widen<T, A>(sub(mst, 0, n), sub(flat, 0, n));
     } else if (stage_ >= 3) {
-      convert(mst, p_shard_);
+      widen<T, A>(sub(mst, 0, n), sub(p_shard_, 0, n));
     } else {
       for (size_t u = 0; u < units_.size(); ++u) {
         const long lo = own_lo(int(u)), hi = own_hi(int(u));
-        if (hi > lo) convert(sub(mst, units_[u].shard_off, hi - lo), sub(flat, units_[u].begin + lo, hi - lo));
+        if (hi > lo) widen<T, A>(sub(mst, units_[u].shard_off, hi - lo), sub(flat, units_[u].begin + lo, hi - lo));
       }
     }
     if (offload_) {
@@ -276,13 +274,12 @@ template <class T> std::vector<typename ZeroState<T>::A> ZeroState<T>::gather_fu
   std::vector<A> shard;
   if (params) {
     if constexpr (kMixed) {
-      const bool host = offload_;
       if (stage_ == 0) {
-        if (host) whole(hmaster_);
+        if (offload_) whole(hmaster_);
         else whole(master_);
         return full;
       }
-      shard = host ? host_shard(hmaster_) : host_shard(master_);
+      shard = offload_ ? host_shard(hmaster_) : host_shard(master_);
     } else {
       if (stage_ < 3) {
         whole(model_.params().flat());
