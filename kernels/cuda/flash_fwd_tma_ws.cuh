@@ -23,12 +23,17 @@
 //     The scheduling barriers order the *issue* of the two consumers' S GEMMs
 //     (strict alternation, FA3's inter-warpgroup ping-pong), so one consumer's
 //     softmax runs while the other's GEMMs occupy the tensor cores, with no
-//     block-wide barrier after the start. There is no intra-warpgroup overlap
-//     (S_{c+1} issued before the softmax of S_c finishes): with nvcc 13.0
-//     ptxas allocated the consumer region within the 168-register entry budget
-//     despite setmaxnreg.inc, and the overlapped schedule (S, O and P live
-//     together, ~240 registers) then spilled ~600 bytes and serialised every
-//     wgmma (NOTES, v5).
+//     block-wide barrier after the start.
+// Modes (template MODE; lab variants 7, 8, 9): 0 = the schedule above with
+// __trap() in the bounded waits; 1 = the same with trap-free waits
+// (mbar_wait_fault); 2 = trap-free waits plus FA3's intra-warpgroup overlap
+// (S_c and P_{c-1} V_{c-1} issued together, the softmax of S_c while the
+// product runs; producer 24 / consumers 240 registers). Why the trap matters:
+// with a trap reachable from both branches ptxas allocated the consumer
+// region within the 168-register entry budget despite setmaxnreg.inc (mode 0:
+// 28-36 B of spills at d128; the overlapped schedule spilled ~600 B and
+// serialised every wgmma, NOTES v5); without it modes 1 and 2 have no spills
+// and no serialisation (lab run 6: mode 1 +2-7%, mode 2 +0-9% over mode 0).
 // Ping-pong balance: consumer 0 syncs on barrier kBarSched0 once per tile and
 // arrives on kBarSched1 once per tile; consumer 1 syncs on kBarSched1 once per
 // tile and arrives on kBarSched0 once at the start (to let consumer 0 go first)
@@ -36,8 +41,8 @@
 // (the tile classification is per block), so every sync meets exactly one
 // arrival of the other warpgroup and no arrival is left pending at exit; a
 // block with no visible tile skips all of it (and loads nothing).
-// Every mbarrier wait is bounded (trap after 2^28 failed polls: a fault, never
-// a hang, if an arrival were ever lost).
+// Every mbarrier wait is bounded (a trap, or in modes 1-2 a store to address 0,
+// after 2^28 failed polls: a fault, never a hang, if an arrival were ever lost).
 #pragma once
 
 #include "flash_fwd_wgmma.cuh"
@@ -75,6 +80,31 @@ __device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity) {
   uint32_t n = 0;
   while (!mbar_try_wait(bar, parity))
     if (++n == (1u << 28)) __trap();
+}
+// Bounded mbarrier wait without a trap instruction: after 2^28 failed polls
+// the thread stores to address 0 (an opaque null, so the compiler cannot fold
+// it), i.e. the kernel dies with cudaErrorIllegalAddress (a fault, never a
+// hang), and keeps polling until the fault takes the grid down. Why not
+// __trap() (mbar_wait): with a trap reachable from both the producer and the
+// consumer branch, ptxas (13.0) allocates the consumer branch as if it had the
+// 168-register entry budget, not setmaxnreg's: spills and "wgmma serialized
+// due to insufficient register resources" (NOTES, v7 backward with a TMA
+// producer warp; forward variant 8).
+__device__ __forceinline__ void mbar_wait_fault(uint32_t bar, uint32_t parity) {
+  uint32_t n = 0;
+  while (!mbar_try_wait(bar, parity))
+    if (++n == (1u << 28)) {
+      uint64_t a = 0;
+      asm volatile("" : "+l"(a));
+      asm volatile("st.global.u32 [%0], %1;\n" ::"l"(a), "r"(n) : "memory");
+      n = 0;
+    }
+}
+template <bool TRAP> __device__ __forceinline__ void mbar_wait_t(uint32_t bar, uint32_t parity) {
+  if constexpr (TRAP)
+    mbar_wait(bar, parity);
+  else
+    mbar_wait_fault(bar, parity);
 }
 // 3-d tensor tile (coordinates innermost first) into shared memory, completing
 // its bytes on the mbarrier.
@@ -115,16 +145,111 @@ template <int D, int BC, int NST> struct TmaWsTraits {
 };
 
 constexpr int kBarSched0 = 1, kBarSched1 = 2;  // named barriers (0 is __syncthreads)
-constexpr int kProducerRegs = 56, kConsumerRegs = 224;
 
-template <int D, int BC, int NST, bool POS>
+// The consumer's per-tile math, shared by the kernel's modes. Thread layout
+// of the wgmma accumulators: rows g and g + 8 of the warp's 16 (hf = 0, 1),
+// columns x * 8 + 2 t + {0, 1} for x < N / 8.
+//
+// Masks the raw scores of a partial tile (key columns j0 + ...).
+template <int BC, bool POS>
+__device__ __forceinline__ void tile_mask(float (&s)[BC / 2], const MaskDev& mask, int sk, int row0, int j0, int t,
+                                          const RowInfo* qinfo) {
+#pragma unroll
+  for (int x = 0; x < BC / 8; ++x) {
+#pragma unroll
+    for (int e1 = 0; e1 < 2; ++e1) {
+      const int j = j0 + x * 8 + 2 * t + e1;
+      const RowInfo kinfo = row_info_t<POS>(mask, min(j, sk - 1), false);
+#pragma unroll
+      for (int hf = 0; hf < 2; ++hf) {
+        const int i = row0 + hf * 8;
+        if (j >= sk || !elem_visible_t<POS>(mask, i, j, qinfo[POS ? hf : 0], kinfo)) s[x * 4 + hf * 2 + e1] = -INFINITY;
+      }
+    }
+  }
+}
+// Online softmax step (log2 units): S -> P in place, m and l updated, alpha
+// the factor for the previous O (0 on the first visible tile, m = -inf).
+template <int BC>
+__device__ __forceinline__ void softmax_step(float (&s)[BC / 2], float (&m)[2], float (&l)[2], float (&alpha)[2],
+                                             float scale_log2) {
+#pragma unroll
+  for (int hf = 0; hf < 2; ++hf) {
+    float mx = -INFINITY;
+#pragma unroll
+    for (int x = 0; x < BC / 8; ++x) mx = fmaxf(mx, fmaxf(s[x * 4 + hf * 2], s[x * 4 + hf * 2 + 1]));
+    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+    const float mnew = fmaxf(m[hf], mx * scale_log2);  // scale > 0
+    const float muse = mnew == -INFINITY ? 0.f : mnew;
+    alpha[hf] = fast_exp2(m[hf] - muse);
+    m[hf] = mnew;
+    float rs = 0.f;
+#pragma unroll
+    for (int x = 0; x < BC / 8; ++x) {
+      const float p0 = fast_exp2(fmaf(s[x * 4 + hf * 2], scale_log2, -muse));
+      const float p1 = fast_exp2(fmaf(s[x * 4 + hf * 2 + 1], scale_log2, -muse));
+      s[x * 4 + hf * 2] = p0, s[x * 4 + hf * 2 + 1] = p1;
+      rs += p0 + p1;
+    }
+    l[hf] = l[hf] * alpha[hf] + rs;
+  }
+}
+// P as wgmma A fragments (the accumulator re-pack of variant 4).
+template <int BC> __device__ __forceinline__ void pack_p(const float (&s)[BC / 2], uint32_t (&pf)[BC / 16][4]) {
+#pragma unroll
+  for (int kk = 0; kk < BC / 16; ++kk) {
+    pf[kk][0] = pack_bf16(s[(2 * kk) * 4 + 0], s[(2 * kk) * 4 + 1]);
+    pf[kk][1] = pack_bf16(s[(2 * kk) * 4 + 2], s[(2 * kk) * 4 + 3]);
+    pf[kk][2] = pack_bf16(s[(2 * kk + 1) * 4 + 0], s[(2 * kk + 1) * 4 + 1]);
+    pf[kk][3] = pack_bf16(s[(2 * kk + 1) * 4 + 2], s[(2 * kk + 1) * 4 + 3]);
+  }
+}
+template <int D> __device__ __forceinline__ void rescale_o(float (&o)[D / 2], const float (&alpha)[2]) {
+#pragma unroll
+  for (int x = 0; x < D / 8; ++x) {
+    o[x * 4 + 0] *= alpha[0], o[x * 4 + 1] *= alpha[0];
+    o[x * 4 + 2] *= alpha[1], o[x * 4 + 3] *= alpha[1];
+  }
+}
+// S = Q K^T (SS wgmma, swizzled tiles at qa, ka), issued, not committed.
+template <int D, int BC, int BR> __device__ __forceinline__ void issue_qk(float (&s)[BC / 2], uint32_t qa, uint32_t ka) {
+#pragma unroll
+  for (int ks = 0; ks < D / 16; ++ks) {
+    const uint64_t da = sw128_desc(qa + (ks / 4) * BR * 128 + (ks % 4) * 32, 16, 1024);
+    const uint64_t db = sw128_desc(ka + (ks / 4) * BC * 128 + (ks % 4) * 32, 16, 1024);
+    wgmma_ss<BC>(s, da, db, ks > 0 ? 1 : 0);
+  }
+}
+// O += P V (RS wgmma; V MN-major, settled by run 3), issued, not committed.
+template <int D, int BC> __device__ __forceinline__ void issue_pv(float (&o)[D / 2], uint32_t (&pf)[BC / 16][4], uint32_t va) {
+  constexpr uint32_t V_LBO = BC * 128, V_SBO = 1024;
+#pragma unroll
+  for (int kk = 0; kk < BC / 16; ++kk) wgmma_rs_tb<D>(o, pf[kk], sw128_desc(va + kk * 16 * 128, V_LBO, V_SBO), 1);
+}
+
+// MODE 0: variant 7 (trap in the bounded waits, producer 56 / consumers 224
+// registers, no intra-warpgroup overlap). MODE 1: variant 8, the same
+// schedule with the trap-free waits (mbar_wait_fault). MODE 2: variant 9,
+// trap-free waits, producer 24 / consumers 240 registers, and FA3's
+// intra-warpgroup overlap: in turn c the consumer issues S_c = Q K_c^T and
+// O += P_{c-1} V_{c-1} back to back, then runs the mask + softmax of S_c
+// while P_{c-1} V_{c-1} (and the other consumer's GEMMs) occupy the tensor
+// cores; O is rescaled by alpha_c once that product retired; the last tile's
+// P V is issued after the loop. Turn count and the ping-pong arrivals are
+// those of variant 7 (one turn per visible tile).
+template <int MODE> struct FwdTmaWsRegs {
+  static constexpr int producer = MODE == 2 ? 24 : 56, consumer = MODE == 2 ? 240 : 224;
+};
+
+template <int D, int BC, int NST, bool POS, int MODE>
 __global__ void __launch_bounds__(384, 1)
     flash_fwd_tma_ws_kernel(const __grid_constant__ FwdParams p, const __grid_constant__ CUtensorMap tm_q,
                             const __grid_constant__ CUtensorMap tm_k, const __grid_constant__ CUtensorMap tm_v) {
   using Tr = TmaWsTraits<D, BC, NST>;
+  constexpr bool TRAP = MODE == 0;
   constexpr int BR = Tr::BR;
-  constexpr int NS = BC / 8;  // n8 column groups of S per thread (4 floats each)
-  constexpr int NO = D / 8;   // n8 column groups of O
+  constexpr int NO = D / 8;  // n8 column groups of O
   extern __shared__ __align__(1024) unsigned char tw_smem_raw[];
   const uint32_t raw_u32 = smem_u32(tw_smem_raw);
   const uint32_t sbase = (raw_u32 + 1023u) & ~1023u;
@@ -176,7 +301,7 @@ __global__ void __launch_bounds__(384, 1)
 
   if (wg == 0) {
     // ------------------------------------------------------------ producer
-    setmaxnreg_dec<kProducerRegs>();
+    setmaxnreg_dec<FwdTmaWsRegs<MODE>::producer>();
     if (tid == 0 && first < kt_end) {
       tma_prefetch_desc(&tm_q);
       tma_prefetch_desc(&tm_k);
@@ -188,12 +313,12 @@ __global__ void __launch_bounds__(384, 1)
       for (int kt = first; kt < kt_end; kt = next_tile(kt + 1), ++c) {
         const int st = c % NST;
         const uint32_t ph = (uint32_t)(c / NST) & 1u;
-        mbar_wait(bar_empty_k(st), ph ^ 1u);  // the first round passes (fresh barrier: the "previous" phase is complete)
+        mbar_wait_t<TRAP>(bar_empty_k(st), ph ^ 1u);  // the first round passes (fresh barrier: the "previous" phase is complete)
         mbar_arrive_expect_tx(bar_full_k(st), Tr::KV_BYTES);
 #pragma unroll
         for (int b = 0; b < D / 64; ++b)
           tma_load_3d(k_s + st * Tr::KV_BYTES + b * BC * 128, &tm_k, bar_full_k(st), b * 64, hk, kt * BC);
-        mbar_wait(bar_empty_v(st), ph ^ 1u);
+        mbar_wait_t<TRAP>(bar_empty_v(st), ph ^ 1u);
         mbar_arrive_expect_tx(bar_full_v(st), Tr::KV_BYTES);
 #pragma unroll
         for (int b = 0; b < D / 64; ++b)
@@ -204,17 +329,18 @@ __global__ void __launch_bounds__(384, 1)
   }
 
   // -------------------------------------------------------------- consumers
-  setmaxnreg_inc<kConsumerRegs>();
+  setmaxnreg_inc<FwdTmaWsRegs<MODE>::consumer>();
   const int cw = wg - 1;  // consumer index 0 / 1
   const int wtid = tid % 128;
   const int lane = tid % 32, g = lane >> 2, t = lane & 3;
   const int wrow = cw * 64 + (wtid / 32) * 16;  // this warp's first row in the block's tile
+  const int row0 = i0 + wrow + g;               // this thread's rows: row0, row0 + 8
   const int my_bar = cw == 0 ? kBarSched0 : kBarSched1, other_bar = cw == 0 ? kBarSched1 : kBarSched0;
 
   RowInfo qinfo[POS ? 2 : 1];
   if constexpr (POS) {
 #pragma unroll
-    for (int hf = 0; hf < 2; ++hf) qinfo[hf] = row_info(mask, min(i0 + wrow + g + hf * 8, p.sq - 1), true);
+    for (int hf = 0; hf < 2; ++hf) qinfo[hf] = row_info(mask, min(row0 + hf * 8, p.sq - 1), true);
   }
 
   float o[D / 2];
@@ -223,110 +349,117 @@ __global__ void __launch_bounds__(384, 1)
   float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.f, 0.f};
 
   const uint32_t q_base = q_s + cw * 64 * 128;
-  constexpr uint32_t V_LBO = BC * 128, V_SBO = 1024;  // MN-major V (settled by run 3)
 
   if (first < kt_end) {
     if (cw == 1) named_bar_arrive(kBarSched0, 256);  // consumer 0 goes first
-    mbar_wait(bar_q, 0);
+    mbar_wait_t<TRAP>(bar_q, 0);
   }
-  int c = 0;  // visible-tile counter: K_c, V_c live in stage c % NST, phase (c / NST) & 1
-  for (int cur = first; cur < kt_end; ++c) {
-    const int nxt = next_tile(cur + 1);
-    const bool last = nxt >= kt_end;
+  if constexpr (MODE < 2) {
+    int c = 0;  // visible-tile counter: K_c, V_c live in stage c % NST, phase (c / NST) & 1
+    for (int cur = first; cur < kt_end; ++c) {
+      const int nxt = next_tile(cur + 1);
+      const bool last = nxt >= kt_end;
+      const int st = c % NST;
+      const uint32_t ph = (uint32_t)(c / NST) & 1u;
+      mbar_wait_t<TRAP>(bar_full_k(st), ph);
+      // Operand bases through an opaque copy, so that the 2 x D/16 + BC/16
+      // descriptors are rebuilt per tile instead of hoisted into ~40 registers.
+      uint32_t qa = q_base, ka = k_s + st * Tr::KV_BYTES, va = v_s + st * Tr::KV_BYTES;
+      asm volatile("" : "+r"(qa), "+r"(ka), "+r"(va));
+      named_bar_sync(my_bar, 256);  // my turn on the tensor cores
+
+      float s[BC / 2];
+      wgmma_fence();
+      issue_qk<D, BC, BR>(s, qa, ka);
+      wgmma_commit();
+      // The other consumer's turn (consumer 1's last arrival would have no sync to meet).
+      if (cw == 0 || !last) named_bar_arrive(other_bar, 256);
+      wgmma_wait<0>();
+      reg_fence(s);
+      if (wtid == 0) mbar_arrive(bar_empty_k(st));  // K_c fully read
+
+      if (tile_cls(cur) == 1) tile_mask<BC, POS>(s, mask, p.sk, row0, cur * BC, t, qinfo);
+      float alpha[2];  // softmax while the other consumer's GEMMs run
+      softmax_step<BC>(s, m, l, alpha, p.scale_log2);
+      uint32_t pf[BC / 16][4];
+      pack_p<BC>(s, pf);
+      rescale_o<D>(o, alpha);
+      mbar_wait_t<TRAP>(bar_full_v(st), ph);
+      wgmma_fence();
+      issue_pv<D, BC>(o, pf, va);
+      wgmma_commit();
+      wgmma_wait<0>();
+      reg_fence(o);
+      if (wtid == 0) mbar_arrive(bar_empty_v(st));  // V_c fully read
+      cur = nxt;
+    }
+  } else if (first < kt_end) {
+    // Turn 0 (no product in flight yet) peeled, so that the loop's waits are
+    // unconditional: with `if (c > 0)` around them ptxas could not pair the
+    // wait_group 1 with the S product and serialised every wgmma (C7514).
+    float s[BC / 2];
+    uint32_t pf[BC / 16][4];  // P_{c-1}, the A operand of the product in flight
+    float alpha[2];
+    int cur = first, nxt = next_tile(first + 1);
+    {
+      mbar_wait_t<false>(bar_full_k(0), 0);
+      uint32_t qa = q_base, ka = k_s;
+      asm volatile("" : "+r"(qa), "+r"(ka));
+      named_bar_sync(my_bar, 256);
+      wgmma_fence();
+      issue_qk<D, BC, BR>(s, qa, ka);
+      wgmma_commit();
+      if (cw == 0 || nxt < kt_end) named_bar_arrive(other_bar, 256);
+      wgmma_wait<0>();
+      reg_fence(s);
+      if (wtid == 0) mbar_arrive(bar_empty_k(0));
+      if (tile_cls(cur) == 1) tile_mask<BC, POS>(s, mask, p.sk, row0, cur * BC, t, qinfo);
+      softmax_step<BC>(s, m, l, alpha, p.scale_log2);  // O = 0: no rescale
+      pack_p<BC>(s, pf);
+    }
+    int c = 1;
+    for (; nxt < kt_end; ++c) {
+      cur = nxt;
+      nxt = next_tile(cur + 1);
+      const bool last = nxt >= kt_end;
+      const int st = c % NST, pst = (c - 1) % NST;
+      const uint32_t ph = (uint32_t)(c / NST) & 1u, pph = (uint32_t)((c - 1) / NST) & 1u;
+      mbar_wait_t<false>(bar_full_k(st), ph);
+      mbar_wait_t<false>(bar_full_v(pst), pph);
+      uint32_t qa = q_base, ka = k_s + st * Tr::KV_BYTES, va = v_s + pst * Tr::KV_BYTES;
+      asm volatile("" : "+r"(qa), "+r"(ka), "+r"(va));
+      named_bar_sync(my_bar, 256);  // my turn on the tensor cores
+      wgmma_fence();
+      issue_qk<D, BC, BR>(s, qa, ka);
+      wgmma_commit();
+      issue_pv<D, BC>(o, pf, va);
+      wgmma_commit();
+      if (cw == 0 || !last) named_bar_arrive(other_bar, 256);
+      wgmma_wait<1>();  // S_c done; P_{c-1} V_{c-1} may still run
+      reg_fence(s);
+      if (wtid == 0) mbar_arrive(bar_empty_k(st));  // K_c fully read
+      if (tile_cls(cur) == 1) tile_mask<BC, POS>(s, mask, p.sk, row0, cur * BC, t, qinfo);
+      softmax_step<BC>(s, m, l, alpha, p.scale_log2);
+      wgmma_wait<0>();
+      reg_fence(o);
+      reg_fence(pf);
+      if (wtid == 0) mbar_arrive(bar_empty_v(pst));  // V_{c-1} fully read
+      rescale_o<D>(o, alpha);
+      pack_p<BC>(s, pf);
+    }
+    --c;  // the last tile's index
+    // the last tile's P V
     const int st = c % NST;
     const uint32_t ph = (uint32_t)(c / NST) & 1u;
-    mbar_wait(bar_full_k(st), ph);
-    // Operand bases through an opaque copy, so that the 2 x D/16 + BC/16
-    // descriptors are rebuilt per tile instead of hoisted into ~40 registers.
-    uint32_t qa = q_base, ka = k_s + st * Tr::KV_BYTES, va = v_s + st * Tr::KV_BYTES;
-    asm volatile("" : "+r"(qa), "+r"(ka), "+r"(va));
-    named_bar_sync(my_bar, 256);  // my turn on the tensor cores
-
-    // ---- S_c = Q K_c^T
-    float s[BC / 2];
+    mbar_wait_t<false>(bar_full_v(st), ph);
+    uint32_t va = v_s + st * Tr::KV_BYTES;
+    asm volatile("" : "+r"(va));
     wgmma_fence();
-#pragma unroll
-    for (int ks = 0; ks < D / 16; ++ks) {
-      const uint64_t da = sw128_desc(qa + (ks / 4) * BR * 128 + (ks % 4) * 32, 16, 1024);
-      const uint64_t db = sw128_desc(ka + (ks / 4) * BC * 128 + (ks % 4) * 32, 16, 1024);
-      wgmma_ss<BC>(s, da, db, ks > 0 ? 1 : 0);
-    }
-    wgmma_commit();
-    // The other consumer's turn (consumer 1's last arrival would have no sync to meet).
-    if (cw == 0 || !last) named_bar_arrive(other_bar, 256);
-    wgmma_wait<0>();
-    reg_fence(s);
-    if (wtid == 0) mbar_arrive(bar_empty_k(st));  // K_c fully read
-
-    const int j0 = cur * BC;
-    const int cls = tile_cls(cur);
-    // ---- mask (partial tiles only) on the raw scores
-    if (cls == 1) {
-#pragma unroll
-      for (int x = 0; x < NS; ++x) {
-#pragma unroll
-        for (int e1 = 0; e1 < 2; ++e1) {
-          const int j = j0 + x * 8 + 2 * t + e1;
-          const RowInfo kinfo = row_info_t<POS>(mask, min(j, p.sk - 1), false);
-#pragma unroll
-          for (int hf = 0; hf < 2; ++hf) {
-            const int i = i0 + wrow + g + hf * 8;
-            if (j >= p.sk || !elem_visible_t<POS>(mask, i, j, qinfo[POS ? hf : 0], kinfo)) s[x * 4 + hf * 2 + e1] = -INFINITY;
-          }
-        }
-      }
-    }
-    // ---- online softmax (log2 units), while the other consumer's GEMMs run
-    float alpha[2];
-#pragma unroll
-    for (int hf = 0; hf < 2; ++hf) {
-      float mx = -INFINITY;
-#pragma unroll
-      for (int x = 0; x < NS; ++x) mx = fmaxf(mx, fmaxf(s[x * 4 + hf * 2], s[x * 4 + hf * 2 + 1]));
-      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
-      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
-      const float mnew = fmaxf(m[hf], mx * p.scale_log2);  // scale > 0
-      const float muse = mnew == -INFINITY ? 0.f : mnew;
-      alpha[hf] = fast_exp2(m[hf] - muse);  // 0 on the first visible tile (m = -inf), where O = 0
-      m[hf] = mnew;
-      float rs = 0.f;
-#pragma unroll
-      for (int x = 0; x < NS; ++x) {
-        const float p0 = fast_exp2(fmaf(s[x * 4 + hf * 2], p.scale_log2, -muse));
-        const float p1 = fast_exp2(fmaf(s[x * 4 + hf * 2 + 1], p.scale_log2, -muse));
-        s[x * 4 + hf * 2] = p0, s[x * 4 + hf * 2 + 1] = p1;
-        rs += p0 + p1;
-      }
-      l[hf] = l[hf] * alpha[hf] + rs;
-    }
-    uint32_t pf[BC / 16][4];  // P as wgmma A fragments (the accumulator re-pack of variant 4)
-#pragma unroll
-    for (int kk = 0; kk < BC / 16; ++kk) {
-      pf[kk][0] = pack_bf16(s[(2 * kk) * 4 + 0], s[(2 * kk) * 4 + 1]);
-      pf[kk][1] = pack_bf16(s[(2 * kk) * 4 + 2], s[(2 * kk) * 4 + 3]);
-      pf[kk][2] = pack_bf16(s[(2 * kk + 1) * 4 + 0], s[(2 * kk + 1) * 4 + 1]);
-      pf[kk][3] = pack_bf16(s[(2 * kk + 1) * 4 + 2], s[(2 * kk + 1) * 4 + 3]);
-    }
-
-    // O = alpha O (its previous tiles' scale) before O += P V_c
-#pragma unroll
-    for (int x = 0; x < NO; ++x) {
-      o[x * 4 + 0] *= alpha[0], o[x * 4 + 1] *= alpha[0];
-      o[x * 4 + 2] *= alpha[1], o[x * 4 + 3] *= alpha[1];
-    }
-    // ---- O += P V_c
-    mbar_wait(bar_full_v(st), ph);
-    wgmma_fence();
-#pragma unroll
-    for (int kk = 0; kk < BC / 16; ++kk) {
-      const uint64_t db = sw128_desc(va + kk * 16 * 128, V_LBO, V_SBO);
-      wgmma_rs_tb<D>(o, pf[kk], db, 1);
-    }
+    issue_pv<D, BC>(o, pf, va);
     wgmma_commit();
     wgmma_wait<0>();
     reg_fence(o);
-    if (wtid == 0) mbar_arrive(bar_empty_v(st));  // V_c fully read
-    cur = nxt;
+    if (wtid == 0) mbar_arrive(bar_empty_v(st));
   }
 
   // ---- epilogue: O / l, lse = (m + log2 l) ln 2 (as variant 4)
@@ -335,7 +468,7 @@ __global__ void __launch_bounds__(384, 1)
     float lsum = l[hf];
     lsum += __shfl_xor_sync(0xffffffffu, lsum, 1);
     lsum += __shfl_xor_sync(0xffffffffu, lsum, 2);
-    const int i = i0 + wrow + g + hf * 8;
+    const int i = row0 + hf * 8;
     if (i >= p.sq) continue;
     const bool empty = !(lsum > 0.f);
     const float inv = empty ? 0.f : 1.f / lsum;
@@ -366,10 +499,10 @@ inline cudaError_t make_tile_map(CUtensorMap* map, const __nv_bfloat16* ptr, int
   return r == CUDA_SUCCESS ? cudaSuccess : cudaErrorInvalidValue;
 }
 
-template <int D, int BC, int NST, bool POS>
+template <int D, int BC, int NST, bool POS, int MODE>
 cudaError_t launch_fwd_tma_ws_t(const FwdParams& p, cudaStream_t st) {
   using Tr = TmaWsTraits<D, BC, NST>;
-  auto kern = flash_fwd_tma_ws_kernel<D, BC, NST, POS>;
+  auto kern = flash_fwd_tma_ws_kernel<D, BC, NST, POS, MODE>;
   static cudaError_t attr = cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)Tr::smem_bytes);
   if (attr != cudaSuccess) return attr;
   CUtensorMap tq, tk, tv;
@@ -384,10 +517,11 @@ cudaError_t launch_fwd_tma_ws_t(const FwdParams& p, cudaStream_t st) {
   return cudaGetLastError();
 }
 
-template <int D, int BC, int NST>
+// MODE: 0 = variant 7, 1 = variant 8 (trap-free waits), 2 = variant 9 (+ intra-warpgroup overlap).
+template <int D, int BC, int NST, int MODE = 0>
 cudaError_t launch_fwd_tma_ws(const FwdParams& p, cudaStream_t st) {
-  return p.mask.kind >= kMaskWindow ? launch_fwd_tma_ws_t<D, BC, NST, true>(p, st)
-                                    : launch_fwd_tma_ws_t<D, BC, NST, false>(p, st);
+  return p.mask.kind >= kMaskWindow ? launch_fwd_tma_ws_t<D, BC, NST, true, MODE>(p, st)
+                                    : launch_fwd_tma_ws_t<D, BC, NST, false, MODE>(p, st);
 }
 
 }  // namespace dev

@@ -57,26 +57,7 @@ namespace dev {
 __device__ __forceinline__ float2 unpack_bf16(uint32_t v) {
   return make_float2(__uint_as_float(v << 16), __uint_as_float(v & 0xFFFF0000u));
 }
-// Bounded mbarrier wait without a trap instruction: after 2^28 failed polls
-// the thread stores to address 0 (an opaque null, so the compiler cannot fold
-// it), i.e. the kernel dies with cudaErrorIllegalAddress (a fault, never a
-// hang), and keeps polling until the fault takes the grid down. Why not
-// __trap() (the forward's mbar_wait): with a trap reachable from both the
-// producer and the consumer branch, ptxas (13.0) allocated the consumer
-// branch as if it had the 168-register entry budget, not setmaxnreg's 240:
-// C7512 "wgmma serialized due to insufficient register resources" and 644 B
-// of spills (d128); with this wait, no C7512 and the consumer branch gets
-// its 240 (NOTES, v7 backward with a TMA producer warp).
-__device__ __forceinline__ void mbar_wait_fault(uint32_t bar, uint32_t parity) {
-  uint32_t n = 0;
-  while (!mbar_try_wait(bar, parity))
-    if (++n == (1u << 28)) {
-      uint64_t a = 0;
-      asm volatile("" : "+l"(a));
-      asm volatile("st.global.u32 [%0], %1;\n" ::"l"(a), "r"(n) : "memory");
-      n = 0;
-    }
-}
+// mbar_wait_fault (the bounded wait without a trap): flash_fwd_tma_ws.cuh.
 __device__ __forceinline__ void cp_async_mbar_arrive_noinc(uint32_t bar) {
   asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(bar) : "memory");
 }

@@ -9,7 +9,9 @@ cudaError_t fwd_d64(const FwdParams& p, int variant, cudaStream_t st) {
     case 3: return launch_fwd<64, 128, 64, 4, 2>(p, st);
     case 4:
     case 5:
-    case 7: return fwd_wgmma_d64(p, variant - 4, st);  // sm_90a (flash_fwd_wgmma_d64.cu)
+    case 7:
+    case 8:
+    case 9: return fwd_wgmma_d64(p, variant - 4, st);  // sm_90a (flash_fwd_wgmma_d64.cu)
   }
   return cudaErrorInvalidValue;
 }

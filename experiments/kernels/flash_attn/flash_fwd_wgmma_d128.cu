@@ -1,6 +1,6 @@
 // wgmma forward instantiations, head dim 128 (sm_90a only: build this file
-// with -gencode=arch=compute_90a,code=sm_90a). Forward variants 4, 5, 6 and 7
-// of flash_attn.cu's d128 table land here as 0, 1, 2 and 3.
+// with -gencode=arch=compute_90a,code=sm_90a). Forward variants 4-9 of
+// flash_attn.cu's d128 table land here as 0-5.
 #include "flash_api.cuh"
 #include "flash_fwd_wgmma.cuh"
 #include "flash_fwd_tma_ws.cuh"
@@ -16,6 +16,8 @@ cudaError_t fwd_wgmma_d128(const FwdParams& p, int variant, cudaStream_t st) {
     case 1: return launch_fwd_wgmma<128, 128, true>(p, st);
     case 2: return launch_fwd_wgmma<128, 128, true, true>(p, st);  // diagnostic: V descriptor offsets swapped
     case 3: return launch_fwd_tma_ws<128, 128, 2>(p, st);          // TMA + warp-specialised ping-pong (flash_fwd_tma_ws.cuh)
+    case 4: return launch_fwd_tma_ws<128, 128, 2, 1>(p, st);  // variant 8: trap-free waits
+    case 5: return launch_fwd_tma_ws<128, 128, 2, 2>(p, st);  // variant 9: + intra-warpgroup overlap
   }
   return cudaErrorInvalidValue;
 }

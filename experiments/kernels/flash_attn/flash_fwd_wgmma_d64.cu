@@ -15,6 +15,8 @@ cudaError_t fwd_wgmma_d64(const FwdParams& p, int variant, cudaStream_t st) {
     case 0: return launch_fwd_wgmma<64, 128, false>(p, st);
     case 1: return launch_fwd_wgmma<64, 128, true>(p, st);
     case 3: return launch_fwd_tma_ws<64, 128, 2>(p, st);  // TMA + warp-specialised ping-pong (flash_fwd_tma_ws.cuh)
+    case 4: return launch_fwd_tma_ws<64, 128, 2, 1>(p, st);  // variant 8: trap-free waits
+    case 5: return launch_fwd_tma_ws<64, 128, 2, 2>(p, st);  // variant 9: + intra-warpgroup overlap
   }
   return cudaErrorInvalidValue;
 }
