@@ -43,7 +43,16 @@ static ConfigSchema bench_attention_schema() {
       .integer("bench.hp", 0, 0, 1 << 16, "usp: head-parallel size (0: ranks per node)")
       .integer("bench.inner", 0, 0, 1 << 16, "loongtrain: ranks per inner ring (0: ranks per node)")
       .integer("bench.warmup", 1, 0, 1000, "methods: untimed runs before the repeats")
-      .string("bench.dtype", "float", {"float", "double"}, "methods: element type")
+      .string("bench.dtype", "float", {"float", "double", "bf16"},
+              "methods: element type (bf16: bf16 storage, fp32 accumulation and lse, partials per bench.partial; on "
+              "CUDA the tensor-core kernels at head dims 64 / 128)")
+      .rule([](const Config& c) -> std::string {
+        if (c.get_string_list("bench.methods").empty() && c.get_string("bench.dtype") != "float")
+          return "bench.dtype = " + c.get_string("bench.dtype") +
+                 " needs bench.methods: the single-rank benchmark times the portable float kernel (the bf16 "
+                 "tensor-core kernels alone: experiments/kernels/flash_attn/run_h200.sh; in a block: burst bench layer)";
+        return "";
+      })
       .rule([](const Config& c) -> std::string {
         if (c.get_int("bench.heads") % c.get_int("bench.kv_heads") != 0)
           return "bench.heads = " + std::to_string(c.get_int("bench.heads")) + " must be divisible by bench.kv_heads = " +

@@ -310,7 +310,9 @@ template <class T> int run_all(Runtime& rt, const Config& cfg, const std::string
 }  // namespace
 
 int bench_attention_methods(Runtime& rt, const Config& cfg, const std::string& output) {
-  return cfg.get_string("bench.dtype") == "double" ? run_all<double>(rt, cfg, output) : run_all<float>(rt, cfg, output);
+  const std::string dt = cfg.get_string("bench.dtype");
+  if (dt == "bf16") return run_all<bf16>(rt, cfg, output);
+  return dt == "double" ? run_all<double>(rt, cfg, output) : run_all<float>(rt, cfg, output);
 }
 
 }  // namespace burst::cli
