@@ -31,28 +31,8 @@ export BURST_JOBS=${BURST_JOBS:-$(nproc)} PYTHONUNBUFFERED=1
 date -u
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu,power.draw,memory.used --format=csv
 t0=$(date +%s)
-# Budget: the device tool allows 10 min per command; stop starting steps
-# that would end after BUDGET seconds (each gets a timeout from what is left).
-BUDGET=${BUDGET:-530}
-left() { echo $(( BUDGET - ($(date +%s) - t0) )); }
-# step NAME CAP CMD...: run CMD with a timeout of min(CAP, time left), its
-# output appended to $OUT/part${PART}_steps.log and its last lines to this log;
-# never fails. (The device tool returns at most 8 files: parts 3 and 4 tar
-# their HDF5 files into one at the end.)
-step() {
-  local name=$1 cap=$2 log=part${PART}_steps.log; shift 2
-  local l; l=$(left)
-  local lim=$(( cap < l ? cap : l ))
-  if [ "$lim" -lt 15 ]; then echo "== $name: SKIPPED ($l s left of the ${BUDGET} s budget)"; return 0; fi
-  echo "== $name (timeout ${lim} s, t = $(( $(date +%s) - t0 )) s)"
-  echo "== $name: $*" >>"$OUT/$log"
-  local n0; n0=$(wc -l <"$OUT/$log")
-  timeout --kill-after=10 "$lim" "$@" >>"$OUT/$log" 2>&1
-  local rc=$?
-  tail -n +"$((n0 + 1))" "$OUT/$log" | tail -n 30
-  if [ $rc = 0 ]; then echo "== $name: ok"; elif [ $rc = 124 ] || [ $rc = 137 ]; then echo "== $name: TIMED OUT after ${lim} s"; else echo "== $name: FAILED (exit $rc)"; fi
-  return 0
-}
+# The budget (BUDGET, default 530 s) and `step NAME CAP CMD...`: device_steps.sh.
+. experiments/peers/device_steps.sh
 # layer32k NOTE CAP FILE [VAR=VALUE ...]: `burst bench layer` of preset $m
 # (the caller's loop variable), bf16, 32K tokens, 5 repeats after 1 warmup,
 # into $OUT/FILE, with the environment given; a step named after NOTE.

@@ -68,6 +68,9 @@ ConfigSchema train_schema() {
       .real("train.min_lr", 3e-4, 0, 10, "final learning rate of the cosine schedule")
       .integer("train.warmup", 30, 0, 100000000, "linear warmup steps")
       .real("train.weight_decay", 0.1, 0, 10, "AdamW decoupled weight decay (not on norms)")
+      .real("train.peak_tflops", 0, 0, 1e9,
+            "dense peak per rank for the logged MFU (0: 989 on a GPU build, the H100/H200 bf16 convention of "
+            "ALGORITHMS.md section 9; 0.224 on the host, OpenBLAS sgemm on 2 cores, PLATFORM.md)")
       .real("train.beta1", 0.9, 0, 0.999999, "AdamW beta1")
       .real("train.beta2", 0.95, 0, 0.999999, "AdamW beta2")
       .real("train.eps", 1e-8, 1e-30, 1, "AdamW epsilon")
@@ -704,10 +707,13 @@ template <class T> struct TrainerImpl {
           {"skipped", st.nonfinite.empty() ? 0.0 : 1.0}, {"seconds", secs}, {"cpu_seconds", cpu_secs},
           {"comm_wait_seconds", wait_secs},
           {"tokens_per_s", double(st.tokens) / secs}};
+      const double peak_gflops = cfg.get_real("train.peak_tflops") > 0 ? cfg.get_real("train.peak_tflops") * 1e3
+                                 : std::is_same<DeviceMem, Kokkos::HostSpace>::value ? 224.0
+                                                                                     : 989e3;
       const double flops_per_seq = paper_flops(mc, double(seq_len), true);
       const double gflops = flops_per_seq * double(local_batch) / double(mesh->cp) / secs / 1e9;  // per rank
       row.push_back({"gflops_per_rank", gflops});
-      row.push_back({"mfu", gflops / 224.0});
+      row.push_back({"mfu", gflops / peak_gflops});
       const auto mem = MemoryTracker::global().counters(std::is_same<DeviceMem, Kokkos::HostSpace>::value ? MemSpaceKind::Host
                                                                                                        : MemSpaceKind::Device);
       for (int c = 0; c < kMemCategories; ++c)
