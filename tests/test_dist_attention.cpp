@@ -51,8 +51,10 @@ AttnProblem problem(const Case& c, long seq = 48, long heads = 4, long d = 8) {
 
 // Runnable at this rank count? (the same answer the engine's validation gives)
 bool runnable(const Case& c, int P) {
-  if (c.method == "ulysses") return 4 % P == 0 && c.kv % P == 0;
-  if (c.method == "usp") return P % 2 == 0 && c.kv % 2 == 0;
+  // Ulysses / USP: the head-parallel size (P, 2) divides the 4 query heads and
+  // divides or is a multiple of the kv heads (fewer are replicated).
+  if (c.method == "ulysses") return 4 % P == 0 && (c.kv % P == 0 || P % c.kv == 0);
+  if (c.method == "usp") return P % 2 == 0 && (c.kv % 2 == 0 || 2 % c.kv == 0);
   if (c.method == "loongtrain") return P % 2 == 0;
   return true;
 }
@@ -112,6 +114,26 @@ TEST(DistAttention, EveryMethodLayoutMaskAndGqaMatchesTheReference) {
           if (!all && (idx++ % 11) != 0) continue;
           expect_correct<double>(c, 1e-10);
         }
+}
+
+// Fewer kv heads than head-parallel ranks: each kv head is replicated to the
+// ranks whose query heads use it and the replicas' dK, dV are summed
+// (DeepSpeed-Ulysses' rule); bytes against the schedule with the replicas.
+TEST(DistAttention, UlyssesAndUspReplicateKvHeads) {
+  const int P = world_size();
+  if (P < 2) GTEST_SKIP() << "one rank: no head parallelism";
+  int checked = 0;
+  for (const auto& m : {"ulysses", "usp"})
+    for (const auto& mk : {"causal", "document"})
+      for (long kv : {1L, 2L}) {
+        Case c{m, mk == std::string("document") ? "document" : "zigzag", mk};
+        c.kv = kv;
+        const long hp = std::string(m) == "ulysses" ? P : 2;
+        if (kv >= hp || !runnable(c, P)) continue;  // replication only
+        expect_correct<double>(c, 1e-10);
+        ++checked;
+      }
+  if (P == 2 || P == 4) EXPECT_GE(checked, 4);
 }
 
 TEST(DistAttention, FloatMatchesTheReference) {
@@ -282,8 +304,11 @@ TEST(DistAttention, ImpossibleCombinationsAreRefusedBeforeCommunicating) {
   pb.mask.type = MaskType::Window;
   pb.mask.window = -1;
   EXPECT_THROW(validate_attention(o, pb, P, P), Error);
+  // kv heads that neither divide nor are a multiple of Ulysses' P (fewer
+  // than P that divide P are replicated, see UlyssesAndUspReplicateKvHeads).
   pb = problem(Case{"ulysses", "zigzag", "causal"});
-  pb.kv_heads = 1;
+  pb.kv_heads = P == 3 ? 2 : 3;
+  pb.heads = 6 * P;
   o.method = "ulysses";
   if (P > 1) EXPECT_THROW(validate_attention(o, pb, P, P), Error);
   pb.seq = P - 1;

@@ -166,6 +166,23 @@ TEST(PerfModel, OomFlipsAtTheCapacity) {
   EXPECT_DOUBLE_EQ(cache(s), 2 * cache(h));
 }
 
+// Fewer kv heads than Ulysses' ranks: the engine replicates them, so the
+// model charges hp kv heads (the same cost as nkv = hp); a kv count that
+// neither divides nor is divided by hp is refused.
+TEST(PerfModel, UlyssesReplicatedKvHeadsCostAsHpHeads) {
+  for (const char* m : {"ulysses", "usp"}) {
+    AttnConfig u;
+    u.method = m, u.hp = 8;
+    const AttnCost rep = attention_cost(a800(), u, {8, 262144.0, 32, 2, 128});
+    const AttnCost full = attention_cost(a800(), u, {8, 262144.0, 32, 8, 128});
+    EXPECT_DOUBLE_EQ(rep.fwd.time, full.fwd.time) << m;
+    EXPECT_DOUBLE_EQ(rep.bwd.time, full.bwd.time) << m;
+    EXPECT_DOUBLE_EQ(rep.bwd.a2a_bytes, full.bwd.a2a_bytes) << m;
+    EXPECT_LT(rep.bwd.a2a_bytes, attention_cost(a800(), u, {8, 262144.0, 32, 16, 128}).bwd.a2a_bytes) << m;
+    EXPECT_THROW(attention_cost(a800(), u, {8, 262144.0, 48, 3, 128}), Error) << m;  // 3 kv heads over 8
+  }
+}
+
 TEST(PerfModel, RefusesImpossibleConfigurations) {
   AttnConfig u;
   u.method = "ulysses";

@@ -21,31 +21,42 @@ namespace {
 
 template <class X> using U3 = Kokkos::View<X***, Layout, DeviceMem, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
 
-// [s, H, d] sequence shard -> [P s, H/P, d] head shard: chunk p of the send
-// buffer holds heads [p H/P, (p+1) H/P) of every local row, and what arrives
-// from rank p is its rows of this rank's heads, in block order.
-template <class E> void seq_to_heads(Communicator& c, Kokkos::View<const E***, Layout, DeviceMem> in, Kokkos::View<E***, Layout, DeviceMem> out) {
-  const long P = c.size(), s = long(in.extent(0)), H = long(in.extent(1)), d = long(in.extent(2)), hp = H / P;
+// [s, H, d] sequence shard -> [P s, H'/P, d] head shard, H' = H rep: chunk p
+// of the send buffer holds heads [p H'/P, (p+1) H'/P) of every local row,
+// and what arrives from rank p is its rows of this rank's heads, in block
+// order. rep > 1 (kv heads fewer than the head-parallel ranks, rep = P / H):
+// head j of the expanded set is input head j / rep, so each of the rep
+// ranks whose query heads share a kv head receives a copy of it (as
+// DeepSpeed-Ulysses replicates kv heads).
+template <class E>
+void seq_to_heads(Communicator& c, Kokkos::View<const E***, Layout, DeviceMem> in, Kokkos::View<E***, Layout, DeviceMem> out,
+                  long rep = 1) {
+  const long P = c.size(), s = long(in.extent(0)), H = long(in.extent(1)) * rep, d = long(in.extent(2)), hp = H / P;
   Kokkos::View<E****, Layout, DeviceMem> send(Kokkos::view_alloc(Kokkos::WithoutInitializing, "comm/a2a_send"), size_t(P),
                                               size_t(s), size_t(hp), size_t(d));
   Kokkos::parallel_for(
       "burst::a2a_pack_heads", Kokkos::RangePolicy<ExecSpace>(0, P * s * hp * d), KOKKOS_LAMBDA(const long x) {
         const long e = x % d, h = (x / d) % hp, i = (x / (d * hp)) % s, p = x / (d * hp * s);
-        send(p, i, h, e) = in(i, p * hp + h, e);
+        send(p, i, h, e) = in(i, (p * hp + h) / rep, e);
       });
   c.all_to_all(as_bytes(send), as_bytes(out));
 }
 
-// The inverse: [P s, H/P, d] -> [s, H, d].
-template <class E> void heads_to_seq(Communicator& c, Kokkos::View<const E***, Layout, DeviceMem> in, Kokkos::View<E***, Layout, DeviceMem> out) {
-  const long P = c.size(), s = long(out.extent(0)), H = long(out.extent(1)), d = long(out.extent(2)), hp = H / P;
+// The inverse: [P s, H'/P, d] -> [s, H, d], H' = H rep; with rep > 1 the rep
+// copies of a head (gradients of a replicated kv head) are summed.
+template <class E>
+void heads_to_seq(Communicator& c, Kokkos::View<const E***, Layout, DeviceMem> in, Kokkos::View<E***, Layout, DeviceMem> out,
+                  long rep = 1) {
+  const long P = c.size(), s = long(out.extent(0)), H = long(out.extent(1)), d = long(out.extent(2)), hp = H * rep / P;
   Kokkos::View<E****, Layout, DeviceMem> recv(Kokkos::view_alloc(Kokkos::WithoutInitializing, "comm/a2a_recv"), size_t(P),
                                               size_t(s), size_t(hp), size_t(d));
   c.all_to_all(as_bytes(in), as_bytes(recv));
   Kokkos::parallel_for(
-      "burst::a2a_unpack_heads", Kokkos::RangePolicy<ExecSpace>(0, P * s * hp * d), KOKKOS_LAMBDA(const long x) {
-        const long e = x % d, h = (x / d) % hp, i = (x / (d * hp)) % s, p = x / (d * hp * s);
-        out(i, p * hp + h, e) = recv(p, i, h, e);
+      "burst::a2a_unpack_heads", Kokkos::RangePolicy<ExecSpace>(0, s * H * d), KOKKOS_LAMBDA(const long x) {
+        const long e = x % d, g = (x / d) % H, i = x / (d * H);
+        E sum = recv((g * rep) / hp, i, (g * rep) % hp, e);
+        for (long r = 1; r < rep; ++r) sum += recv((g * rep + r) / hp, i, (g * rep + r) % hp, e);
+        out(i, g, e) = sum;
       });
 }
 
@@ -70,13 +81,14 @@ template <class T> class UspAttention : public AttentionMethod<T> {
 
   UspAttention(std::string name, std::unique_ptr<Communicator> hp, std::unique_ptr<Communicator> cp, const RingConfig& inner,
                const SeqLayout& base, const MaskSpec& mask, long n, long nkv, long d, double scale)
-      : name_(std::move(name)), hp_(std::move(hp)), cp_(std::move(cp)), n_(n), nkv_(nkv), d_(d), s_(base.local / hp_->size()) {
-    ring_ = std::make_unique<RingFamily<T>>(inner, base, mask, *cp_, n / hp_->size(), nkv / hp_->size(), d, scale);
+      : name_(std::move(name)), hp_(std::move(hp)), cp_(std::move(cp)), n_(n), nkv_(nkv), d_(d), s_(base.local / hp_->size()),
+        rep_(nkv < hp_->size() ? hp_->size() / nkv : 1) {
+    ring_ = std::make_unique<RingFamily<T>>(inner, base, mask, *cp_, n / hp_->size(), kv_shard(), d, scale);
   }
   std::string name() const override { return name_; }
   const RingTrace& trace() const override { return ring_->trace(); }
   std::int64_t analytic_bytes() const override {
-    const std::int64_t hp = hp_->size(), s = s_, d = d_, nh = n_ / hp, kh = nkv_ / hp, t = sizeof(T), a = sizeof(Acc);
+    const std::int64_t hp = hp_->size(), s = s_, d = d_, nh = n_ / hp, kh = kv_shard(), t = sizeof(T), a = sizeof(Acc);
     const std::int64_t fwd = s * (nh * d * t + 2 * kh * d * t + nh * d * a + nh * a);
     const std::int64_t bwd = s * (nh * d * t + nh * d * a + 2 * kh * d * a);
     return (hp - 1) * (fwd + bwd) + ring_->analytic_bytes();
@@ -89,7 +101,8 @@ template <class T> class UspAttention : public AttentionMethod<T> {
                                    s_ * n_ * d_ * std::int64_t(std::max(sizeof(T), sizeof(Acc))))};
   }
   std::string describe() const override {
-    return name_ + ": all-to-all over " + std::to_string(hp_->size()) + " ranks, then " + ring_->describe();
+    return name_ + ": all-to-all over " + std::to_string(hp_->size()) + " ranks" +
+           (rep_ > 1 ? " (each kv head replicated to " + std::to_string(rep_) + " ranks)" : "") + ", then " + ring_->describe();
   }
 
   void forward(int slot, CV3 q, CV3 k, CV3 v, AV3 o, AV2 lse) override {
@@ -97,8 +110,8 @@ template <class T> class UspAttention : public AttentionMethod<T> {
     State& st = state_[slot];
     allocate(st, hp * s);
     seq_to_heads<T>(*hp_, q, st.q);
-    seq_to_heads<T>(*hp_, k, st.k);
-    seq_to_heads<T>(*hp_, v, st.v);
+    seq_to_heads<T>(*hp_, k, st.k, rep_);
+    seq_to_heads<T>(*hp_, v, st.v, rep_);
     ring_->forward(slot, st.q, st.k, st.v, st.o, st.lse);
     heads_to_seq<Acc>(*hp_, st.o, o);
     heads_to_seq<Acc>(*hp_, as3<Acc>(st.lse), as3<Acc>(lse));
@@ -116,8 +129,8 @@ template <class T> class UspAttention : public AttentionMethod<T> {
       State& st = state_[slot];
       allocate(st, hp * s);
       seq_to_heads<T>(*hp_, q, st.q);
-      seq_to_heads<T>(*hp_, k, st.k);
-      seq_to_heads<T>(*hp_, v, st.v);
+      seq_to_heads<T>(*hp_, k, st.k, rep_);
+      seq_to_heads<T>(*hp_, v, st.v, rep_);
       seq_to_heads<Acc>(*hp_, o, st.o);
       seq_to_heads<Acc>(*hp_, as3c<Acc>(lse), as3<Acc>(st.lse));
       it = state_.find(slot);
@@ -125,13 +138,13 @@ template <class T> class UspAttention : public AttentionMethod<T> {
     State& st = it->second;
     Kokkos::View<T***, Layout, DeviceMem> doh("act/usp_do", size_t(hp * s), size_t(n_ / hp), size_t(d_));
     AV3 dqh("work/usp_dq", size_t(hp * s), size_t(n_ / hp), size_t(d_));
-    AV3 dkh("work/usp_dk", size_t(hp * s), size_t(nkv_ / hp), size_t(d_));
-    AV3 dvh("work/usp_dv", size_t(hp * s), size_t(nkv_ / hp), size_t(d_));
+    AV3 dkh("work/usp_dk", size_t(hp * s), size_t(kv_shard()), size_t(d_));
+    AV3 dvh("work/usp_dv", size_t(hp * s), size_t(kv_shard()), size_t(d_));
     seq_to_heads<T>(*hp_, dout, doh);
     ring_->backward(slot, st.q, st.k, st.v, st.o, st.lse, doh, dqh, dkh, dvh);
     heads_to_seq<Acc>(*hp_, dqh, dq);
-    heads_to_seq<Acc>(*hp_, dkh, dk);
-    heads_to_seq<Acc>(*hp_, dvh, dv);
+    heads_to_seq<Acc>(*hp_, dkh, dk, rep_);  // the replicas' gradients summed
+    heads_to_seq<Acc>(*hp_, dvh, dv, rep_);
     state_.erase(it);
   }
 
@@ -142,7 +155,7 @@ template <class T> class UspAttention : public AttentionMethod<T> {
     AV2 lse;
   };
   void allocate(State& st, long rows) const {
-    const size_t r = size_t(rows), nh = size_t(n_ / hp_->size()), kh = size_t(nkv_ / hp_->size()), d = size_t(d_);
+    const size_t r = size_t(rows), nh = size_t(n_ / hp_->size()), kh = size_t(kv_shard()), d = size_t(d_);
     st.q = Kokkos::View<T***, Layout, DeviceMem>("act/usp_q", r, nh, d);
     st.k = Kokkos::View<T***, Layout, DeviceMem>("act/usp_k", r, kh, d);
     st.v = Kokkos::View<T***, Layout, DeviceMem>("act/usp_v", r, kh, d);
@@ -151,8 +164,10 @@ template <class T> class UspAttention : public AttentionMethod<T> {
   }
   std::string name_;
   std::unique_ptr<Communicator> hp_, cp_;
+  // kv heads per rank after the all-to-all (1 when they are replicated).
+  long kv_shard() const { return nkv_ * rep_ / hp_->size(); }
   std::unique_ptr<RingFamily<T>> ring_;
-  long n_, nkv_, d_, s_;
+  long n_, nkv_, d_, s_, rep_;
   std::map<int, State> state_;
 };
 
@@ -249,9 +264,10 @@ void validate_attention(const AttnOptions& opt, const AttnProblem& pb, int P, in
   const int hp = resolve_options(opt, P, L).hp;
   if (opt.method == "ulysses" || opt.method == "usp") {
     BURST_CHECK_CONFIG(hp >= 1 && P % hp == 0, opt.method, ": head-parallel size ", hp, " does not divide the ", P, " ranks");
-    BURST_CHECK_CONFIG(pb.heads % hp == 0 && pb.kv_heads % hp == 0, opt.method, ": head-parallel size ", hp,
-                       " must divide the query heads (", pb.heads, ") and the kv heads (", pb.kv_heads,
-                       "); this engine does not replicate kv heads");
+    BURST_CHECK_CONFIG(pb.heads % hp == 0 && (pb.kv_heads % hp == 0 || hp % pb.kv_heads == 0), opt.method,
+                       ": head-parallel size ", hp, " must divide the query heads (", pb.heads,
+                       ") and divide or be a multiple of the kv heads (", pb.kv_heads,
+                       "; fewer kv heads than ranks are replicated)");
   }
   if (opt.method == "loongtrain") {
     const int inner = resolve_options(opt, P, L).inner;
@@ -371,7 +387,10 @@ std::unique_ptr<AttentionMethod<T>> make_attention(const AttnOptions& opt_in, co
   const RingGeometry cp_nodes = group_geometry(topo, cp_world, &cp_uniform);
   rc.name = opt.method == "ulysses" ? "ulysses-local" : "usp-" + opt.usp_inner;
   rc.geometry = pick_shape(opt.ring, cp_nodes, cp_uniform, cp, opt.method);
-  rc.kv_backward = opt.usp_inner == "ring" || opt.backward == "kv" || (opt.backward == "auto" && gqa);
+  // GQA inside the inner ring: its ranks hold n/hp query heads and
+  // max(nkv, hp)/hp kv heads (kv heads replicated when fewer than hp).
+  const bool gqa_inner = pb.heads != std::max<long>(pb.kv_heads, hp);
+  rc.kv_backward = opt.usp_inner == "ring" || opt.backward == "kv" || (opt.backward == "auto" && gqa_inner);
   rc.group_name = "cp";
   return std::make_unique<UspAttention<T>>(opt.method, std::move(hp_comm), std::move(cp_comm), rc, lay.base, pb.mask,
                                            pb.heads, pb.kv_heads, pb.head_dim, scale);

@@ -316,8 +316,9 @@ void validate_attention(const AttnConfig& a, const AttnProblem& p, int G) {
   if (a.method == "ulysses" || a.method == "usp") {
     const int hp = a.method == "ulysses" ? p.P : (a.hp > 0 ? a.hp : std::min(G, p.P));
     BURST_CHECK_CONFIG(p.P % hp == 0, a.method, ": head-parallel size ", hp, " does not divide the ", p.P, " GPUs");
-    BURST_CHECK_CONFIG(p.n % hp == 0 && p.nkv % hp == 0, a.method, ": head-parallel size ", hp, " must divide the query heads (",
-                       p.n, ") and the kv heads (", p.nkv, ")");
+    BURST_CHECK_CONFIG(p.n % hp == 0 && (p.nkv % hp == 0 || hp % p.nkv == 0), a.method, ": head-parallel size ", hp,
+                       " must divide the query heads (", p.n, ") and divide or be a multiple of the kv heads (", p.nkv,
+                       "; fewer kv heads than ranks are replicated)");
   }
   if (a.method == "loongtrain") {
     const int inner = a.inner > 0 ? a.inner : std::min(G, p.P);
@@ -382,6 +383,17 @@ AttnCost attention_cost(const Cluster& cluster, const AttnConfig& a, const AttnP
     return out;
   }
   // ulysses / usp: all-to-all over hp ranks, then a ring over the cp groups.
+  // Fewer kv heads than hp: the engine replicates each kv head to hp / nkv
+  // ranks (seq_to_heads with rep, the replicas' gradients summed), i.e. the
+  // cost of hp kv heads.
+  {
+    const int hp = a.method == "ulysses" ? P : (a.hp > 0 ? a.hp : std::min(G, P));
+    if (p.nkv < hp) {
+      AttnProblem pe = p;
+      pe.nkv = hp;
+      return attention_cost(cluster, a, pe);
+    }
+  }
   const int hp = a.method == "ulysses" ? P : (a.hp > 0 ? a.hp : std::min(G, P)), cp = P / hp;
   const bool head_first = a.placement == "head-first";
   std::vector<int> hp_group, cp_group;  // of world rank 0 (h = 0, c = 0)
