@@ -51,15 +51,21 @@ void rope_apply(Kokkos::View<T***, Layout, Mem> x, Kokkos::View<const long*, Lay
                     " must be even and match the table's ", inv_freq.extent(0), " frequencies");
   BURST_CHECK_INPUT(long(pos.extent(0)) == s, "rope: ", pos.extent(0), " positions for ", s, " tokens");
   const double sign = inverse ? -1.0 : 1.0;
+  // One thread per (token, frequency): the angle's FP64 sin and cos once for
+  // all heads (they were recomputed per head: 5x the byte floor on the H200),
+  // then the heads in a loop; consecutive threads take consecutive
+  // frequencies, so every head's accesses stay coalesced.
   Kokkos::parallel_for(
-      "burst::rope_apply", Kokkos::RangePolicy<Exec>(0, s * nh * half), KOKKOS_LAMBDA(const long idx) {
-        const long e = idx % half, h = (idx / half) % nh, i = idx / (half * nh);
+      "burst::rope_apply", Kokkos::RangePolicy<Exec>(0, s * half), KOKKOS_LAMBDA(const long idx) {
+        const long e = idx % half, i = idx / half;
         // The angle in double: positions reach millions, and float loses the phase.
         const double ang = double(pos(i)) * inv_freq(e);
         const Acc c = Acc(kx::cos(ang) * attention_factor), sn = Acc(sign * kx::sin(ang) * attention_factor);
-        const Acc a = Acc(x(i, h, e)), b = Acc(x(i, h, e + half));
-        x(i, h, e) = T(a * c - b * sn);
-        x(i, h, e + half) = T(b * c + a * sn);
+        for (long h = 0; h < nh; ++h) {
+          const Acc a = Acc(x(i, h, e)), b = Acc(x(i, h, e + half));
+          x(i, h, e) = T(a * c - b * sn);
+          x(i, h, e + half) = T(b * c + a * sn);
+        }
       });
 }
 
