@@ -136,18 +136,17 @@ torch_cp() {  # torch_cp PER_GPU_LIST CAP
     experiments/peers/torch_cp.py "$OUT" --per-gpu "$(echo "$1" | tr ' ' ',')" --heads 32 --kv-heads 32 --head-dim 128
 }
 
-if [ "$PART" = short ]; then
-  per="2048 4096 8192"; [ "$CPU" = 1 ] && per="64 128"
-  torch_cp "$per" 150
-  bench short "$per" "$methods" 3 330
-  echo "PART short done in $(( $(date +%s) - t0 )) s"
-  exit 0
-fi
-if [ "$PART" = long ]; then
-  per="16384 32768 65536 131072"; [ "$CPU" = 1 ] && per="256"
-  torch_cp "16384 32768" 150
-  bench long "$per" "burst ring usp loongtrain" 1 360
-  echo "PART long done in $(( $(date +%s) - t0 )) s"
+if [ "$PART" = short ] || [ "$PART" = long ]; then
+  if [ "$PART" = short ]; then  # every method; torch CP at the same sizes
+    per="2048 4096 8192"; [ "$CPU" = 1 ] && per="64 128"
+    peer_per=$per ms=$methods reps=3 cap=330
+  else  # the ring family and USP (Ulysses / all-gather hold S x heads or all K,V); torch CP at 16K, 32K
+    per="16384 32768 65536 131072"; [ "$CPU" = 1 ] && per="256"
+    peer_per="16384 32768" ms="burst ring usp loongtrain" reps=1 cap=360
+  fi
+  torch_cp "$peer_per" 150
+  bench "$PART" "$per" "$ms" "$reps" "$cap"
+  echo "PART $PART done in $(( $(date +%s) - t0 )) s"
   exit 0
 fi
 if [ "$PART" = e2e ]; then
