@@ -70,11 +70,14 @@ AttnOptions options(const Case& c) {
   return o;
 }
 
-template <class T> CheckResult run(const Case& c, const AttnProblem& pb) {
+// release: the forward's state dropped before backward (a recomputing policy's path).
+template <class T> CheckResult run(const Case& c, const AttnProblem& pb, bool release = false) {
   const int P = world_size();
   const Topology topo = Topology::from_sizes(P, world_rank(), c.per_node > 0 ? c.per_node : P, c.per_node > 0, "test");
   const Tensors in = make_inputs(pb, "", 7);
-  return check_attention<T>(options(c), pb, MPI_COMM_WORLD, topo, in);
+  AttnOptions o = options(c);
+  o.release_before_backward = release;
+  return check_attention<T>(o, pb, MPI_COMM_WORLD, topo, in);
 }
 
 std::string name(const Case& c) {
@@ -131,6 +134,11 @@ TEST(DistAttention, UlyssesAndUspReplicateKvHeads) {
         const long hp = std::string(m) == "ulysses" ? P : 2;
         if (kv >= hp || !runnable(c, P)) continue;  // replication only
         expect_correct<double>(c, 1e-10);
+        // The backward's rebuild of the head-sharded state (released after forward).
+        const CheckResult r = run<double>(c, problem(c), true);
+        const char* names[] = {"o", "lse", "dq", "dk", "dv"};
+        for (int i = 0; i < 5; ++i) EXPECT_LT(r.err[i], 1e-10) << name(c) << ", released: " << names[i];
+        EXPECT_GT(r.bytes, r.analytic) << name(c) << ": the rebuild's all-to-alls";
         ++checked;
       }
   if (P == 2 || P == 4) EXPECT_GE(checked, 4);
@@ -307,8 +315,8 @@ TEST(DistAttention, ImpossibleCombinationsAreRefusedBeforeCommunicating) {
   // kv heads that neither divide nor are a multiple of Ulysses' P (fewer
   // than P that divide P are replicated, see UlyssesAndUspReplicateKvHeads).
   pb = problem(Case{"ulysses", "zigzag", "causal"});
-  pb.kv_heads = P == 3 ? 2 : 3;
-  pb.heads = 6 * P;
+  pb.kv_heads = P + 1;
+  pb.heads = P * (P + 1);
   o.method = "ulysses";
   if (P > 1) EXPECT_THROW(validate_attention(o, pb, P, P), Error);
   pb.seq = P - 1;

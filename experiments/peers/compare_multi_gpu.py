@@ -56,14 +56,26 @@ def measured(folder):
 
 
 def torch_rows(folder):
+    """torch CP rows; a rotation whose correctness check failed (or could not
+    run) is reported but not used as a peer rate."""
     rows = []
     for path in sorted(glob.glob(os.path.join(folder, "peers_torch_cp_np*.json"))):
         d = json.load(open(path))
+        bad = {}
+        for r in d["rows"]:
+            if "check_tokens" in r and not r.get("check_passed", False):
+                bad[r["rotate"]] = r.get("error") or f"check failed: {r.get('rel_err')}"
         for r in d["rows"]:
             if "per_gpu_tokens" not in r:
                 continue
+            err = r.get("error") or ("" if r.get("tflops_per_gpu") else "no rate")
+            if r["rotate"] in bad:
+                err = (err + "; " if err else "") + "not used: " + bad[r["rotate"]]
+            if r.get("after_error"):
+                err = (err + "; " if err else "") + "after an error in the same process"
             rows.append({"P": d["ranks"], "method": "torch_cp_" + r["rotate"], "seq": r["seq"],
-                         "tflops": r.get("tflops_per_gpu"), "error": r.get("error")})
+                         "tflops": r.get("tflops_per_gpu") if not err else None, "shown": r.get("tflops_per_gpu"),
+                         "error": err})
     return rows
 
 
@@ -102,7 +114,9 @@ def main():
                      f"{'yes' if r['bytes_ok'] else 'NO'} |")
         by_case.setdefault((r["P"], r["seq"]), {})[r["method"]] = r["tflops"]
     for r in peers:
-        val = f"{r['tflops']:.1f}" if r["tflops"] else r["error"]
+        val = f"{r['shown']:.1f}" if r["shown"] else "-"
+        if r["error"]:
+            val += f" ({r['error']})"
         lines.append(f"| {r['P']} | {r['seq'] // r['P']} | {r['method']} | {val} | - | - | - | - |")
         if r["tflops"]:
             by_case.setdefault((r["P"], r["seq"]), {})[r["method"]] = r["tflops"]

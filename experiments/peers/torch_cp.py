@@ -19,6 +19,10 @@ input gradients are compared with plain SDPA on one GPU (relative Frobenius
 error, reported; bf16 tolerance 2e-2).
 Writes OUTDIR/peers_torch_cp_np<P>.json (rank 0): one row per (rotate
 method, per-GPU tokens) with ms and TFLOP/s, or the error that stopped it.
+An exception inside torch's context manager (an out-of-memory error at the
+largest size) can leave SDPA patched for the rest of the process (the
+manager has no try/finally around its body in the versions read): rows
+after an error are marked `after_error`.
 """
 import argparse
 import json
@@ -34,14 +38,21 @@ from torch.distributed.device_mesh import init_device_mesh
 from torch.distributed.tensor.experimental import context_parallel
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
-try:  # public from torch 2.7 on
-    from torch.distributed.tensor.experimental import context_parallel_unshard
-except ImportError:  # pragma: no cover
-    context_parallel_unshard = None
-try:
-    from torch.distributed.tensor.experimental._attention import set_rotate_method
-except ImportError:  # pragma: no cover
-    set_rotate_method = None
+
+def _find(name):
+    """An experimental context-parallel helper wherever this torch keeps it (None if nowhere)."""
+    import importlib
+    for mod in ("torch.distributed.tensor.experimental", "torch.distributed.tensor.experimental._attention",
+                "torch.distributed.tensor.experimental._context_parallel._attention"):
+        try:
+            return getattr(importlib.import_module(mod), name)
+        except (ImportError, AttributeError):
+            continue
+    return None
+
+
+context_parallel_unshard = _find("context_parallel_unshard")
+set_rotate_method = _find("set_rotate_method")
 
 
 def rel_err(a, b):
@@ -71,15 +82,18 @@ def check(mesh, P, n, m, d, S, backend, dev):
         rq, rk, rv = (t.clone().requires_grad_() for t in (q, k, v))
         ro = sdpa(rq, rk, rv)
         ro.backward(do)
+    if context_parallel_unshard is None:  # never raise inside the context: it would stay patched
+        raise RuntimeError("this torch has no context_parallel_unshard: cannot check")
     cq, ck, cv, cdo = (t.clone() for t in (q, k, v, do))
-    with context_parallel(mesh, buffers=[cq, ck, cv, cdo], buffer_seq_dims=[2, 2, 2, 2]):
+    # no_restore_buffers: restoring resizes the buffers, which torch refuses
+    # for tensors that require grad (and they are not used afterwards).
+    with context_parallel(mesh, buffers=[cq, ck, cv, cdo], buffer_seq_dims=[2, 2, 2, 2],
+                          no_restore_buffers={cq, ck, cv, cdo}):
         for t in (cq, ck, cv):
             t.requires_grad_()
         with sdpa_kernel(backend):
             co = sdpa(cq, ck, cv)
         co.backward(cdo)
-        if context_parallel_unshard is None:
-            raise RuntimeError("this torch has no context_parallel_unshard: cannot check")
         o, dq, dk, dv = context_parallel_unshard(mesh, [co.detach(), cq.grad, ck.grad, cv.grad], [2, 2, 2, 2])
     return {"o": rel_err(o, ro), "dq": rel_err(dq, rq.grad), "dk": rel_err(dk, rk.grad), "dv": rel_err(dv, rv.grad)}
 
@@ -151,6 +165,7 @@ def main():
     res = {"torch": torch.__version__, "cuda": torch.version.cuda, "gpu": torch.cuda.get_device_name(dev), "ranks": P,
            "backend": a.backend, "heads": n, "kv_heads": m, "head_dim": d, "mask": "causal",
            "flop_convention": "fwd 4 S^2 n d / 2 (causal), bwd 2.5 x fwd, per GPU / P", "rows": []}
+    had_error = False
     for rot in rotates:
         if set_rotate_method is not None:
             set_rotate_method(rot)
@@ -164,6 +179,7 @@ def main():
                                     "check_passed": max(err.values()) < 2e-2})
             except Exception as e:  # a peer that cannot run is a result, not a crash
                 res["rows"].append({"rotate": rot, "check_tokens": a.check_tokens, "error": f"{type(e).__name__}: {e}"})
+                had_error = True
         for t in per_gpu:
             S = t * P
             row = {"rotate": rot, "per_gpu_tokens": t, "seq": S}
@@ -174,11 +190,14 @@ def main():
                             "tflops_per_gpu_fwd": fwd / P / (fms * 1e-3) / 1e12,
                             "tflops_per_gpu_bwd": 2.5 * fwd / P / (bms * 1e-3) / 1e12,
                             "tflops_per_gpu": 3.5 * fwd / P / ((fms + bms) * 1e-3) / 1e12})
-            except torch.cuda.OutOfMemoryError as e:
+            except torch.cuda.OutOfMemoryError:
                 row["error"] = "out of memory"
                 torch.cuda.empty_cache()
             except Exception as e:
                 row["error"] = f"{type(e).__name__}: {e}"
+            if had_error:
+                row["after_error"] = True
+            had_error = had_error or "error" in row
             res["rows"].append(row)
             if me == 0:
                 if "error" in row:

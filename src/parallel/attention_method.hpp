@@ -37,6 +37,8 @@ struct AttnOptions {
   std::string usp_inner = "burst";   // usp: ring | burst (its ring shape follows `ring`)
   bool trace = false;                // check every payload's block id against the schedule
   bool comm_only = false;            // benchmarks: every transfer, no attention math (the communication time alone); O, lse, dQ, dK, dV are left unwritten
+  bool release_before_backward = false;  // check_attention: release the forward's state before backward (the path an
+                                         // activation policy that recomputes takes; the bytes then include its rebuild)
 };
 
 // What every method needs to know about the problem.

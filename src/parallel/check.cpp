@@ -141,6 +141,7 @@ CheckResult check_attention(const AttnOptions& ao, const AttnProblem& pb, MPI_Co
   const auto t0 = std::chrono::steady_clock::now();
   method->forward(0, q, k, v, o, lse);
   Kokkos::fence();
+  if (ao.release_before_backward) method->release(0);
   const auto t1 = std::chrono::steady_clock::now();
   method->backward(0, q, k, v, o, lse, dout, dq, dk, dv);
   Kokkos::fence();
