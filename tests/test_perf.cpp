@@ -421,6 +421,87 @@ TEST(PerfModel, CollectivesOnSharedCoresWaitForTheirMembers) {
   EXPECT_EQ(simulate_step(c, k, s).t_step_sync, 0);
 }
 
+// A blocking collective issued right after another of the same group waits
+// for no member's turn when the group fits on the host's cores at once
+// (Collective::follows, Cluster::group_fits_cores): USP's head-parallel
+// pairs on 2 cores wait at q and o in the forward, at dO and dq in the
+// backward, and not in a rebuild (its all-to-alls run back to back with dO);
+// a group larger than the cores (Ulysses or USP with hp = 4 among 4+ ranks)
+// waits at every call. The measurement behind it (experiments/NOTES.md,
+// "USP on 4 ranks"): per call, Ulysses' 4-rank all-to-alls each took ~7.6 ms,
+// back-to-back ones too; USP's pairs ~5-10 ms at q, o, dq and ~0.05 ms at lse.
+TEST(PerfModel, SubGroupCollectivesBackToBackDoNotWaitAgain) {
+  const std::string file = std::string(BURST_FIXTURE_DIR) + "/cpu_cluster_test.toml";
+  const Cluster c = load_cluster(file, default_data_dir());
+  EXPECT_DOUBLE_EQ(c.machine_cores, 2);
+  EXPECT_TRUE(c.group_fits_cores(2));
+  EXPECT_FALSE(c.group_fits_cores(4));
+  EXPECT_TRUE(a800().group_fits_cores(64));  // a device per rank
+  // The calls as UspAttention issues them: q | k, v follow; o | lse follows;
+  // dO | dq | dk, dv follow; a rebuild's five all follow (dO comes at once).
+  const BlockingCollectives bc = blocking_collectives("usp", 2, 512, 8, 8, 16, 4);
+  ASSERT_EQ(bc.fwd.size(), 5u);
+  ASSERT_EQ(bc.bwd.size(), 4u);
+  ASSERT_EQ(bc.rebuild.size(), 5u);
+  const bool fwd_follows[] = {false, true, true, false, true}, bwd_follows[] = {false, false, true, true};
+  for (size_t i = 0; i < 5; ++i) EXPECT_EQ(bc.fwd[i].follows, fwd_follows[i]) << i;
+  for (size_t i = 0; i < 4; ++i) EXPECT_EQ(bc.bwd[i].follows, bwd_follows[i]) << i;
+  for (const Collective& x : bc.rebuild) EXPECT_TRUE(x.follows);
+  const BlockingCollectives ag = blocking_collectives("allgather", 4, 512, 8, 8, 16, 4);
+  EXPECT_FALSE(ag.fwd[0].follows);
+  EXPECT_TRUE(ag.fwd[1].follows);
+
+  // USP, 4 ranks on 2 cores, hp 2, 2048 tokens, 8 x 16 heads, float: every
+  // all-to-all between a pair is one round (1 / s - 1 = 1, tau = 5 ms).
+  const AttnProblem p4{4, 2048, 8, 8, 16};
+  AttnConfig usp;
+  usp.method = "usp", usp.hp = 2;
+  const AttnCost u = attention_cost(c, usp, p4);
+  EXPECT_EQ(u.fwd.collectives, 5);
+  EXPECT_EQ(u.bwd.collectives, 4);
+  EXPECT_EQ(u.rebuild.collectives, 5);
+  EXPECT_NEAR(u.fwd.sync, 2 * 5e-3, 1e-12);  // q, o (was 5 x 5 ms)
+  EXPECT_NEAR(u.bwd.sync, 2 * 5e-3, 1e-12);  // dO, dq (was 4 x)
+  EXPECT_NEAR(u.rebuild.sync, 0, 1e-12);     // (was 5 x)
+  EXPECT_NEAR(u.half_fwd.sync, 2 * 5e-3, 1e-12);
+  Cluster free_cores = c;
+  free_cores.coll_wait_spin = free_cores.coll_wait_nap = 0;
+  EXPECT_NEAR(u.fwd.time - attention_cost(free_cores, usp, p4).fwd.time, u.fwd.sync, 1e-12);
+  // A run that got 1.5 of the 2 cores (--host-cores 1.5): the pairs still fit
+  // on the machine's cores; the wait per call grows with 1 / s - 1 = 5 / 3.
+  Cluster loaded = c;
+  loaded.host_cores = 1.5;
+  EXPECT_NEAR(attention_cost(loaded, usp, p4).fwd.sync, 2 * 5e-3 * (4 / 1.5 - 1), 1e-12);
+  // Ulysses over the same 4 ranks: the group cannot all be on 2 cores, every
+  // call waits (64 KiB chunks: 3 pairwise rounds; lse 1).
+  AttnConfig uly;
+  uly.method = "ulysses";
+  EXPECT_NEAR(attention_cost(c, uly, p4).fwd.sync, (4 * 3 + 1) * 5e-3, 1e-12);
+  // 8 ranks on 2 cores (1 / s - 1 = 3): USP with groups of 4 waits at every
+  // call, with pairs only where the pair meets again after compute.
+  const AttnProblem p8{8, 4096, 8, 8, 16};
+  usp.hp = 4;
+  const AttnCost u4 = attention_cost(c, usp, p8);
+  usp.hp = 2;
+  const AttnCost u2 = attention_cost(c, usp, p8);
+  double want4 = 0;
+  for (const Collective& x : blocking_collectives("usp", 4, 512, 8, 8, 16, 4).fwd) want4 += mpi_collective_rounds(x, 4) * 3 * 5e-3;
+  EXPECT_NEAR(u4.fwd.sync, want4, 1e-12);
+  EXPECT_NEAR(u2.fwd.sync, 2 * 3 * 5e-3, 1e-12);
+  EXPECT_NEAR(u2.rebuild.sync, 0, 1e-12);
+
+  // A training step (2 layers, `whole`): USP's pairs wait 4 times per layer
+  // (q, o, dO, dq) of the 14 calls; before this rule all 14 were charged.
+  const Calibration k = calib();
+  ModelShape m;
+  m.name = "exp", m.layers = 2, m.hidden = 128, m.ffn = 256, m.heads = m.kv_heads = 8, m.head_dim = 16, m.vocab = 64;
+  StepConfig s;
+  s.model = m, s.zero = 0, s.S = 2048, s.P = 4, s.policy = "whole", s.attn = usp;
+  const StepResult r = simulate_step(c, k, s);
+  EXPECT_DOUBLE_EQ(r.attn_collectives, 2 * (5 + 4 + 5));
+  EXPECT_NEAR(r.attn_sync, 2 * 4 * 5e-3, 1e-12);
+}
+
 // CPU hosts (host.concurrency_*, host.layer_overhead_ms, host.step_overhead_*;
 // experiments/runners/calibrate_cpu.py measures them with `burst bench layer`
 // run as P copies at once and one-rank training steps): the rate per

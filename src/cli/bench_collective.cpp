@@ -50,6 +50,9 @@ ConfigSchema bench_collective_schema() {
       .integer("bench.group", 0, 0, 4096,
                "ranks per collective: groups of this many consecutive ranks, each running its own collective "
                "(as USP's head-parallel pairs among all the ranks sharing the cores); 0: all ranks")
+      .integer("bench.calls", 1, 1, 1000,
+               "collectives back to back after each compute (as Ulysses/USP's k, v after q: only a pack between "
+               "them); excess is per iteration, so per call it is excess / calls")
       .string("bench.output", "experiments/results/collective.h5", {}, "HDF5 file to write");
   return s;
 }
@@ -91,7 +94,7 @@ int cmd_bench_collective(Runtime& rt, const BenchGemmOptions& opt) {
   const int P = rt.size(), me = rt.rank();
   BURST_CHECK_CONFIG(P >= 2, "bench collective needs at least 2 ranks (mpiexec -n P)");
   const int iters = int(cfg.get_int("bench.iterations")), rounds = int(cfg.get_int("bench.rounds")),
-            warm = int(cfg.get_int("bench.warmup"));
+            warm = int(cfg.get_int("bench.warmup")), calls = int(cfg.get_int("bench.calls"));
   double rate = steps_per_cpu_second();
   MPI_Bcast(&rate, 1, MPI_DOUBLE, 0, rt.world());  // one work size for every rank
   // bench.group: the collectives run within groups of G consecutive ranks
@@ -106,9 +109,10 @@ int cmd_bench_collective(Runtime& rt, const BenchGemmOptions& opt) {
   std::vector<std::string> kind_col;
   std::vector<double> rounds_col, chunk_col, work_col, t_coll_col, t_none_col, share_col, share_none_col, excess_col, wait_col;
   if (me == 0)
-    std::printf("collectives over %d ranks (the engine's calls), compute between them, %d x %d iterations per case:\n"
+    std::printf("collectives over groups of %d of %d ranks (the engine's calls), %d back to back after each compute, %d x %d "
+                "iterations per case (excess, in-coll: per iteration):\n"
                 "  %-14s %9s %9s %10s %10s %7s %7s %10s %10s %6s\n",
-                P, rounds, iters, "kind", "chunk B", "work ms", "t_none ms", "t_coll ms", "s_none", "s_coll", "excess ms",
+                G, P, calls, rounds, iters, "kind", "chunk B", "work ms", "t_none ms", "t_coll ms", "s_none", "s_coll", "excess ms",
                 "in-coll ms", "rounds");
   for (const std::string& kind : cfg.get_string_list("bench.kinds")) {
     for (std::int64_t chunk : cfg.get_int_list("bench.chunk_bytes")) {
@@ -135,7 +139,8 @@ int cmd_bench_collective(Runtime& rt, const BenchGemmOptions& opt) {
           Timer t;
           for (int i = 0; i < iters; ++i) {
             spin_work(steps);
-            if (with) collective();
+            if (with)
+              for (int c = 0; c < calls; ++c) collective();
           }
           return Block{t.seconds(), cpu_seconds() - c0};
         };
@@ -200,6 +205,7 @@ int cmd_bench_collective(Runtime& rt, const BenchGemmOptions& opt) {
     f.set_attr("/", "benchmark", std::string("collective"));
     f.set_attr("/", "ranks", std::int64_t(P));
     f.set_attr("/", "group", std::int64_t(G));
+    f.set_attr("/", "calls_per_iteration", std::int64_t(calls));
     f.set_attr("/", "spin_steps_per_cpu_second", rate);
     f.set_attr("/", "config", cfg.dump());
     std::printf("wrote %s\n", out.c_str());

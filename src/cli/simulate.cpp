@@ -333,7 +333,10 @@ int cmd_simulate(const SimulateOptions& o) {
     BURST_CHECK_CONFIG(o.gpus_per_node <= 4096, "--gpus-per-node ", o.gpus_per_node, " is out of range");
     x.cl.gpus_per_node = o.gpus_per_node;
   }
-  if (o.host_cores > 0) x.cl.host_cores = o.host_cores;
+  if (o.host_cores > 0) {
+    if (x.cl.machine_cores <= 0) x.cl.machine_cores = o.host_cores;  // a file without host.cores: the override is the machine
+    x.cl.host_cores = o.host_cores;
+  }
   x.k = load_calibration(o.calibration.empty() ? dir + "/perf_calibration.toml" : o.calibration);
   BURST_CHECK_CONFIG(o.table.empty() || o.table == "paper" || o.table == "calibration", "--table '", o.table,
                      "': expected paper or calibration");

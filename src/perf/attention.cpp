@@ -237,15 +237,22 @@ BlockingCollectives blocking_collectives(const std::string& method, int group, d
   using K = Collective;
   if (method == "ulysses" || method == "usp") {
     // seq_to_heads / heads_to_seq: a peer's chunk is s rows of its head shard.
-    const std::vector<Collective> state = {{K::AllToAll, s * nh * elem}, {K::AllToAll, s * kh * elem}, {K::AllToAll, s * kh * elem},
-                                           {K::AllToAll, s * nh * acc}, {K::AllToAll, s * double(n) / group * acc}};
-    b.fwd = b.rebuild = state;
-    b.bwd = {{K::AllToAll, s * nh * elem}, {K::AllToAll, s * nh * acc}, {K::AllToAll, s * kh * acc}, {K::AllToAll, s * kh * acc}};
+    // forward: q, k, v back to back; the attention; o, lse back to back.
+    b.fwd = {{K::AllToAll, s * nh * elem, false}, {K::AllToAll, s * kh * elem, true}, {K::AllToAll, s * kh * elem, true},
+             {K::AllToAll, s * nh * acc, false}, {K::AllToAll, s * double(n) / group * acc, true}};
+    // a rebuild: q, k, v, o, lse, then at once the backward's dO (UspAttention::backward).
+    b.rebuild = b.fwd;
+    for (Collective& c : b.rebuild) c.follows = true;
+    // backward: dO; the attention's backward; dq, dk, dv back to back.
+    b.bwd = {{K::AllToAll, s * nh * elem, false}, {K::AllToAll, s * nh * acc, false}, {K::AllToAll, s * kh * acc, true},
+             {K::AllToAll, s * kh * acc, true}};
   }
   if (method == "allgather") {
     const double gathered = group * s * double(nkv) * double(d) * elem, partial = group * s * double(nkv) * double(d) * acc;
-    b.fwd = {{K::AllGather, gathered}, {K::AllGather, gathered}};
-    b.bwd = {{K::AllGather, gathered}, {K::AllGather, gathered}, {K::ReduceScatter, partial}, {K::ReduceScatter, partial}};
+    // K then V back to back; in the backward the kernel between the gathers and the reduce-scatters.
+    b.fwd = {{K::AllGather, gathered, false}, {K::AllGather, gathered, true}};
+    b.bwd = {{K::AllGather, gathered, false}, {K::AllGather, gathered, true}, {K::ReduceScatter, partial, false},
+             {K::ReduceScatter, partial, true}};
   }
   return b;
 }
@@ -282,10 +289,14 @@ int mpi_collective_rounds(const Collective& c, int P) {
 
 namespace {
 
-// The scheduling wait of a pass's blocking collectives on shared cores.
-void add_collective_waits(PassCost& pass, const std::vector<Collective>& calls, int group, double wait_per_round) {
+// The scheduling wait of a pass's blocking collectives on shared cores: per
+// dependent round of each call, except a call that follows another of a
+// group that fits on the host's cores (its members are still on them).
+void add_collective_waits(PassCost& pass, const std::vector<Collective>& calls, int group, double wait_per_round,
+                          bool group_fits) {
   for (const Collective& c : calls) {
     pass.collectives += 1;
+    if (c.follows && group_fits) continue;
     const double w = mpi_collective_rounds(c, group) * wait_per_round;
     pass.sync += w, pass.time += w;
   }
@@ -375,9 +386,10 @@ AttnCost attention_cost(const Cluster& cluster, const AttnConfig& a, const AttnP
       add_local_work(out.half_fwd, c.allgather_local * gathered / 2);
     }
     const BlockingCollectives bc = blocking_collectives(a.method, P, s, p.n, p.nkv, p.d, e);
-    add_collective_waits(out.fwd, bc.fwd, P, w);
-    add_collective_waits(out.bwd, bc.bwd, P, w);
-    add_collective_waits(out.half_fwd, blocking_collectives(a.method, P, s / 2, p.n, p.nkv, p.d, e).fwd, P, w);
+    const bool fits = c.group_fits_cores(P);
+    add_collective_waits(out.fwd, bc.fwd, P, w, fits);
+    add_collective_waits(out.bwd, bc.bwd, P, w, fits);
+    add_collective_waits(out.half_fwd, blocking_collectives(a.method, P, s / 2, p.n, p.nkv, p.d, e).fwd, P, w, fits);
     out.buffer_bytes = 2 * p.S * kvd * 2 + 2 * p.S * kvd * 4;
     out.describe = "allgather: K,V gathered from " + std::to_string(P) + " ranks, dK,dV reduce-scattered";
     return out;
@@ -439,10 +451,11 @@ AttnCost attention_cost(const Cluster& cluster, const AttnConfig& a, const AttnP
     add_local_work(out.half_fwd, c.a2a_local * fwd_b / 2);
   }
   const BlockingCollectives bc = blocking_collectives(a.method, hp, s, p.n, p.nkv, p.d, e);
-  add_collective_waits(out.fwd, bc.fwd, hp, w);
-  add_collective_waits(out.bwd, bc.bwd, hp, w);
-  add_collective_waits(out.rebuild, bc.rebuild, hp, w);
-  add_collective_waits(out.half_fwd, blocking_collectives(a.method, hp, s / 2, p.n, p.nkv, p.d, e).fwd, hp, w);
+  const bool fits = c.group_fits_cores(hp);  // USP's head-parallel pairs on 2 cores: yes; Ulysses over 4: no
+  add_collective_waits(out.fwd, bc.fwd, hp, w, fits);
+  add_collective_waits(out.bwd, bc.bwd, hp, w, fits);
+  add_collective_waits(out.rebuild, bc.rebuild, hp, w, fits);
+  add_collective_waits(out.half_fwd, blocking_collectives(a.method, hp, s / 2, p.n, p.nkv, p.d, e).fwd, hp, w, fits);
   // Head-layout copies of q, k, v (bf16), o and lse (fp32), and one pair of
   // all-to-all send/receive buffers of the largest tensor.
   out.buffer_bytes = rr.buffers + qkv + s * nd * 4 + s * double(p.n) * 4 + 2 * s * nd * 4;

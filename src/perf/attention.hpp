@@ -62,9 +62,19 @@ struct AttnCost {
 // backward 2 all-gathers and 2 reduce-scatters (dK, dV). Sizes for a rank
 // holding s tokens with n / nkv heads of d, elements of `elem` bytes (the
 // engine's T) and accumulators of `acc` bytes.
+//
+// `follows`: the call is issued right after another blocking collective of
+// the same group, with only local work (a pack, an allocation) between them
+// (k and v after q; lse after o; dk, dv after dq; the all-gather's V after
+// K). A rebuild's five all-to-alls run back to back with the backward's
+// first (dO), so all five are marked: the group meets once for the six, and
+// the wait is charged at dO. On shared cores such a call waits for no
+// member's turn when the whole group fits on the host's cores at once: the
+// previous call ended with every member on a core (Cluster::group_fits_cores).
 struct Collective {
   enum Kind { AllToAll, AllGather, ReduceScatter } kind = AllToAll;
   double bytes = 0;  // all-to-all: the chunk for one peer; all-gather: the gathered buffer; reduce-scatter: the send buffer
+  bool follows = false;
 };
 struct BlockingCollectives {
   std::vector<Collective> fwd, bwd, rebuild;

@@ -139,7 +139,7 @@ Cluster load_cluster(const std::string& name_or_path, const std::string& dir) {
   c.pcie_bw = num(t, "links.pcie_gb_per_s", file, 0.1, 1e5) * 1e9;
   c.pcie_latency = num(t, "links.pcie_latency_us", file, 0, 1e6) * 1e-6;
   c.host_mem_bw = num(t, "host.memory_gb_per_s", file, 0.1, 1e5) * 1e9;
-  if (t.at_path("host.cores")) c.host_cores = num(t, "host.cores", file, 0.01, 1e6);
+  if (t.at_path("host.cores")) c.host_cores = c.machine_cores = num(t, "host.cores", file, 0.01, 1e6);
   if (t.at_path("host.collective_wait_ms")) c.coll_wait_spin = num(t, "host.collective_wait_ms", file, 0, 1e4) * 1e-3;
   if (t.at_path("host.element_bytes")) c.elem_bytes = num(t, "host.element_bytes", file, 1, 16);
   if (t.at_path("host.nap_wait_ms")) c.coll_wait_nap = num(t, "host.nap_wait_ms", file, 0, 1e4) * 1e-3;

@@ -44,6 +44,10 @@ struct Cluster {
   // computes at min(1, cores / P) of its single-core rates. 0: one device
   // per rank (GPUs), nothing shared.
   double host_cores = 0;  // may be fractional: the cores a run actually got (other jobs on the host)
+  // The host's cores as the cluster file names them (host.cores), which a
+  // run's --host-cores (the share it got) does not change: whether a group of
+  // ranks can be on the cores all at once (group_fits_cores).
+  double machine_cores = 0;
   // CPU machines (optional keys host.collective_wait_ms, host.nap_wait_ms,
   // measured by `burst bench collective`): a collective cannot complete until
   // every member has been scheduled and reached it. A rank that gets a share
@@ -98,6 +102,12 @@ struct Cluster {
   double off_core_ratio(int P) const;
   double spin_collective_wait(int P) const { return coll_wait_spin * off_core_ratio(P); }
   double nap_collective_wait(int P) const { return coll_wait_nap * off_core_ratio(P); }
+  // Whether a collective's group of `group` ranks fits on the host's cores
+  // at once (machine_cores; always on a device per rank). Then a collective
+  // issued right after another of the same group finds every member still on
+  // a core and waits for no one's turn (perf::Collective::follows); a larger
+  // group cannot all be on the cores, so each of its calls waits again.
+  bool group_fits_cores(int group) const { return machine_cores <= 0 || double(group) <= machine_cores; }
   // host.concurrency_efficiency at P ranks (1 for one rank or none measured).
   double concurrency_efficiency(int P) const;
 
