@@ -11,7 +11,8 @@ cudaError_t fwd_d64(const FwdParams& p, int variant, cudaStream_t st) {
     case 5:
     case 7:
     case 8:
-    case 9: return fwd_wgmma_d64(p, variant - 4, st);  // sm_90a (flash_fwd_wgmma_d64.cu)
+    case 9:
+    case 10: return fwd_wgmma_d64(p, variant - 4, st);  // sm_90a (flash_fwd_wgmma_d64.cu)
   }
   return cudaErrorInvalidValue;
 }

@@ -18,6 +18,7 @@ cudaError_t fwd_wgmma_d128(const FwdParams& p, int variant, cudaStream_t st) {
     case 3: return launch_fwd_tma_ws<128, 128, 2>(p, st);          // TMA + warp-specialised ping-pong (flash_fwd_tma_ws.cuh)
     case 4: return launch_fwd_tma_ws<128, 128, 2, 1>(p, st);  // variant 8: trap-free waits
     case 5: return launch_fwd_tma_ws<128, 128, 2, 2>(p, st);  // variant 9: + intra-warpgroup overlap
+    case 6: return launch_fwd_tma_ws<128, 128, 3, 2>(p, st);  // variant 10: variant 9 with 3 K/V stages
   }
   return cudaErrorInvalidValue;
 }

@@ -3,10 +3,10 @@
 # correctness against the fp64 GPU reference, time every variant, time torch's
 # FLASH and cuDNN SDPA on the same shapes, print the side-by-side table last.
 #   OUT=dir [SIZES=4096,8192,16384,32768] [REPS_MS=300] [CHECK=1] [WGMMA=1] [BWGMMA=1] [MAIN=1] [PEERS=1]
-#       [WG_FWD=4,7,9] [WG_BWD=4,6,7,8 (2,7,8 with MAIN=0)] experiments/kernels/flash_attn/run_h200.sh
+#       [WG_FWD=4,7,9,10] [WG_BWD=4,6,7,8 (2,7,8 with MAIN=0)] experiments/kernels/flash_attn/run_h200.sh
 # The wgmma forward (variants 4, 5; 6 = the settled V-descriptor diagnostic;
 # 7 = TMA + warp-specialised ping-pong, flash_fwd_tma_ws.cuh; all in
-# flash_fwd_wgmma_d{64,128}.cu; 8, 9 = the trap-free and the overlapped variant 7, flash_fwd_tma_ws.cuh MODE 1, 2; default 4,7,9: variant 4 is the same-call baseline) and the wgmma backward (variants 4, 5, 6; 5 = the
+# flash_fwd_wgmma_d{64,128}.cu; 8, 9 = the trap-free and the overlapped variant 7, flash_fwd_tma_ws.cuh MODE 1, 2; 10 = 9 with 3 K/V stages; default 4,7,9,10: variant 4 is the same-call baseline) and the wgmma backward (variants 4, 5, 6; 5 = the
 # dS-layout diagnostic; flash_bwd_wgmma_d{64,128}.cu), all built for sm_90a,
 # are checked and timed in their own bench_attn processes (OUT/wgmma/,
 # OUT/wgmma_bwd/), so that a fault there cannot take the other results with
@@ -56,7 +56,7 @@ done
 if [ "${WGMMA:-1}" = 1 ]; then
   mkdir -p "$OUT/wgmma"
   timeout 300 "$BUILD/bench_attn" --out "$OUT/wgmma" $MODE --gqa-time --sizes "$SIZES" --reps-ms "$REPS_MS" \
-    --fwd-variants "${WG_FWD:-4,7,9}" --no-bwd
+    --fwd-variants "${WG_FWD:-4,7,9,10}" --no-bwd
   echo "bench_attn (wgmma fwd) exit $? (0 ok, 1 check failed, 3 fault, 124 timeout)"
 fi
 # wgmma backward, in its own process (no forward variant timed; the check's lse
