@@ -183,6 +183,40 @@ TEST(PerfModel, UlyssesReplicatedKvHeadsCostAsHpHeads) {
   }
 }
 
+// A chosen layout or the document mask: the ring's rounds costed from the
+// engine's layout by exact visible-pair counts (the sparse experiment's runs).
+TEST(PerfModel, LayoutRoundsFromVisiblePairs) {
+  const AttnProblem p{4, 8192.0, 8, 8, 64};
+  AttnConfig zz;  // the analytic zigzag-causal path
+  zz.method = "burst";
+  AttnConfig zx = zz;  // the same through the layout
+  zx.layout = "zigzag";
+  const AttnCost a = attention_cost(a800(), zz, p), x = attention_cost(a800(), zx, p);
+  EXPECT_NEAR(x.fwd.compute, a.fwd.compute, 0.01 * a.fwd.compute);  // exact pairs vs S^2/2 per round
+  EXPECT_NEAR(x.bwd.time, a.bwd.time, 0.01 * a.bwd.time);
+  AttnConfig ct = zz;  // contiguous: every later round's busiest rank sees a whole block
+  ct.layout = "contiguous";
+  const AttnCost c = attention_cost(a800(), ct, p);
+  EXPECT_GT(c.fwd.compute, 1.6 * a.fwd.compute);
+  AttnConfig one = ct;  // one document = causal on the same layout
+  one.document = true, one.doc_lengths = {8192};
+  EXPECT_DOUBLE_EQ(attention_cost(a800(), one, p).fwd.time, c.fwd.time);
+  AttnConfig docs = one;  // a document per block of the contiguous layout: nothing to see beyond the home
+  docs.doc_lengths = {2048, 2048, 2048, 2048};  // block, so the flat ring stops after it (as the engine's plan)
+  const AttnCost d = attention_cost(a800(), docs, p);
+  EXPECT_NE(d.describe.find("1 of 4 rounds"), std::string::npos) << d.describe;
+  EXPECT_LT(d.fwd.time, 0.5 * c.fwd.time);
+  AttnConfig u = docs;
+  u.method = "ulysses";
+  EXPECT_THROW(attention_cost(a800(), u, p), Error);  // not modelled for the all-to-all methods
+  AttnConfig nolen = one;
+  nolen.doc_lengths = {};
+  EXPECT_THROW(attention_cost(a800(), nolen, p), Error);
+  AttnConfig badlen = one;
+  badlen.doc_lengths = {100, 200};
+  EXPECT_THROW(attention_cost(a800(), badlen, p), Error);
+}
+
 TEST(PerfModel, RefusesImpossibleConfigurations) {
   AttnConfig u;
   u.method = "ulysses";

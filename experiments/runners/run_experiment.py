@@ -213,8 +213,17 @@ def run_attention(name, cfg, runs, out):
                     sargs += ["--mask", "full"]
                 elif mask == "window" and layout == "contiguous" and meth in ("ring", "burst", "loongtrain"):
                     sargs += ["--mask", "window", "--window", str(win)]
+                elif meth in ("ring", "burst", "loongtrain"):
+                    # any other layout / mask: the model costs the rounds from the engine's layout
+                    sargs += ["--layout", layout]
+                    if mask == "window":
+                        sargs += ["--mask", "window", "--window", str(win)]
+                    elif mask == "document":
+                        sargs += ["--mask", "document"]
+                    if "doc_lengths" in f[cname]:
+                        sargs += ["--doc-lengths", ",".join(str(int(x)) for x in f[cname]["doc_lengths"][()])]
                 else:
-                    why = f"not modelled: the model knows causal (zigzag), full, and a window on the contiguous layout; this is {mask} on {layout}"
+                    why = f"not modelled: {meth} with {mask} on {layout} (the model knows causal (zigzag) and full for it)"
                 predicted, pred_gf, pred_txt, nominal, no_wait = float("nan"), float("nan"), "", float("nan"), float("nan")
                 if not why:
                     ph5 = os.path.join(wd, f"{r['label']}_{idx}_pred.h5")

@@ -267,6 +267,8 @@ template <class T> int run_all(Runtime& rt, const Config& cfg, const std::string
       h5->set_attr(g, "ring", c.ring);
       h5->set_attr(g, "seq", std::int64_t(c.seq));
       h5->set_attr(g, "window", std::int64_t(pb.mask.window));
+      if (!pb.doc_lengths.empty())  // the documents of the document mask / layout (the model takes them)
+        h5->write(g + "/doc_lengths", std::vector<std::int64_t>(pb.doc_lengths.begin(), pb.doc_lengths.end()));
       h5->set_attr(g, "describe", total.description);
       h5->set_attr(g, "backend", total.backend);
       h5->set_attr(g, "fwd_flops", fwd_flops);

@@ -114,7 +114,12 @@ int main(int argc, char** argv) {
   sim->add_option("--ring", so.ring, "flat | double | auto")->capture_default_str();
   sim->add_option("--backward", so.backward, "burst | kv | auto")->capture_default_str();
   sim->add_option("--partial", so.partial, "travelling partial sums: fp32 | bf16")->capture_default_str();
-  sim->add_option("--mask", so.mask, "causal (zigzag) | full | window (contiguous layout)")->capture_default_str();
+  sim->add_option("--mask", so.mask, "causal (zigzag) | full | window (contiguous layout) | document (with --doc-lengths)")
+      ->capture_default_str();
+  sim->add_option("--layout", so.layout,
+                  "--attention-only, ring methods: contiguous | zigzag | striped | document (rounds costed from the layout's "
+                  "visible pairs)");
+  sim->add_option("--doc-lengths", so.doc_lengths, "document lengths a,b,c summing to --seq (--mask document, --layout document)");
   sim->add_option("--window", so.window, "sliding window in tokens, with --mask window");
   sim->add_option("--policy", so.policy, "activation policy: keep | full | whole | half")->capture_default_str();
   sim->add_option("--fused-loss", so.fused_loss, "on | off")->capture_default_str();

@@ -5,6 +5,7 @@
 
 #include "core/error.hpp"
 #include "io/h5.hpp"
+#include "parallel/layout.hpp"
 #include "model/config.hpp"
 #include "perf/paper.hpp"
 #include "perf/step.hpp"
@@ -380,11 +381,16 @@ int cmd_simulate(const SimulateOptions& o) {
   s.attn.placement = o.placement, s.attn.hp = o.hp, s.attn.inner = o.inner;
   BURST_CHECK_CONFIG(o.partial == "fp32" || o.partial == "bf16", "--partial '", o.partial, "': expected fp32 or bf16");
   s.attn.partial_bf16 = o.partial == "bf16";
-  BURST_CHECK_CONFIG(o.mask == "causal" || o.mask == "full" || o.mask == "window", "--mask '", o.mask,
-                     "': expected causal, full or window");
+  BURST_CHECK_CONFIG(o.mask == "causal" || o.mask == "full" || o.mask == "window" || o.mask == "document", "--mask '", o.mask,
+                     "': expected causal, full, window or document");
   BURST_CHECK_CONFIG((o.mask == "window") == (o.window > 0), "--mask window needs --window W > 0 (and --window needs --mask window)");
   s.attn.causal = o.mask != "full";
   s.attn.window = o.window;
+  s.attn.document = o.mask == "document";
+  s.attn.layout = o.layout;
+  BURST_CHECK_CONFIG(o.attention_only || (o.layout.empty() && !s.attn.document),
+                     "--layout and --mask document are modelled for --attention-only (one layer's distributed attention)");
+  if (!o.doc_lengths.empty()) s.attn.doc_lengths = parallel::parse_doc_lengths(o.doc_lengths, long(s.S));
   s.policy = o.policy;
   s.fused_loss = on_off(o.fused_loss, "--fused-loss");
   s.zero = o.zero;
@@ -392,7 +398,11 @@ int cmd_simulate(const SimulateOptions& o) {
   if (o.attention_only) {
     const AttnProblem p{s.P, s.S, s.model.heads, s.model.kv_heads, s.model.head_dim};
     const AttnCost a = attention_cost(x.cl, s.attn, p);
-    const double area = visible_area(s.S, s.attn.causal, double(s.attn.window));
+    double area = visible_area(s.S, s.attn.causal, double(s.attn.window));
+    if (s.attn.document) {  // the bench's convention: every document's causal triangle, diagonal included
+      area = 0;
+      for (long l : s.attn.doc_lengths) area += double(l) * double(l + 1) / 2;
+    }
     const double gflops = 3.5 * 4 * area * double(p.n * p.d) / p.P / (a.fwd.time + a.bwd.time) / 1e9;
     std::printf("%s, %s tokens on %d x %s, heads %ld (kv %ld) x %ld: %s\n  fwd %.5f s (compute %.5f), bwd %.5f s (compute %.5f), "
                 "%.3f GFLOP/s per rank (paper convention, visible area)\n",

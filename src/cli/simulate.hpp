@@ -9,6 +9,7 @@ struct SimulateOptions {
   std::string cluster = "a800", model = "14B", seq = "1M", method = "burst", policy = "whole";
   std::string fused_loss = "on", offload = "off", ring = "auto", backward = "auto", usp_inner = "burst";
   std::string placement = "head-first", partial = "fp32", mask = "causal";
+  std::string layout, doc_lengths;  // --attention-only with the ring methods: a chosen layout, documents a,b,c
   int gpus = 32, hp = 0, inner = 0, zero = 3;
   long window = 0;
   int gpus_per_node = 0;

@@ -1,6 +1,7 @@
 #include "perf/attention.hpp"
 
 #include "core/error.hpp"
+#include "parallel/layout.hpp"
 #include "perf/shape.hpp"
 
 #include <algorithm>
@@ -105,6 +106,10 @@ int nodes_spanned(const std::vector<int>& world, int G) {
 // and nh/nkvh heads: forward and backward passes, and the buffers alive.
 struct RingSetup {
   std::vector<int> members;
+  // General layout / mask: visible pairs of every (query block, key block)
+  // and the slots that travel; empty: the analytic cases.
+  std::vector<std::vector<double>> pair_counts;
+  double travel = 0;
   std::string shape = "auto";      // flat | double | auto
   RingGeometry fixed{0, 0};        // loongtrain: N x inner given
   bool kv_backward = false;
@@ -120,6 +125,77 @@ struct RingResult {
   double buffers = 0;
   std::string describe;
 };
+
+// Visible (query, key) pairs of every block pair of a layout under a mask,
+// as the engine's kernels see them: per query position q the visible keys
+// are the positions in an interval [lo, q] (causal: lo = 0; window: q - w +
+// 1; document: the start of q's document, documents being contiguous; full:
+// every key), so a pair's count is one binary search per query over the key
+// block's sorted positions (its travelling slots: what the ring brings).
+std::vector<std::vector<double>> block_pair_counts(const parallel::SeqLayout& L, parallel::MaskType type, long window) {
+  const int P = L.blocks;
+  const std::vector<long> pos = L.mask_positions();
+  std::vector<long> doc_start(size_t(L.seq), 0);
+  for (long i = 1; i < L.seq; ++i) doc_start[size_t(i)] = L.doc[size_t(i)] == L.doc[size_t(i - 1)] ? doc_start[size_t(i - 1)] : i;
+  std::vector<std::vector<long>> keys(static_cast<size_t>(P));
+  for (int b = 0; b < P; ++b) {
+    for (long i = 0; i < L.travel; ++i)
+      if (pos[size_t(b * L.local + i)] >= 0) keys[size_t(b)].push_back(pos[size_t(b * L.local + i)]);
+    std::sort(keys[size_t(b)].begin(), keys[size_t(b)].end());
+  }
+  std::vector<std::vector<double>> n(static_cast<size_t>(P), std::vector<double>(static_cast<size_t>(P), 0.0));
+  for (int qb = 0; qb < P; ++qb)
+    for (long i = 0; i < L.local; ++i) {
+      const long q = pos[size_t(qb * L.local + i)];
+      if (q < 0) continue;
+      long lo = 0, hi = q;
+      if (type == parallel::MaskType::Full) lo = 0, hi = L.seq - 1;
+      if (type == parallel::MaskType::Window) lo = std::max(0L, q - window + 1);
+      if (type == parallel::MaskType::Document) lo = doc_start[size_t(q)];
+      for (int kb = 0; kb < P; ++kb) {
+        const auto& k = keys[size_t(kb)];
+        n[size_t(qb)][size_t(kb)] += double(std::upper_bound(k.begin(), k.end(), hi) - std::lower_bound(k.begin(), k.end(), lo));
+      }
+    }
+  return n;
+}
+
+// The rounds the engine's RingFamily::plan runs and each round's cost in
+// visible pairs: a flat ring stops after the last round in which any rank
+// sees anything, the way round that needs fewer rounds; a double ring runs
+// every round. A round lasts as long as its busiest rank computes (one GPU
+// each). On a host whose ranks share fewer cores than ranks (share =
+// cores / P < 1; the rates are already scaled by it), a rank with less to do
+// waits napping and frees its core, so the round costs the ranks' mean work
+// spread over the cores, but no less than the busiest rank alone on a whole
+// core: max(mean, max x share) in the shared-rate units.
+std::vector<double> ring_round_areas(const std::vector<std::vector<double>>& n, const RingGeometry& g, double share) {
+  const int W = g.size();
+  int rounds = W;
+  bool mirror = false;
+  if (g.nodes == 1) {
+    int best[2] = {1, 1};
+    for (int m = 0; m < 2; ++m)
+      for (int r = 0; r < W; ++r)
+        for (int t = 1; t < W; ++t) {
+          const int b = m ? (r + t) % W : (r - t + W) % W;
+          if (n[size_t(r)][size_t(b)] > 0) best[m] = std::max(best[m], t + 1);
+        }
+    mirror = best[1] < best[0];
+    rounds = best[mirror ? 1 : 0];
+  }
+  std::vector<double> area;
+  for (int k = 0; k < rounds; ++k) {
+    double mx = 0, sum = 0;
+    for (int r = 0; r < W; ++r) {
+      const int b = g.nodes == 1 ? (mirror ? (r + k) % W : (r - k + W) % W) : parallel::ring_block_at(g, r, k);
+      mx = std::max(mx, n[size_t(r)][size_t(b)]);
+      sum += n[size_t(r)][size_t(b)];
+    }
+    area.push_back(share < 1 ? std::max(sum / W, mx * share) : mx);
+  }
+  return area;
+}
 
 RingResult ring_cost(const Cluster& c, const RingSetup& r) {
   const int P = int(r.members.size()), G = c.gpus_per_node;
@@ -147,7 +223,11 @@ RingResult ring_cost(const Cluster& c, const RingSetup& r) {
   // round anyone sees anything; a double ring runs every round, computing
   // only visible blocks. A round costs what its busiest rank computes.
   std::vector<double> round_area;
-  if (r.window > 0) {
+  if (!r.pair_counts.empty()) {
+    const double share = c.host_cores > 0 ? std::min(1.0, c.host_cores / double(P)) : 1.0;
+    round_area = ring_round_areas(r.pair_counts, g, share);
+    f.rounds = int(round_area.size());
+  } else if (r.window > 0) {
     if (g.nodes == 1) f.rounds = std::min(P, 1 + int(std::ceil((r.window - 1) / t)));
     for (int k = 0; k < f.rounds; ++k) {
       double a = 0;
@@ -155,7 +235,8 @@ RingResult ring_cost(const Cluster& c, const RingSetup& r) {
       round_area.push_back(a);
     }
   }
-  f.read_bytes = 2 * t * kvd * 2;
+  const double tr = r.travel > 0 ? r.travel : t;  // slots that travel (the document layout keeps some home)
+  f.read_bytes = 2 * tr * kvd * 2;
   f.t_home = f_fwd / c.attn_rate_fwd(t);
   f.t_round = f.t_home + merge;
   for (size_t k = 0; k < round_area.size(); ++k)
@@ -167,11 +248,11 @@ RingResult ring_cost(const Cluster& c, const RingSetup& r) {
   b.t_by_round.clear();
   for (double a : round_area) b.t_by_round.push_back(2.5 * 4 * a * nd / c.attn_rate_bwd(t));
   if (r.kv_backward) {
-    b.read_bytes = 2 * t * kvd * 2;
-    b.partial_bytes = 2 * t * kvd * pb;
+    b.read_bytes = 2 * tr * kvd * 2;
+    b.partial_bytes = 2 * tr * kvd * pb;
   } else {
-    b.read_bytes = 2 * t * nd * 2 + 2 * t * double(r.nh) * 4;
-    b.partial_bytes = t * nd * pb;
+    b.read_bytes = 2 * tr * nd * 2 + 2 * tr * double(r.nh) * 4;
+    b.partial_bytes = tr * nd * pb;
   }
   // `half`: first-half queries against first-half keys, K,V of half size.
   RingPassSpec h = f;
@@ -184,7 +265,7 @@ RingResult ring_cost(const Cluster& c, const RingSetup& r) {
   out.bwd = ring_pass(b);
   const double D = (t * nd * 4 + t * double(r.nh) * 4) / c.hbm_bw;  // D = rowsum(dO * O)
   out.bwd.time += D, out.bwd.compute += D;
-  if (r.window <= 0) out.half_fwd = ring_pass(h);  // `half` is defined for the causal mask only
+  if (r.window <= 0 && r.pair_counts.empty()) out.half_fwd = ring_pass(h);  // `half`: the causal mask on zigzag only
   // Buffers the engine allocates: the read buffers its program names, the
   // partial buffers, fp32 outputs and gradient accumulators.
   const parallel::RingProgram pf = parallel::ring_program(g, 0, f.rounds, false), pbw = parallel::ring_program(g, 0, f.rounds, true);
@@ -206,7 +287,8 @@ RingResult ring_cost(const Cluster& c, const RingSetup& r) {
   os << (g.nodes > 1 ? "double ring " : "flat ring ") << g.nodes << "x" << g.local << (intra_local ? "" : " (crosses nodes)")
      << ", backward " << (r.kv_backward ? "K,V,dK,dV travel" : "Q,dO,lse,D + dQ travel") << ", partials "
      << (r.partial_bf16 ? "bf16" : "fp32");
-  if (f.rounds < P) os << ", " << f.rounds << " of " << P << " rounds (window)";
+  if (f.rounds < P) os << ", " << f.rounds << " of " << P << (r.pair_counts.empty() ? " rounds (window)" : " rounds");
+  if (!r.pair_counts.empty()) os << ", rounds costed from the layout's visible pairs";
   out.describe = os.str();
   return out;
 }
@@ -319,6 +401,21 @@ void validate_attention(const AttnConfig& a, const AttnProblem& p, int G) {
   BURST_CHECK_CONFIG(p.P >= 1, "--gpus ", p.P, " must be >= 1");
   BURST_CHECK_CONFIG(a.window >= 0, "--window ", a.window, " must be >= 0");
   BURST_CHECK_CONFIG(a.window == 0 || a.causal, "a sliding window is causal");
+  if (!a.layout.empty() || a.document) {
+    BURST_CHECK_CONFIG(a.method == "ring" || a.method == "burst" || a.method == "loongtrain", a.method,
+                       ": only the ring methods are modelled on a chosen layout or the document mask (--layout, --mask document)");
+    if (!a.layout.empty()) parallel::parse_layout(a.layout);  // Error(Config) naming the known ones
+    BURST_CHECK_CONFIG(!a.document || (a.causal && a.window == 0), "the document mask is causal, without a window");
+    if (a.document || a.layout == "document") {
+      double sum = 0;
+      for (long l : a.doc_lengths) {
+        BURST_CHECK_CONFIG(l >= 1, "document lengths must be >= 1 (got ", l, ")");
+        sum += double(l);
+      }
+      BURST_CHECK_CONFIG(!a.doc_lengths.empty() && sum == p.S, "the document mask / layout needs --doc-lengths summing to the ",
+                         p.S, " tokens (they sum to ", sum, ")");
+    }
+  }
   BURST_CHECK_CONFIG(p.n >= 1 && p.nkv >= 1 && p.n % p.nkv == 0, p.n, " query heads are not a multiple of ", p.nkv, " kv heads");
   BURST_CHECK_CONFIG(p.S >= 2.0 * p.P, "sequence of ", p.S, " tokens on ", p.P, " GPUs: need at least 2 tokens per GPU (zigzag)");
   BURST_CHECK_CONFIG(p.P <= G || p.P % G == 0, p.P, " GPUs is not a multiple of the node size ", G);
@@ -355,6 +452,18 @@ AttnCost attention_cost(const Cluster& cluster, const AttnConfig& a, const AttnP
     }
     r.kv_backward = a.method != "burst" || a.backward == "kv" || (a.backward == "auto" && p.n != p.nkv);
     r.partial_bf16 = a.partial_bf16, r.causal = a.causal, r.window = double(a.window), r.t = s, r.nh = p.n, r.nkvh = p.nkv, r.d = p.d;
+    if (!a.layout.empty() || a.document) {  // round by round from the engine's layout
+      const parallel::LayoutKind kind =
+          parallel::parse_layout(!a.layout.empty() ? a.layout : a.window > 0 ? "contiguous" : "zigzag");
+      parallel::SeqLayout L = parallel::make_layout(kind, long(p.S), P, a.doc_lengths);
+      const parallel::MaskType type = a.document  ? parallel::MaskType::Document
+                                      : !a.causal ? parallel::MaskType::Full
+                                      : a.window > 0 ? parallel::MaskType::Window
+                                                     : parallel::MaskType::Causal;
+      if (type != parallel::MaskType::Document) L.travel = L.local;  // whole blocks travel (as plan_layouts)
+      r.pair_counts = block_pair_counts(L, type, a.window);
+      r.travel = double(L.travel), r.t = double(L.local);
+    }
     RingResult rr = ring_cost(c, r);
     out.fwd = rr.fwd, out.bwd = rr.bwd, out.half_fwd = rr.half_fwd, out.buffer_bytes = rr.buffers;
     out.describe = a.method + ": " + rr.describe;

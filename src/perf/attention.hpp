@@ -24,6 +24,13 @@ struct AttnConfig {
   int inner = 0;                     // loongtrain: ranks per inner ring (0: GPUs per node)
   bool causal = true;
   long window = 0;                   // > 0: sliding window of this many tokens (causal), contiguous layout
+  // A layout / document mask other than the defaults (zigzag for causal and
+  // full, contiguous for a window): the ring methods are then costed round by
+  // round from the engine's own layout (parallel::make_layout) with exact
+  // visible-pair counts. layout: "" (default) | contiguous | zigzag | striped | document.
+  std::string layout;
+  bool document = false;             // the document mask (causal within documents)
+  std::vector<long> doc_lengths;     // documents (natural order), summing to S; with `document` or layout document
 };
 
 struct AttnProblem {
