@@ -63,30 +63,16 @@ RingFamily<T>::RingFamily(const RingConfig& cfg, const SeqLayout& base, const Ma
   }
 }
 
-// Rounds and direction of one pass. A flat ring stops after the last round
-// in which any rank sees anything (sliding window on the contiguous layout),
-// running the way round that needs fewer rounds: K,V from earlier blocks,
-// queries (burst backward) from later ones. A double ring runs all rounds.
+// Rounds and direction of one pass: parallel::plan_ring_rounds over the
+// block pairs the mask leaves visible (queries travel in burst's backward).
 template <class T> void RingFamily<T>::plan(Pass& p, bool partial, bool queries_travel) {
   const RingGeometry& g = cfg_.geometry;
-  const int W = g.size();
-  int rounds = W;
-  bool mirror = false;
-  if (g.nodes == 1) {
-    int best[2] = {1, 1};
-    for (int m = 0; m < 2; ++m)
-      for (int r = 0; r < W; ++r)
-        for (int t = 1; t < W; ++t) {
-          const int b = m ? (r + t) % W : (r - t + W) % W;
-          const bool vis = queries_travel ? meta_.visible(b, true, r, false) : meta_.visible(r, false, b, true);
-          if (vis) best[m] = std::max(best[m], t + 1);
-        }
-    mirror = best[1] < best[0];
-    rounds = best[mirror ? 1 : 0];
-  }
-  p.mirror = mirror;
-  p.rounds = rounds;
-  p.program = ring_program(g, mirror ? W - 1 - me_ : me_, rounds, partial);
+  const RingRounds rr = plan_ring_rounds(g, [&](int r, int b) {
+    return queries_travel ? meta_.visible(b, true, r, false) : meta_.visible(r, false, b, true);
+  });
+  p.mirror = rr.mirror;
+  p.rounds = rr.rounds;
+  p.program = ring_program(g, rr.mirror ? g.size() - 1 - me_ : me_, rr.rounds, partial);
 }
 
 template <class T>

@@ -26,6 +26,33 @@ struct RingGeometry {
 // r = 0 .. P-1: node (n - floor(r/L)) mod N, local (l - r mod L) mod L.
 int ring_block_at(const RingGeometry& g, int rank, int round);
 
+// Rounds and direction of one ring pass (RingFamily::plan; the performance
+// model costs the same rounds). A flat ring stops after the last round in
+// which any rank sees anything (sliding window on the contiguous layout),
+// running the way round that needs fewer rounds (mirror: block (r + t) mod W
+// reaches rank r in round t instead of (r - t) mod W); a double ring runs all
+// rounds. visible(r, b): rank r has work with block b's travelling rows.
+struct RingRounds {
+  int rounds = 1;
+  bool mirror = false;
+};
+template <class Visible> RingRounds plan_ring_rounds(const RingGeometry& g, const Visible& visible) {
+  const int W = g.size();
+  RingRounds p;
+  p.rounds = W;
+  if (g.nodes != 1) return p;
+  int best[2] = {1, 1};
+  for (int m = 0; m < 2; ++m)
+    for (int r = 0; r < W; ++r)
+      for (int t = 1; t < W; ++t) {
+        const int b = m ? (r + t) % W : (r - t + W) % W;
+        if (visible(r, b)) best[m] = best[m] > t + 1 ? best[m] : t + 1;
+      }
+  p.mirror = best[1] < best[0];
+  p.rounds = best[p.mirror ? 1 : 0];
+  return p;
+}
+
 enum class Link { Intra, Inter };  // flat rings use Intra for every transfer
 enum class BufKind { Read, Partial };
 

@@ -160,10 +160,8 @@ std::vector<std::vector<double>> block_pair_counts(const parallel::SeqLayout& L,
   return n;
 }
 
-// The rounds the engine's RingFamily::plan runs and each round's cost in
-// visible pairs: a flat ring stops after the last round in which any rank
-// sees anything, the way round that needs fewer rounds; a double ring runs
-// every round. A round lasts as long as its busiest rank computes (one GPU
+// The rounds the engine runs (parallel::plan_ring_rounds, as
+// RingFamily::plan) and each round's cost in visible pairs. A round lasts as long as its busiest rank computes (one GPU
 // each). On a host whose ranks share fewer cores than ranks (share =
 // cores / P < 1; the rates are already scaled by it), a rank with less to do
 // waits napping and frees its core, so the round costs the ranks' mean work
@@ -171,21 +169,10 @@ std::vector<std::vector<double>> block_pair_counts(const parallel::SeqLayout& L,
 // core: max(mean, max x share) in the shared-rate units.
 std::vector<double> ring_round_areas(const std::vector<std::vector<double>>& n, const RingGeometry& g, double share) {
   const int W = g.size();
-  int rounds = W;
-  bool mirror = false;
-  if (g.nodes == 1) {
-    int best[2] = {1, 1};
-    for (int m = 0; m < 2; ++m)
-      for (int r = 0; r < W; ++r)
-        for (int t = 1; t < W; ++t) {
-          const int b = m ? (r + t) % W : (r - t + W) % W;
-          if (n[size_t(r)][size_t(b)] > 0) best[m] = std::max(best[m], t + 1);
-        }
-    mirror = best[1] < best[0];
-    rounds = best[mirror ? 1 : 0];
-  }
+  const parallel::RingRounds rr = parallel::plan_ring_rounds(g, [&](int r, int b) { return n[size_t(r)][size_t(b)] > 0; });
+  const bool mirror = rr.mirror;
   std::vector<double> area;
-  for (int k = 0; k < rounds; ++k) {
+  for (int k = 0; k < rr.rounds; ++k) {
     double mx = 0, sum = 0;
     for (int r = 0; r < W; ++r) {
       const int b = g.nodes == 1 ? (mirror ? (r + k) % W : (r - k + W) % W) : parallel::ring_block_at(g, r, k);
