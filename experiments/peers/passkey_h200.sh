@@ -32,6 +32,12 @@ BUDGET=${BUDGET:-570}
 left=$(( BUDGET - ($(date +%s) - t0) ))
 echo "training with a limit of $left s"
 log=$(sed -n 's/^run_log *= *"\(.*\)"/\1/p' "$CONFIG")
+# a --set io.run_log=... among the arguments names the log this run writes
+prev=""
+for a in "$@"; do
+  [ "$prev" = "--set" ] && case "$a" in io.run_log=*) log=${a#io.run_log=} ;; esac
+  prev=$a
+done
 timeout "$left" mpiexec -n 1 "$build/burst" train --config "$CONFIG" --set model.init_from="$CKPT" "$@"
 echo "train exit $? after $(( $(date +%s) - t0 )) s"
 cp "$log" "$OUT/" 2>/dev/null

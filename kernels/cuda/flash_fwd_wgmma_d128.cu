@@ -1,8 +1,8 @@
 // Forward on Hopper warpgroup MMA, head dim 128. tma = true (the default): the
-// lab's variant 9 (TMA loads on an mbarrier K/V ring, a producer warpgroup,
-// two consumer warpgroups in ping-pong, each overlapping the softmax of S_c
-// with its own P_{c-1} V_{c-1}; 537-573 TFLOP/s at 32 x 128 in lab run 6,
-// 0.88-1.06x cuDNN in the same call); false: variant 4 (cp.async, 2
+// lab's variant 10 (TMA loads on a 3-stage mbarrier K/V ring, a producer
+// warpgroup, two consumer warpgroups in ping-pong, each overlapping the
+// softmax of S_c with its own P_{c-1} V_{c-1}; 545-596 TFLOP/s at 32 x 128 in
+// lab run 7, 0.90-0.96x cuDNN in the same call); false: variant 4 (cp.async, 2
 // warpgroups in lockstep; 387-414, run 3). experiments/kernels/flash_attn/
 // NOTES.md. sm_90a only: CMake builds this file in burst_kernels_cuda_sm90a.
 #include "flash_api.cuh"
@@ -14,6 +14,6 @@
 
 namespace burst { namespace fa { namespace dev {
 cudaError_t fwd_wgmma_d128(const FwdParams& p, bool tma, cudaStream_t st) {
-  return tma ? launch_fwd_tma_ws<128, 128, 2, 2>(p, st) : launch_fwd_wgmma<128, 128, false>(p, st);
+  return tma ? launch_fwd_tma_ws<128, 128, 3, 2>(p, st) : launch_fwd_wgmma<128, 128, false>(p, st);
 }
 }}}
