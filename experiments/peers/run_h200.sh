@@ -13,6 +13,8 @@
 #   PART=6 OUT=$OUT experiments/peers/run_h200.sh   the TMA flash kernels in the engine: torch block, build, the
 #                                                   block TMA / cp.async side by side, bench step 1B 32K-128K,
 #                                                   every gpu test but test_train / test_model
+#                                                   (WGMMA_LAYERS=0 skips the cp.async-kernel rows;
+#                                                   TESTS_RE / TESTS_CAP narrow the gpu tests)
 #   PART=3 OUT=$OUT experiments/peers/run_h200.sh   the bf16 LLaMA block through the engine (`burst bench layer`,
 #                                                   1B and 7B at 32K) beside the torch block (eager, compile),
 #                                                   the gpu tests of that code; every step logged, a failing step
@@ -55,14 +57,17 @@ if [ "$PART" = 6 ]; then
   build=$(pwd)/build-cuda
   if [ -x "$build/burst" ]; then
     for m in 1B 7B; do
-      layer32k ", cp.async wgmma kernels" 60 "layer_${m}_bf16_wgmma.h5" BURST_FA_FORWARD=wgmma BURST_FA_BACKWARD=wgmma
+      [ "${WGMMA_LAYERS:-1}" = 1 ] && \
+        layer32k ", cp.async wgmma kernels" 60 "layer_${m}_bf16_wgmma.h5" BURST_FA_FORWARD=wgmma BURST_FA_BACKWARD=wgmma
       layer32k " (TMA kernels)" 60 "layer_${m}_bf16.h5"
     done
     step "burst bench step 1B bf16 whole, 32K / 64K / 128K tokens" 100 "$build/burst" bench step --set bench.preset=1B \
       --set 'bench.tokens=[32768,65536,131072]' --set bench.dtype=bf16 --set bench.activation=whole \
       --set bench.repeats=2 --set bench.warmup=1 --output "$OUT/step_1B_bf16.h5"
-    step "gpu tests but test_train / test_model" 300 bash -c "cd '$build' && ctest -j 16 --output-on-failure -L gpu -LE long \
-      -E 'test_train|test_model' > '$OUT/gpu_tests.log' 2>&1; rc=\$?; tail -n 25 '$OUT/gpu_tests.log'; exit \$rc"
+    # TESTS_RE (a ctest -R regex) narrows the gpu tests, TESTS_CAP their time limit
+    step "gpu tests but test_train / test_model${TESTS_RE:+ matching $TESTS_RE}" "${TESTS_CAP:-300}" bash -c "cd '$build' && \
+      ctest -j 16 --output-on-failure -L gpu -LE long -E 'test_train|test_model' ${TESTS_RE:+-R '$TESTS_RE'} \
+      > '$OUT/gpu_tests.log' 2>&1; rc=\$?; tail -n 25 '$OUT/gpu_tests.log'; exit \$rc"
   else
     echo "== no $build/burst: the engine steps are skipped (see $OUT/part6_steps.log)"
   fi

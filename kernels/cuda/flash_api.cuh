@@ -48,9 +48,10 @@ cudaError_t launch_bwd(const BwdParams& p, cudaStream_t st) {
 // The instantiations (one file each, so they build in parallel).
 cudaError_t fwd_d64(const FwdParams& p, cudaStream_t st);
 cudaError_t fwd_d128(const FwdParams& p, cudaStream_t st);
-// The wgmma forward and backward (flash_{fwd_wgmma,fwd_tma_ws,bwd_wgmma}.cuh;
-// sm_90a objects only): tma / dq_tma select the TMA versions (variant 7 of
-// each in the lab), else the cp.async ones (forward 4, backward 6).
+// The wgmma forward and backward (flash_{fwd_wgmma,fwd_tma_ws,bwd_wgmma,
+// bwd_tma_ws}.cuh; sm_90a objects only): tma / dq_tma select the TMA versions
+// (the lab's forward 10 (d128) / 9 (d64) and backward 10), else the cp.async
+// ones (forward 4, backward 6).
 cudaError_t fwd_wgmma_d64(const FwdParams& p, bool tma, cudaStream_t st);
 cudaError_t fwd_wgmma_d128(const FwdParams& p, bool tma, cudaStream_t st);
 cudaError_t bwd_wgmma_d64(const BwdParams& p, bool dq_tma, cudaStream_t st);

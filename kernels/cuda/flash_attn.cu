@@ -76,7 +76,7 @@ static bool shape_ok(const AttnShape& s) {
 
 // Which kernel runs (A/B runs; read once per variable): BURST_FA_FORWARD /
 // BURST_FA_BACKWARD = tma (the default: the TMA wgmma kernels, forward 1.9x,
-// backward 1.5x the mma.sync ones on the H200), wgmma (the cp.async wgmma
+// backward 2.0x the mma.sync ones on the H200), wgmma (the cp.async wgmma
 // kernels, 1.3x) or mma (mma.sync). Another value is reported once and the
 // default used.
 enum class Impl { Tma, Wgmma, Mma };

@@ -86,7 +86,16 @@ template <int D> struct BwdTmaWsTraits {
 constexpr int kBwdProducerRegs = 24, kBwdConsumerRegs = 240;  // 24 x 128 + 240 x 256 = 168 x 384
 constexpr int kBarDsReady = 1;                                // named barrier of the two consumers (0 = __syncthreads)
 
-template <int D, bool POS>
+// MODE bits (variant 8 = 0, 9 = 1, 10 = 3; NOTES "v8 backward: the instruction diet"):
+//   1 (kBwdDiet): fewer instructions per item on the consumers' path. The loader writes lse in log2 units
+//     with -inf as +inf (so P = exp2(S c - L) is one FFMA + EX2, no per-element test), and D, by plain loads
+//     and shared stores followed by an mbarrier arrive (release) instead of cp.async; the wgmma descriptors
+//     are a per-item base plus a constant per k-step (uniform adds instead of rebuilding each descriptor
+//     in vector registers); the per-element mask runs only on partial tiles, in its own branch.
+//   2 (kBwdDqFirst): FlashAttention-3's order at the end of an item: dQ = dS K is issued before dK += dS^T Q,
+//     and the dQ partial is staged for the bulk reduce while dK is still on the tensor cores.
+constexpr int kBwdDiet = 1, kBwdDqFirst = 2;
+template <int D, bool POS, int MODE>
 __global__ void __launch_bounds__(384, 1)
     flash_bwd_tma_ws_kernel(const __grid_constant__ BwdParams p, const __grid_constant__ CUtensorMap dq_map,
                             const __grid_constant__ CUtensorMap tm_q, const __grid_constant__ CUtensorMap tm_do,
@@ -118,18 +127,26 @@ __global__ void __launch_bounds__(384, 1)
     const long long first = (long long)j0 - mask.diag_offset;  // first query row that may see key j0
     qt_begin = first <= 0 ? 0 : (int)(first / BR < nqt ? first / BR : nqt);
   }
-  const int total = p.group * nqt;
-  // The visible items (query head of the group, query tile) in order; every role walks the same list.
-  auto next_item = [&](int idx) {
-    while (idx < total) {
-      const int qt = idx % nqt;
-      if (qt < qt_begin) { idx += qt_begin - qt; continue; }
-      const int i0 = qt * BR;
-      if (classify_tile(mask, i0, min(i0 + BR, p.sq), j0, j1, col_edge) != 0) return idx;
-      ++idx;
-    }
-    return idx;
+  // The visible items (query head hg of the group, query tile qt) in order; every role walks the same list,
+  // by (hg, qt) steps (no integer division per item). cls: the tile's class (0 = none left).
+  struct Item {
+    int hg, qt, cls;
   };
+  auto first_from = [&](int hg, int qt) -> Item {  // the first visible item at or after (hg, qt)
+    while (hg < p.group) {
+      if (qt < qt_begin) qt = qt_begin;
+      if (qt >= nqt) {
+        ++hg, qt = 0;
+        continue;
+      }
+      const int i0 = qt * BR;
+      const int c = classify_tile(mask, i0, min(i0 + BR, p.sq), j0, j1, col_edge);
+      if (c != 0) return Item{hg, qt, c};
+      ++qt;
+    }
+    return Item{hg, qt, 0};
+  };
+  auto next_item = [&](const Item& it) { return first_from(it.hg, it.qt + 1); };
 
   if (tid == 0) {
 #pragma unroll
@@ -153,8 +170,8 @@ __global__ void __launch_bounds__(384, 1)
     const int warp = tid / 32, lane = tid % 32;
     if (warp == 0) {
       // ---- loader
-      int cur = next_item(0);
-      if (cur < total) {
+      Item cur = first_from(0, 0);
+      if (cur.cls != 0) {
         if (lane == 0) {
           tma_prefetch_desc(&tm_q);
           tma_prefetch_desc(&tm_do);
@@ -168,20 +185,22 @@ __global__ void __launch_bounds__(384, 1)
           }
         }
         int n = 0;
-        for (; cur < total; cur = next_item(cur + 1), ++n) {
+        for (; cur.cls != 0; cur = next_item(cur), ++n) {
           const int st = n % NST;
           const uint32_t ph = (uint32_t)(n / NST) & 1u;
           mbar_wait_fault(bar_empty(st), ph ^ 1u);  // the first round passes (fresh barrier)
-          const int h = hk * p.group + cur / nqt, i0 = (cur % nqt) * BR;
+          const int h = hk * p.group + cur.hg, i0 = cur.qt * BR;
+          if constexpr ((MODE & kBwdDiet) == 0) {
 #pragma unroll
-          for (int r2 = 0; r2 < BR / 32; ++r2) {
-            const int r = lane + 32 * r2, i = i0 + r;
-            const bool valid = i < p.sq;  // rows past sq: lse = D = 0 (with Q = dO = 0: nothing added)
-            const size_t off = (size_t)(valid ? i : 0) * p.n + h;
-            cp_async4(sb + Tr::OFF_L + (st * BR + r) * 4, p.lse + off, valid);
-            cp_async4(sb + Tr::OFF_D + (st * BR + r) * 4, p.D + off, valid);
+            for (int r2 = 0; r2 < BR / 32; ++r2) {
+              const int r = lane + 32 * r2, i = i0 + r;
+              const bool valid = i < p.sq;  // rows past sq: lse = D = 0 (with Q = dO = 0: nothing added)
+              const size_t off = (size_t)(valid ? i : 0) * p.n + h;
+              cp_async4(sb + Tr::OFF_L + (st * BR + r) * 4, p.lse + off, valid);
+              cp_async4(sb + Tr::OFF_D + (st * BR + r) * 4, p.D + off, valid);
+            }
+            cp_async_mbar_arrive_noinc(bar_full(st));  // this lane's arrival once its cp.asyncs landed
           }
-          cp_async_mbar_arrive_noinc(bar_full(st));  // this lane's arrival once its cp.asyncs landed
           if (lane == 0) {
             mbar_arrive_expect_tx(bar_full(st), 2 * Tr::Q_BYTES);  // full boxes, also for rows past sq
 #pragma unroll
@@ -190,6 +209,25 @@ __global__ void __launch_bounds__(384, 1)
               tma_load_3d(sb + Tr::OFF_DO + st * Tr::Q_BYTES + b * BR * 128, &tm_do, bar_full(st), b * 64, h, i0);
             }
           }
+          if constexpr ((MODE & kBwdDiet) != 0) {
+            // lse in log2 units (a row with no visible key, lse = -inf, as +inf: P = exp2(-inf) = 0 with no
+            // test on the consumers' path) and D, by plain loads; rows past sq: 0 and 0 (with Q = dO = 0
+            // nothing is added). The arrive (release) orders these shared stores before the phase flips.
+            float* Ls = reinterpret_cast<float*>(base + Tr::OFF_L) + st * BR;
+            float* Ds = reinterpret_cast<float*>(base + Tr::OFF_D) + st * BR;
+#pragma unroll
+            for (int r2 = 0; r2 < BR / 32; ++r2) {
+              const int r = lane + 32 * r2, i = i0 + r;
+              float l = 0.f, dd = 0.f;
+              if (i < p.sq) {
+                const size_t off = (size_t)i * p.n + h;
+                l = __ldg(p.lse + off), dd = __ldg(p.D + off);
+                l = l == -INFINITY ? INFINITY : l * 1.4426950408889634f;
+              }
+              Ls[r] = l, Ds[r] = dd;
+            }
+            mbar_arrive(bar_full(st));
+          }
         }
         // Tail: the last NST items released by the consumers, so no cp.async of this warp is still in flight
         // when it exits (CUTLASS's producer tail; consumers wait for every load anyway).
@@ -197,13 +235,13 @@ __global__ void __launch_bounds__(384, 1)
       }
     } else if (warp == 1 && lane == 0 && !p.diag_no_dq) {
       // ---- dQ writer
-      int cur = next_item(0);
-      if (cur < total) prefetch_tensormap(&dq_map);
-      for (int n = 0; cur < total; cur = next_item(cur + 1), ++n) {
+      Item cur = first_from(0, 0);
+      if (cur.cls != 0) prefetch_tensormap(&dq_map);
+      for (int n = 0; cur.cls != 0; cur = next_item(cur), ++n) {
         const int b = n & 1;
         mbar_wait_fault(bar_dq_full(b), (uint32_t)(n >> 1) & 1u);
         const uint32_t src = sb + Tr::OFF_DQ + b * 2 * Tr::DQ_WG_BYTES;
-        const int h = hk * p.group + cur / nqt, i0 = (cur % nqt) * BR;
+        const int h = hk * p.group + cur.hg, i0 = cur.qt * BR;
 #pragma unroll
         for (int w = 0; w < 2; ++w) {  // consumer w's columns (D = 64: both add all 64 columns)
           const int c0 = D == 128 ? w * 64 : 0;
@@ -221,7 +259,9 @@ __global__ void __launch_bounds__(384, 1)
 
   // -------------------------------------------------------------- consumers
   setmaxnreg_inc<kBwdConsumerRegs>();
-  const int cw = wg - 1;  // consumer 0 / 1 = variant 7's warpgroup 0 / 1
+  // consumer 0 / 1 = variant 7's warpgroup 0 / 1; through a shuffle so the compiler knows it is warp-uniform
+  // (the descriptor arithmetic below then stays in uniform registers)
+  const int cw = __shfl_sync(0xffffffffu, wg - 1, 0);
   const int wtid = tid % 128;
   const int lane = tid % 32, g = lane >> 2, t = lane & 3;
   const int wrow = cw * 64 + (wtid / 32) * 16;  // this warp's first key row in the tile
@@ -245,61 +285,96 @@ __global__ void __launch_bounds__(384, 1)
   const int kq0 = D == 128 ? 0 : cw * (BC / 32);     // first k16 step (keys / 16)
   const uint32_t kq_base = k_base + (D == 128 ? cw * BC * 128 : 0);
 
-  int cur = next_item(0);
-  if (cur < total) mbar_wait_fault(bar_kv, 0);
-  for (int n = 0; cur < total; ++n) {
-    const int nxt = next_item(cur + 1);
+  Item cur = first_from(0, 0);
+  if (cur.cls != 0) mbar_wait_fault(bar_kv, 0);
+  for (int n = 0; cur.cls != 0; ++n) {
+    const Item nxt = next_item(cur);
     const int st = n % NST;
     mbar_wait_fault(bar_full(st), (uint32_t)(n / NST) & 1u);  // Q, dO (TMA bytes) and lse, D (cp.async arrivals) landed
-    const int i0 = (cur % nqt) * BR;
-    const int cls = classify_tile(mask, i0, min(i0 + BR, p.sq), j0, j1, col_edge);
-    // Operand bases through an opaque copy, so the descriptors are rebuilt per item, not hoisted into registers.
+    const int i0 = cur.qt * BR;
+    const int cls = cur.cls;
     uint32_t q_st = sb + Tr::OFF_Q + st * Tr::Q_BYTES, do_st = sb + Tr::OFF_DO + st * Tr::Q_BYTES;
     uint32_t ds_base = sb + Tr::OFF_DS + (n & 1) * Tr::DS_BYTES;
-    asm volatile("" : "+r"(q_st), "+r"(do_st), "+r"(ds_base));
+    // Variant 8: operand bases through an opaque copy, so the descriptors are rebuilt per item, not hoisted
+    // into registers. The diet: one base descriptor per operand and item, plus a constant per k-step.
+    if constexpr ((MODE & kBwdDiet) == 0) asm volatile("" : "+r"(q_st), "+r"(do_st), "+r"(ds_base));
     const float* Lb = reinterpret_cast<const float*>(base + Tr::OFF_L) + st * BR;
     const float* Db = reinterpret_cast<const float*>(base + Tr::OFF_D) + st * BR;
     __nv_bfloat16* dSs = reinterpret_cast<__nv_bfloat16*>(base + Tr::OFF_DS + (n & 1) * Tr::DS_BYTES);
 
     // ---- S^T = K Q^T, dP^T = V dO^T (this consumer's 64 keys x BR queries)
     float s[BR / 2], dp[BR / 2];
+    // desc(base + off) = desc(base) + off / 16 for these offsets (the 14-bit address field cannot carry:
+    // every operand lies inside the block's 227 KB of shared memory)
+    auto dsc = [&](uint32_t b, uint32_t off, uint32_t lbo, uint32_t sbo) -> uint64_t {
+      if constexpr ((MODE & kBwdDiet) != 0) return sw128_desc(b, lbo, sbo) + (off >> 4);
+      else return sw128_desc(b + off, lbo, sbo);
+    };
+    const uint32_t kw_base = k_base + cw * 64 * 128, vw_base = v_base + cw * 64 * 128;
     wgmma_fence();
 #pragma unroll
     for (int ks = 0; ks < D / 16; ++ks) {
-      const uint32_t koff = (ks / 4) * BC * 128 + cw * 64 * 128 + (ks % 4) * 32;
+      const uint32_t koff = (ks / 4) * BC * 128 + (ks % 4) * 32;
       const uint32_t qoff = (ks / 4) * BR * 128 + (ks % 4) * 32;
-      wgmma_ss<BR>(s, sw128_desc(k_base + koff, 16, 1024), sw128_desc(q_st + qoff, 16, 1024), ks > 0 ? 1 : 0);
+      wgmma_ss<BR>(s, dsc(kw_base, koff, 16, 1024), dsc(q_st, qoff, 16, 1024), ks > 0 ? 1 : 0);
     }
     wgmma_commit();
 #pragma unroll
     for (int ks = 0; ks < D / 16; ++ks) {
-      const uint32_t koff = (ks / 4) * BC * 128 + cw * 64 * 128 + (ks % 4) * 32;
+      const uint32_t koff = (ks / 4) * BC * 128 + (ks % 4) * 32;
       const uint32_t qoff = (ks / 4) * BR * 128 + (ks % 4) * 32;
-      wgmma_ss<BR>(dp, sw128_desc(v_base + koff, 16, 1024), sw128_desc(do_st + qoff, 16, 1024), ks > 0 ? 1 : 0);
+      wgmma_ss<BR>(dp, dsc(vw_base, koff, 16, 1024), dsc(do_st, qoff, 16, 1024), ks > 0 ? 1 : 0);
     }
     wgmma_commit();
     wgmma_wait<1>();  // S^T done; dP^T may still run
     reg_fence(s);
 
     // ---- P^T (in place of S^T), masked on partial tiles
+    if constexpr ((MODE & kBwdDiet) == 0) {
 #pragma unroll
-    for (int x = 0; x < NSX; ++x) {
-      const float2 l2 = *reinterpret_cast<const float2*>(Lb + x * 8 + 2 * t);
+      for (int x = 0; x < NSX; ++x) {
+        const float2 l2 = *reinterpret_cast<const float2*>(Lb + x * 8 + 2 * t);
 #pragma unroll
-      for (int e1 = 0; e1 < 2; ++e1) {
-        const float lse_c = e1 ? l2.y : l2.x;
-        const float L = lse_c == -INFINITY ? INFINITY : lse_c * 1.4426950408889634f;  // empty row: P = 0
-        const int i = i0 + x * 8 + 2 * t + e1;
-        RowInfo qinfo{0, 0};
-        if (POS && cls == 1) qinfo = row_info_t<POS>(mask, min(i, p.sq - 1), true);
+        for (int e1 = 0; e1 < 2; ++e1) {
+          const float lse_c = e1 ? l2.y : l2.x;
+          const float L = lse_c == -INFINITY ? INFINITY : lse_c * 1.4426950408889634f;  // empty row: P = 0
+          const int i = i0 + x * 8 + 2 * t + e1;
+          RowInfo qinfo{0, 0};
+          if (POS && cls == 1) qinfo = row_info_t<POS>(mask, min(i, p.sq - 1), true);
 #pragma unroll
-        for (int hf = 0; hf < 2; ++hf) {
-          float pe = fast_exp2(fmaf(s[x * 4 + hf * 2 + e1], p.scale_log2, -L));
-          if (cls == 1) {
-            const int j = jrow[hf];
-            if (j >= p.sk || !elem_visible_t<POS>(mask, i, j, qinfo, kinfo[POS ? hf : 0])) pe = 0.f;
+          for (int hf = 0; hf < 2; ++hf) {
+            float pe = fast_exp2(fmaf(s[x * 4 + hf * 2 + e1], p.scale_log2, -L));
+            if (cls == 1) {
+              const int j = jrow[hf];
+              if (j >= p.sk || !elem_visible_t<POS>(mask, i, j, qinfo, kinfo[POS ? hf : 0])) pe = 0.f;
+            }
+            s[x * 4 + hf * 2 + e1] = pe;
           }
-          s[x * 4 + hf * 2 + e1] = pe;
+        }
+      }
+    } else {
+      // Lb holds lse log2 e (+inf for an empty row, set by the loader): P = exp2(S c - L), one FFMA + EX2.
+#pragma unroll
+      for (int x = 0; x < NSX; ++x) {
+        const float2 l2 = *reinterpret_cast<const float2*>(Lb + x * 8 + 2 * t);
+#pragma unroll
+        for (int e = 0; e < 4; ++e)
+          s[x * 4 + e] = fast_exp2(fmaf(s[x * 4 + e], p.scale_log2, -((e & 1) ? l2.y : l2.x)));
+      }
+      if (cls == 1) {  // partial tile: the per-element test, only here
+#pragma unroll
+        for (int x = 0; x < NSX; ++x) {
+#pragma unroll
+          for (int e1 = 0; e1 < 2; ++e1) {
+            const int i = i0 + x * 8 + 2 * t + e1;
+            RowInfo qinfo{0, 0};
+            if constexpr (POS) qinfo = row_info(mask, min(i, p.sq - 1), true);
+#pragma unroll
+            for (int hf = 0; hf < 2; ++hf) {
+              const int j = jrow[hf];
+              if (j >= p.sk || !elem_visible_t<POS>(mask, i, j, qinfo, kinfo[POS ? hf : 0])) s[x * 4 + hf * 2 + e1] = 0.f;
+            }
+          }
         }
       }
     }
@@ -315,7 +390,7 @@ __global__ void __launch_bounds__(384, 1)
     }
     wgmma_fence();
 #pragma unroll
-    for (int kk = 0; kk < BR / 16; ++kk) wgmma_rs_tb<D>(dv, pf[kk], sw128_desc(do_st + kk * 16 * 128, BR * 128, 1024), 1);
+    for (int kk = 0; kk < BR / 16; ++kk) wgmma_rs_tb<D>(dv, pf[kk], dsc(do_st, kk * 16 * 128, BR * 128, 1024), 1);
     wgmma_commit();
     wgmma_wait<1>();  // dP^T done (groups retire in order); dV may still run
     reg_fence(dp);
@@ -354,10 +429,13 @@ __global__ void __launch_bounds__(384, 1)
     fence_proxy_async_smem();
 
     // ---- dK += dS^T Q (register A, Q MN-major with the transpose flag)
-    wgmma_fence();
+    auto issue_dk = [&] {
+      wgmma_fence();
 #pragma unroll
-    for (int kk = 0; kk < BR / 16; ++kk) wgmma_rs_tb<D>(dk, sf[kk], sw128_desc(q_st + kk * 16 * 128, BR * 128, 1024), 1);
-    wgmma_commit();
+      for (int kk = 0; kk < BR / 16; ++kk) wgmma_rs_tb<D>(dk, sf[kk], dsc(q_st, kk * 16 * 128, BR * 128, 1024), 1);
+      wgmma_commit();
+    };
+    if constexpr ((MODE & kBwdDqFirst) == 0) issue_dk();
 
     named_bar_sync(kBarDsReady, 256);  // dS^T of both consumers is in shared memory
 
@@ -367,18 +445,26 @@ __global__ void __launch_bounds__(384, 1)
 #pragma unroll
     for (int kk = 0; kk < NKQ; ++kk) {
       const int kg = kq0 + kk;  // k16 step over the tile's keys
-      const uint64_t db = sw128_desc(kq_base + kg * 16 * 128, BC * 128, 1024);
-      const uint64_t da = sw128_desc(ds_base + kg * 16 * 128, BC * 128, 1024);
+      const uint64_t db = dsc(kq_base, kg * 16 * 128, BC * 128, 1024);
+      const uint64_t da = dsc(ds_base, kg * 16 * 128, BC * 128, 1024);
       wgmma_ss_m64n64_ta_tb(dq, da, db, kk > 0 ? 1 : 0);
     }
     wgmma_commit();
-    wgmma_wait<0>();
-    reg_fence(dq);
-    reg_fence(dk);
-    reg_fence(dv);
-    reg_fence(pf);
-    reg_fence(sf);
-    mbar_arrive(bar_empty(st));  // this thread's reads of stage st (wgmma operands, lse, D) are over
+    if constexpr ((MODE & kBwdDqFirst) != 0) {
+      issue_dk();       // dK after dQ: the dQ staging below runs while dK is on the tensor cores
+      wgmma_wait<1>();  // dV and dQ retired (groups retire in order); dK may still run
+      reg_fence(dq);
+      reg_fence(dv);
+      reg_fence(pf);
+    } else {
+      wgmma_wait<0>();
+      reg_fence(dq);
+      reg_fence(dk);
+      reg_fence(dv);
+      reg_fence(pf);
+      reg_fence(sf);
+      mbar_arrive(bar_empty(st));  // this thread's reads of stage st (wgmma operands, lse, D) are over
+    }
 
     if (!p.diag_no_dq) {
       // This consumer's staging tile in buffer b: box x>>2 (columns 32 (x>>2) ..) row r at
@@ -398,6 +484,12 @@ __global__ void __launch_bounds__(384, 1)
       }
       fence_proxy_async_smem();  // these generic-proxy writes, visible to the copy engine after the arrival below
       mbar_arrive(bar_dq_full(b));
+    }
+    if constexpr ((MODE & kBwdDqFirst) != 0) {
+      wgmma_wait<0>();  // dK retired: its operands (Q of stage st, sf) are free
+      reg_fence(dk);
+      reg_fence(sf);
+      mbar_arrive(bar_empty(st));  // this thread's reads of stage st (wgmma operands, lse, D) are over
     }
     cur = nxt;
   }
@@ -424,11 +516,11 @@ __global__ void __launch_bounds__(384, 1)
   }
 }
 
-template <int D, bool POS>
+template <int D, bool POS, int MODE>
 cudaError_t launch_bwd_tma_ws_t(const BwdParams& p, const CUtensorMap& dq_map, const CUtensorMap& tq,
                                 const CUtensorMap& tdo, const CUtensorMap& tk, const CUtensorMap& tv, cudaStream_t st) {
   using Tr = BwdTmaWsTraits<D>;
-  auto kern = flash_bwd_tma_ws_kernel<D, POS>;
+  auto kern = flash_bwd_tma_ws_kernel<D, POS, MODE>;
   static cudaError_t attr = cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)Tr::smem_bytes);
   if (attr != cudaSuccess) return attr;
   const dim3 grid((p.sk + Tr::BC - 1) / Tr::BC, p.nkv);
@@ -436,8 +528,9 @@ cudaError_t launch_bwd_tma_ws_t(const BwdParams& p, const CUtensorMap& dq_map, c
   return cudaGetLastError();
 }
 
-// Variant 8. dQ must be 16-byte aligned for the copy engine (the API promises 8): otherwise variant 6 runs.
-template <int D>
+// Variants 8 (MODE 0), 9 (1), 10 (3). dQ must be 16-byte aligned for the copy engine (the API promises 8):
+// otherwise variant 6 runs.
+template <int D, int MODE = 0>
 cudaError_t launch_bwd_tma_ws(const BwdParams& p, cudaStream_t st) {
   if (reinterpret_cast<uintptr_t>(p.dq) % 16 != 0) return launch_bwd_wgmma<D, false, true, false>(p, st);
   CUtensorMap mdq, tq, tdo, tk, tv;
@@ -451,8 +544,8 @@ cudaError_t launch_bwd_tma_ws(const BwdParams& p, cudaStream_t st) {
     if (e == cudaSuccess) e = make_tile_map(&tv, p.v, p.sk, p.nkv, D, BwdTmaWsTraits<D>::BC);
     if (e != cudaSuccess) return e;
   }
-  return p.mask.kind >= kMaskWindow ? launch_bwd_tma_ws_t<D, true>(p, mdq, tq, tdo, tk, tv, st)
-                                    : launch_bwd_tma_ws_t<D, false>(p, mdq, tq, tdo, tk, tv, st);
+  return p.mask.kind >= kMaskWindow ? launch_bwd_tma_ws_t<D, true, MODE>(p, mdq, tq, tdo, tk, tv, st)
+                                    : launch_bwd_tma_ws_t<D, false, MODE>(p, mdq, tq, tdo, tk, tv, st);
 }
 
 }  // namespace dev

@@ -17,6 +17,8 @@ cudaError_t bwd_wgmma_d64(const BwdParams& p, int variant, cudaStream_t st) {
     case 2: return launch_bwd_wgmma<64, false, true>(p, st);  // dV issued before the dP^T wait
     case 3: return launch_bwd_wgmma<64, false, true, true>(p, st);  // + dQ by smem and a bulk tensor reduce-add
     case 4: return launch_bwd_tma_ws<64>(p, st);  // 7 + TMA producer warp, mbarrier ring (flash_bwd_tma_ws.cuh)
+    case 5: return launch_bwd_tma_ws<64, 1>(p, st);  // 8 + the instruction diet
+    case 6: return launch_bwd_tma_ws<64, 3>(p, st);  // 9 + dQ before dK, staged while dK runs
   }
   return cudaErrorInvalidValue;
 }

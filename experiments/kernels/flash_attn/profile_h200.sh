@@ -1,0 +1,36 @@
+#!/bin/bash
+# One device call: Nsight Compute profiles (hardware counters, `--set full`,
+# clocks left alone) of our wgmma backward variants and of cuDNN's SDPA
+# backward on the same shape, as text, to see where the backward's time goes
+# (tensor-pipe activity, shared-memory traffic, warp stall reasons).
+#   OUT=dir [S=16384] [VARS=7,8] experiments/kernels/flash_attn/profile_h200.sh
+set -uo pipefail
+cd "$(dirname "$0")"
+OUT=${OUT:-/tmp/fa_prof}
+BUILD=${BUILD:-/tmp/fa_build}
+S=${S:-16384}
+mkdir -p "$OUT"
+exec > >(tee -a "$OUT/profile.log") 2>&1
+# build only (run_h200.sh with every run switched off)
+WGMMA=0 BWGMMA=0 MAIN=0 PEERS=0 OUT="$OUT/build" BUILD="$BUILD" ./run_h200.sh > "$OUT/build.log" 2>&1
+[ -x "$BUILD/bench_attn" ] || { echo "BUILD FAILED"; tail -30 "$OUT/build.log"; exit 1; }
+NCU="ncu --clock-control none --set full --import-source no"
+# report -> the details page with every section's tables (stall reasons included) and the per-SASS source page
+show() {  # report name
+  ncu -i "$OUT/$1.ncu-rep" --page details --print-details all > "$OUT/ncu_$1.txt" 2>&1
+  ncu -i "$OUT/$1.ncu-rep" --page source --print-source sass --csv 2>&1 | gzip > "$OUT/ncu_$1_sass.csv.gz"
+  rm -f "$OUT/$1.ncu-rep"
+  echo "ncu $1: $(wc -l < "$OUT/ncu_$1.txt") lines, sass page $(stat -c %s "$OUT/ncu_$1_sass.csv.gz") bytes gz"
+}
+for v in ${VARS//,/ }; do
+  # the first launch of the variant's backward kernel: full mask, S x S, 32 x 128
+  timeout 200 $NCU -o "$OUT/bwd_v$v" -k regex:"flash_bwd_(tma_ws|wgmma)_kernel" -c 1 "$BUILD/bench_attn" --time --sizes "$S" \
+    --reps-ms 1 --fwd-variants -1 --bwd-variants "$v" --no-diag > "$OUT/ncu_run_v$v.log" 2>&1
+  echo "ncu ours variant $v exit $?"; show "bwd_v$v"
+done
+# cuDNN: its backward kernels run on autograd's thread (an NVTX range of the main thread misses them): by name
+timeout 200 $NCU -o "$OUT/cudnn" -k regex:"(?i)bprop|bwd|dgrad|backward" -c 2 python3 tools/cudnn_bwd_once.py "$S" \
+  > "$OUT/ncu_run_cudnn.log" 2>&1
+echo "ncu cudnn exit $?"; show cudnn
+grep -E "^  [a-zA-Z_].*\(|Duration|Compute \(SM\) Throughput|Memory Throughput|Registers Per|Shared Memory Config|Block Size|Grid Size" \
+  "$OUT"/ncu_*.txt | head -80
