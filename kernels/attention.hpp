@@ -16,6 +16,7 @@
 
 #include "core/error.hpp"
 #include "core/views.hpp"
+#include "kernels/attention_tiles.hpp"  // AttnTiles, the tile size, the tile-skipping rule
 
 #include <algorithm>
 #include <limits>
@@ -155,31 +156,14 @@ template <class Mem = DeviceMem> struct AttnMask {
     return (!is_causal || kmax <= qmin) && (window <= 0 || qmax - kmin < window);
   }
 
-  // Bounds over the non-padding tokens of each tile.
+  // Bounds over the non-padding tokens of each tile, then the rule the rings
+  // and the performance model share (kernels/attention_tiles.hpp).
   KOKKOS_INLINE_FUNCTION bool general_tile_visible(long i0, long i1, long j0, long j1) const {
-    long qmin = 0, qmax = -1, kmin = 0, kmax = -1;
-    int qd0 = 0, qd1 = -1, kd0 = 0, kd1 = -1;
-    bool qany = false, kany = false;
-    for (long i = i0; i < i1; ++i) {
-      const int dd = q_doc(i);
-      if (dd < 0) continue;
-      const long p = q_pos(i);
-      if (!qany) qmin = qmax = p, qd0 = qd1 = dd, qany = true;
-      qmin = p < qmin ? p : qmin, qmax = p > qmax ? p : qmax, qd0 = dd < qd0 ? dd : qd0, qd1 = dd > qd1 ? dd : qd1;
-    }
-    if (!qany) return false;
-    for (long j = j0; j < j1; ++j) {
-      const int dd = k_doc(j);
-      if (dd < 0) continue;
-      const long p = k_pos(j);
-      if (!kany) kmin = kmax = p, kd0 = kd1 = dd, kany = true;
-      kmin = p < kmin ? p : kmin, kmax = p > kmax ? p : kmax, kd0 = dd < kd0 ? dd : kd0, kd1 = dd > kd1 ? dd : kd1;
-    }
-    if (!kany) return false;
-    if (is_causal && kmin > qmax) return false;
-    if (window > 0 && qmin - kmax >= window) return false;
-    if (same_doc && (qd0 > kd0 ? qd0 : kd0) > (qd1 < kd1 ? qd1 : kd1)) return false;
-    return true;
+    SpanBounds qb, kb;
+    for (long i = i0; i < i1; ++i) qb.add(q_pos(i), q_doc(i));
+    if (!qb.any) return false;
+    for (long j = j0; j < j1; ++j) kb.add(k_pos(j), k_doc(j));
+    return spans_may_see(qb, kb, is_causal, window, same_doc);
   }
 };
 
@@ -192,10 +176,6 @@ struct BackwardAccumulate {
   BackwardAccumulate(bool q, bool kv) : dq(q), dkdv(kv) {}
 };
 
-struct AttnTiles {
-  long br = 32;  // query rows per tile
-  long bc = 32;  // key rows per tile
-};
 
 namespace impl {
 

@@ -17,6 +17,10 @@
 // reduce_scatter through the MPI Communicator (blocking MPI collectives,
 // whose waits busy-poll), and all_reduce through comm::allreduce_sum
 // (MPI_Iallreduce completed by wait_all_bounded, which naps while it waits).
+// `ring` is one round of the ring methods' program (parallel/ring_executor):
+// a send of the chunk to the next rank of the group and a receive from the
+// previous one, posted before the compute, completed by wait_all_bounded
+// after it (so the compute can hide the transfer and the partner's turn).
 #include "cli/commands.hpp"
 #include "comm/collectives.hpp"
 #include "comm/communicator.hpp"
@@ -41,7 +45,7 @@ namespace {
 ConfigSchema bench_collective_schema() {
   ConfigSchema s;
   s.string_list("bench.kinds", {"all_to_all", "all_gather", "reduce_scatter", "all_reduce"},
-                {"all_to_all", "all_gather", "reduce_scatter", "all_reduce"}, "collectives to time (the engine's calls)")
+                {"all_to_all", "all_gather", "reduce_scatter", "all_reduce", "ring"}, "collectives to time (the engine's calls)")
       .int_list("bench.chunk_bytes", {16384, 65536}, 4, 1 << 26, "bytes each rank sends to each peer (all_reduce: per rank / P)")
       .int_list("bench.work_us", {5000, 20000}, 0, 10000000, "CPU microseconds of compute between two collectives")
       .integer("bench.iterations", 10, 1, 100000, "iterations per timed block")
@@ -133,21 +137,33 @@ int cmd_bench_collective(Runtime& rt, const BenchGemmOptions& opt) {
           else allreduce_sum(ar, world->mpi_comm(), "bench collective: all-reduce");
           in_coll += t.seconds();
         };
+        const int gme = me % G, base = me - gme;
+        MPI_Request ring_req[2];
+        auto ring_post = [&] {
+          MPI_Irecv(recv.data(), int(chunk), MPI_BYTE, base + (gme + G - 1) % G, 7, rt.world(), &ring_req[0]);
+          MPI_Isend(send.data(), int(chunk), MPI_BYTE, base + (gme + 1) % G, 7, rt.world(), &ring_req[1]);
+        };
+        auto ring_wait = [&] {
+          Timer t;
+          wait_all_bounded(ring_req, 2, "bench collective: ring round", chunk);
+          in_coll += t.seconds();
+        };
+        const bool ring = kind == "ring";
+        auto iteration = [&](bool with) {
+          if (with && ring) ring_post();
+          spin_work(steps);
+          if (with && ring) ring_wait();
+          if (with && !ring)
+            for (int c = 0; c < calls; ++c) collective();
+        };
         auto block = [&](bool with) {
           barrier_bounded(rt.world(), "bench collective: barrier");
           const double c0 = cpu_seconds();
           Timer t;
-          for (int i = 0; i < iters; ++i) {
-            spin_work(steps);
-            if (with)
-              for (int c = 0; c < calls; ++c) collective();
-          }
+          for (int i = 0; i < iters; ++i) iteration(with);
           return Block{t.seconds(), cpu_seconds() - c0};
         };
-        for (int i = 0; i < warm; ++i) {
-          spin_work(steps);
-          collective();
-        }
+        for (int i = 0; i < warm; ++i) iteration(true);
         in_coll = 0;
         Block none, coll;
         for (int r = 0; r < rounds; ++r) {

@@ -127,6 +127,8 @@ int main(int argc, char** argv) {
   sim->add_option("--offload", so.offload, "optimizer on the host (CPU Adam): on | off")->capture_default_str();
   sim->add_option("--gpus-per-node", so.gpus_per_node, "override the cluster's ranks per node (emulated nodes, BURST_GPUS_PER_NODE)");
   sim->add_option("--host-cores", so.host_cores, "CPU clusters: cores the ranks share (override host.cores; may be fractional)");
+  sim->add_option("--host-cpu", so.host_cpu,
+                  "CPU clusters: the CPU a real run's ranks used, CPU seconds per wall second (as --host-cores, idle waits left out)");
   sim->add_flag("--attention-only", so.attention_only, "one layer's distributed attention, fwd + bwd (burst bench attention's case)");
   sim->add_option("--table", so.table, "paper (every table of the paper) | calibration (the calibration points)");
   sim->add_option("--output", so.output, "HDF5 output");

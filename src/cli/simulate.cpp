@@ -338,6 +338,11 @@ int cmd_simulate(const SimulateOptions& o) {
     if (x.cl.machine_cores <= 0) x.cl.machine_cores = o.host_cores;  // a file without host.cores: the override is the machine
     x.cl.host_cores = o.host_cores;
   }
+  if (o.host_cpu > 0) {
+    BURST_CHECK_CONFIG(o.host_cores <= 0, "--host-cores and --host-cpu: give one (the cores the ranks had, or the CPU they used)");
+    if (x.cl.machine_cores <= 0) x.cl.machine_cores = o.host_cpu;
+    x.cl.host_cores = o.host_cpu, x.cl.host_cpu_used = true;
+  }
   x.k = load_calibration(o.calibration.empty() ? dir + "/perf_calibration.toml" : o.calibration);
   BURST_CHECK_CONFIG(o.table.empty() || o.table == "paper" || o.table == "calibration", "--table '", o.table,
                      "': expected paper or calibration");

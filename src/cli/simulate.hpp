@@ -14,6 +14,7 @@ struct SimulateOptions {
   long window = 0;
   int gpus_per_node = 0;
   double host_cores = 0;       // > 0: override the cluster's host.cores (cores a CPU run actually had)       // > 0: override the cluster's (emulated nodes on one host)
+  double host_cpu = 0;         // > 0: as host_cores, but the CPU the run used (CPU s per wall s; its idle waits left out)
   bool attention_only = false; // time one layer's distributed attention (fwd + bwd) instead of a step
   std::string table, output, data_dir, calibration;
 };

@@ -3,6 +3,7 @@
 #include "core/error.hpp"
 #include "parallel/layout.hpp"
 #include "perf/shape.hpp"
+#include "kernels/attention_tiles.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -102,13 +103,37 @@ int nodes_spanned(const std::vector<int>& world, int G) {
   return int(s.size());
 }
 
+// What the engine's kernels compute for one (rank, visiting block) pair of a
+// layout: whether the ring calls the kernel for it at all (the rings skip a
+// block pair by the kernels' tile rule applied to the whole blocks,
+// parallel::impl::BlockMeta::visible; the home pair is always called), and
+// the area (query rows x key rows) of the tiles the kernel computes: it
+// tiles the query and key spans it is given from their first slot at the
+// kernels' tile size (kernels::AttnTiles), skips a tile the rule
+// (kernels::spans_may_see) rejects and computes every other tile in full.
+struct BlockWork {
+  bool called = false;
+  double area = 0;
+};
+struct LayoutWork {
+  // [rank][visiting block]. fwd: the rank's queries (all slots) against the
+  // visiting keys (travelling slots); the forward and the K,V-travel
+  // backward. qtravel: the visiting queries (travelling slots) against the
+  // rank's keys (all slots); burst's backward. Home [r][r]: all against all.
+  std::vector<std::vector<BlockWork>> fwd, qtravel;
+  // The same tiling on one causal block of `local` tokens: the calibration's
+  // kernel call (the attention rate is per causal pair of such a block).
+  double causal_area = 0;
+};
+
 // One ring over `members` (world ranks, ring order) with t tokens per rank
 // and nh/nkvh heads: forward and backward passes, and the buffers alive.
 struct RingSetup {
   std::vector<int> members;
-  // General layout / mask: visible pairs of every (query block, key block)
-  // and the slots that travel; empty: the analytic cases.
-  std::vector<std::vector<double>> pair_counts;
+  // General layout / mask: what the kernels compute for every (rank,
+  // visiting block) pair and the slots that travel; no blocks: the analytic cases.
+  LayoutWork work;
+  bool from_layout = false;
   double travel = 0;
   std::string shape = "auto";      // flat | double | auto
   RingGeometry fixed{0, 0};        // loongtrain: N x inner given
@@ -126,62 +151,101 @@ struct RingResult {
   std::string describe;
 };
 
-// Visible (query, key) pairs of every block pair of a layout under a mask,
-// as the engine's kernels see them: per query position q the visible keys
-// are the positions in an interval [lo, q] (causal: lo = 0; window: q - w +
-// 1; document: the start of q's document, documents being contiguous; full:
-// every key), so a pair's count is one binary search per query over the key
-// block's sorted positions (its travelling slots: what the ring brings).
-std::vector<std::vector<double>> block_pair_counts(const parallel::SeqLayout& L, parallel::MaskType type, long window) {
-  const int P = L.blocks;
-  const std::vector<long> pos = L.mask_positions();
-  std::vector<long> doc_start(size_t(L.seq), 0);
-  for (long i = 1; i < L.seq; ++i) doc_start[size_t(i)] = L.doc[size_t(i)] == L.doc[size_t(i - 1)] ? doc_start[size_t(i - 1)] : i;
-  std::vector<std::vector<long>> keys(static_cast<size_t>(P));
-  for (int b = 0; b < P; ++b) {
-    for (long i = 0; i < L.travel; ++i)
-      if (pos[size_t(b * L.local + i)] >= 0) keys[size_t(b)].push_back(pos[size_t(b * L.local + i)]);
-    std::sort(keys[size_t(b)].begin(), keys[size_t(b)].end());
+// Bounds of each tile of slots [off, off + len) of the layout's slot arrays.
+std::vector<kernels::SpanBounds> tile_bounds(const std::vector<long>& pos, const std::vector<int>& doc, long off, long len,
+                                             long tile) {
+  std::vector<kernels::SpanBounds> b;
+  for (long i0 = 0; i0 < len; i0 += tile) {
+    kernels::SpanBounds s;
+    for (long i = i0; i < std::min(len, i0 + tile); ++i) s.add(pos[size_t(off + i)], doc[size_t(off + i)]);
+    b.push_back(s);
   }
-  std::vector<std::vector<double>> n(static_cast<size_t>(P), std::vector<double>(static_cast<size_t>(P), 0.0));
-  for (int qb = 0; qb < P; ++qb)
-    for (long i = 0; i < L.local; ++i) {
-      const long q = pos[size_t(qb * L.local + i)];
-      if (q < 0) continue;
-      long lo = 0, hi = q;
-      if (type == parallel::MaskType::Full) lo = 0, hi = L.seq - 1;
-      if (type == parallel::MaskType::Window) lo = std::max(0L, q - window + 1);
-      if (type == parallel::MaskType::Document) lo = doc_start[size_t(q)];
-      for (int kb = 0; kb < P; ++kb) {
-        const auto& k = keys[size_t(kb)];
-        n[size_t(qb)][size_t(kb)] += double(std::upper_bound(k.begin(), k.end(), hi) - std::lower_bound(k.begin(), k.end(), lo));
-      }
-    }
-  return n;
+  return b;
 }
 
-// The rounds the engine runs (parallel::plan_ring_rounds, as
-// RingFamily::plan) and each round's cost in visible pairs. A round lasts as long as its busiest rank computes (one GPU
-// each). On a host whose ranks share fewer cores than ranks (share =
-// cores / P < 1; the rates are already scaled by it), a rank with less to do
-// waits napping and frees its core, so the round costs the ranks' mean work
-// spread over the cores, but no less than the busiest rank alone on a whole
-// core: max(mean, max x share) in the shared-rate units.
-std::vector<double> ring_round_areas(const std::vector<std::vector<double>>& n, const RingGeometry& g, double share) {
+double computed_area(const std::vector<kernels::SpanBounds>& qt, long nq, const std::vector<kernels::SpanBounds>& kt, long nk,
+                     bool causal, long window, bool same_doc) {
+  const kernels::AttnTiles tiles;
+  double a = 0;
+  for (size_t i = 0; i < qt.size(); ++i)
+    for (size_t j = 0; j < kt.size(); ++j)
+      if (kernels::spans_may_see(qt[i], kt[j], causal, window, same_doc))
+        a += double(std::min(tiles.br, nq - long(i) * tiles.br)) * double(std::min(tiles.bc, nk - long(j) * tiles.bc));
+  return a;
+}
+
+LayoutWork layout_work(const parallel::SeqLayout& L, parallel::MaskType type, long window) {
+  const kernels::AttnTiles tiles;
+  const int P = L.blocks;
+  const std::vector<long> pos = L.mask_positions();
+  const std::vector<int> doc = L.mask_docs();
+  const bool causal = type != parallel::MaskType::Full, same_doc = type == parallel::MaskType::Document;
+  const long w = type == parallel::MaskType::Window ? window : 0;
+  std::vector<std::vector<kernels::SpanBounds>> q_all, q_tr, k_all, k_tr;
+  std::vector<kernels::SpanBounds> all, tr;  // whole blocks
+  for (int b = 0; b < P; ++b) {
+    const long off = long(b) * L.local;
+    q_all.push_back(tile_bounds(pos, doc, off, L.local, tiles.br));
+    q_tr.push_back(tile_bounds(pos, doc, off, L.travel, tiles.br));
+    k_all.push_back(tile_bounds(pos, doc, off, L.local, tiles.bc));
+    k_tr.push_back(tile_bounds(pos, doc, off, L.travel, tiles.bc));
+    all.push_back(tile_bounds(pos, doc, off, L.local, L.local).at(0));
+    tr.push_back(L.travel > 0 ? tile_bounds(pos, doc, off, L.travel, L.travel).at(0) : kernels::SpanBounds{});
+  }
+  LayoutWork out;
+  out.fwd.assign(size_t(P), std::vector<BlockWork>(size_t(P)));
+  out.qtravel = out.fwd;
+  for (int r = 0; r < P; ++r)
+    for (int b = 0; b < P; ++b) {
+      BlockWork& f = out.fwd[size_t(r)][size_t(b)];
+      BlockWork& q = out.qtravel[size_t(r)][size_t(b)];
+      if (r == b) {
+        f.called = q.called = true;
+        f.area = q.area = computed_area(q_all[size_t(r)], L.local, k_all[size_t(r)], L.local, causal, w, same_doc);
+        continue;
+      }
+      f.called = kernels::spans_may_see(all[size_t(r)], tr[size_t(b)], causal, w, same_doc);
+      if (f.called) f.area = computed_area(q_all[size_t(r)], L.local, k_tr[size_t(b)], L.travel, causal, w, same_doc);
+      q.called = kernels::spans_may_see(tr[size_t(b)], all[size_t(r)], causal, w, same_doc);
+      if (q.called) q.area = computed_area(q_tr[size_t(b)], L.travel, k_all[size_t(r)], L.local, causal, w, same_doc);
+    }
+  std::vector<long> cpos(size_t(L.local));
+  for (long i = 0; i < L.local; ++i) cpos[size_t(i)] = i;
+  const std::vector<int> cdoc(size_t(L.local), 0);
+  out.causal_area = computed_area(tile_bounds(cpos, cdoc, 0, L.local, tiles.br), L.local, tile_bounds(cpos, cdoc, 0, L.local, tiles.bc),
+                                  L.local, true, 0, false);
+  return out;
+}
+
+// The rounds the engine runs (parallel::plan_ring_rounds over the block
+// pairs it calls the kernel for, as RingFamily::plan) and each round's
+// time from every rank's time in it, cost(rank, block, round). A round
+// lasts as long as its busiest rank (one GPU each). On a host whose ranks
+// share fewer cores than ranks (share = cores / P < 1; the rates are
+// already scaled by it), a rank with less to do waits napping and frees its
+// core: given the cores available (host.cores, --host-cores) the round costs
+// the ranks' mean time spread over the cores but no less than the busiest
+// rank alone on a whole core, max(mean, max x share); given the CPU the run
+// actually got (--host-cpu: CPU seconds per wall second, which already
+// leaves out the ranks' idle waits), the mean.
+template <class Cost>
+std::vector<double> ring_round_times(const std::vector<std::vector<BlockWork>>& work, const RingGeometry& g, double share,
+                                     bool cpu_used, const Cost& cost) {
   const int W = g.size();
-  const parallel::RingRounds rr = parallel::plan_ring_rounds(g, [&](int r, int b) { return n[size_t(r)][size_t(b)] > 0; });
-  const bool mirror = rr.mirror;
-  std::vector<double> area;
+  const parallel::RingRounds rr =
+      parallel::plan_ring_rounds(g, [&](int r, int b) { return work[size_t(r)][size_t(b)].called; });
+  std::vector<double> time;
   for (int k = 0; k < rr.rounds; ++k) {
     double mx = 0, sum = 0;
     for (int r = 0; r < W; ++r) {
-      const int b = g.nodes == 1 ? (mirror ? (r + k) % W : (r - k + W) % W) : parallel::ring_block_at(g, r, k);
-      mx = std::max(mx, n[size_t(r)][size_t(b)]);
-      sum += n[size_t(r)][size_t(b)];
+      const int b = g.nodes == 1 ? (rr.mirror ? (r + k) % W : (r - k + W) % W) : parallel::ring_block_at(g, r, k);
+      const double t = cost(r, b, k);
+      mx = std::max(mx, t);
+      sum += t;
     }
-    area.push_back(share < 1 ? std::max(sum / W, mx * share) : mx);
+    time.push_back(share < 1 ? (cpu_used ? sum / W : std::max(sum / W, mx * share)) : mx);
   }
-  return area;
+  return time;
 }
 
 RingResult ring_cost(const Cluster& c, const RingSetup& r) {
@@ -209,11 +273,24 @@ RingResult ring_cost(const Cluster& c, const RingSetup& r) {
   // Sliding window on the contiguous layout: a flat ring stops after the last
   // round anyone sees anything; a double ring runs every round, computing
   // only visible blocks. A round costs what its busiest rank computes.
-  std::vector<double> round_area;
-  if (!r.pair_counts.empty()) {
+  std::vector<double> round_area, fwd_times, bwd_times;
+  if (r.from_layout) {
+    // Each rank's kernel time in a round from the area of the tiles it
+    // computes, at the rate of the calibration's causal block of t tokens
+    // (per causal pair, t^2 / 2 of them, while its kernel computes
+    // causal_area of tile area): per tile area (t^2 / 2) / causal_area of a
+    // pair's time. A forward round that calls the kernel also merges.
     const double share = c.host_cores > 0 ? std::min(1.0, c.host_cores / double(P)) : 1.0;
-    round_area = ring_round_areas(r.pair_counts, g, share);
-    f.rounds = int(round_area.size());
+    const double per_area = (t * t / 2) / r.work.causal_area;
+    fwd_times = ring_round_times(r.work.fwd, g, share, c.host_cpu_used, [&](int q, int b, int k) {
+      const BlockWork& w = r.work.fwd[size_t(q)][size_t(b)];
+      return 4 * w.area * per_area * nd / c.attn_rate_fwd(t) + (k > 0 && w.called ? merge : 0.0);
+    });
+    const auto& bw = r.kv_backward ? r.work.fwd : r.work.qtravel;
+    bwd_times = ring_round_times(bw, g, share, c.host_cpu_used, [&](int q, int b, int) {
+      return 2.5 * 4 * bw[size_t(q)][size_t(b)].area * per_area * nd / c.attn_rate_bwd(t);
+    });
+    f.rounds = int(fwd_times.size());
   } else if (r.window > 0) {
     if (g.nodes == 1) f.rounds = std::min(P, 1 + int(std::ceil((r.window - 1) / t)));
     for (int k = 0; k < f.rounds; ++k) {
@@ -226,13 +303,15 @@ RingResult ring_cost(const Cluster& c, const RingSetup& r) {
   f.read_bytes = 2 * tr * kvd * 2;
   f.t_home = f_fwd / c.attn_rate_fwd(t);
   f.t_round = f.t_home + merge;
+  f.t_by_round = fwd_times;
   for (size_t k = 0; k < round_area.size(); ++k)
     f.t_by_round.push_back(4 * round_area[k] * nd / c.attn_rate_fwd(t) + (k > 0 && round_area[k] > 0 ? merge : 0.0));
   RingPassSpec b = f;
   b.partial = true;
   b.t_home = f_bwd / c.attn_rate_bwd(t);
   b.t_round = b.t_home;
-  b.t_by_round.clear();
+  b.t_by_round = bwd_times;
+  if (r.from_layout) b.rounds = int(bwd_times.size());
   for (double a : round_area) b.t_by_round.push_back(2.5 * 4 * a * nd / c.attn_rate_bwd(t));
   if (r.kv_backward) {
     b.read_bytes = 2 * tr * kvd * 2;
@@ -252,10 +331,10 @@ RingResult ring_cost(const Cluster& c, const RingSetup& r) {
   out.bwd = ring_pass(b);
   const double D = (t * nd * 4 + t * double(r.nh) * 4) / c.hbm_bw;  // D = rowsum(dO * O)
   out.bwd.time += D, out.bwd.compute += D;
-  if (r.window <= 0 && r.pair_counts.empty()) out.half_fwd = ring_pass(h);  // `half`: the causal mask on zigzag only
+  if (r.window <= 0 && !r.from_layout) out.half_fwd = ring_pass(h);  // `half`: the causal mask on zigzag only
   // Buffers the engine allocates: the read buffers its program names, the
   // partial buffers, fp32 outputs and gradient accumulators.
-  const parallel::RingProgram pf = parallel::ring_program(g, 0, f.rounds, false), pbw = parallel::ring_program(g, 0, f.rounds, true);
+  const parallel::RingProgram pf = parallel::ring_program(g, 0, f.rounds, false), pbw = parallel::ring_program(g, 0, b.rounds, true);
   std::set<int> reads, parts;
   for (const auto& op : pbw.ops) {
     if (op.kind == RingOp::Compute) {
@@ -274,8 +353,9 @@ RingResult ring_cost(const Cluster& c, const RingSetup& r) {
   os << (g.nodes > 1 ? "double ring " : "flat ring ") << g.nodes << "x" << g.local << (intra_local ? "" : " (crosses nodes)")
      << ", backward " << (r.kv_backward ? "K,V,dK,dV travel" : "Q,dO,lse,D + dQ travel") << ", partials "
      << (r.partial_bf16 ? "bf16" : "fp32");
-  if (f.rounds < P) os << ", " << f.rounds << " of " << P << (r.pair_counts.empty() ? " rounds (window)" : " rounds");
-  if (!r.pair_counts.empty()) os << ", rounds costed from the layout's visible pairs";
+  if (f.rounds < P) os << ", " << f.rounds << " of " << P << (!r.from_layout ? " rounds (window)" : " rounds");
+  if (r.from_layout && b.rounds != f.rounds) os << " (backward " << b.rounds << ")";
+  if (r.from_layout) os << ", rounds costed from the kernels' computed tiles on the layout";
   out.describe = os.str();
   return out;
 }
@@ -448,7 +528,7 @@ AttnCost attention_cost(const Cluster& cluster, const AttnConfig& a, const AttnP
                                       : a.window > 0 ? parallel::MaskType::Window
                                                      : parallel::MaskType::Causal;
       if (type != parallel::MaskType::Document) L.travel = L.local;  // whole blocks travel (as plan_layouts)
-      r.pair_counts = block_pair_counts(L, type, a.window);
+      r.work = layout_work(L, type, a.window), r.from_layout = true;
       r.travel = double(L.travel), r.t = double(L.local);
     }
     RingResult rr = ring_cost(c, r);

@@ -44,6 +44,12 @@ struct Cluster {
   // computes at min(1, cores / P) of its single-core rates. 0: one device
   // per rank (GPUs), nothing shared.
   double host_cores = 0;  // may be fractional: the cores a run actually got (other jobs on the host)
+  // host_cores is the CPU the run's ranks used (CPU seconds per wall second,
+  // kernel accounting: `burst simulate --host-cpu`), not the cores they could
+  // have used: a rank's idle (napping) waits are already left out of it, so
+  // the ring rounds of an unbalanced layout cost the ranks' mean work at
+  // that rate (perf/attention.cpp, ring_round_times).
+  bool host_cpu_used = false;
   // The host's cores as the cluster file names them (host.cores), which a
   // run's --host-cores (the share it got) does not change: whether a group of
   // ranks can be on the cores all at once (group_fits_cores).

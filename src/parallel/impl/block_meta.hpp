@@ -11,11 +11,7 @@
 
 namespace burst::parallel::impl {
 
-struct RowSummary {
-  bool any = false;  // any non-padding row
-  long pmin = 0, pmax = 0;
-  int dmin = 0, dmax = 0;
-};
+using RowSummary = kernels::SpanBounds;  // the non-padding rows' position and document ranges
 
 class BlockMeta {
  public:
@@ -55,23 +51,15 @@ class BlockMeta {
   bool visible(int qb, bool q_travel, int kb, bool k_travel) const {
     const RowSummary& q = q_travel ? trav_[size_t(qb)] : full_[size_t(qb)];
     const RowSummary& k = k_travel ? trav_[size_t(kb)] : full_[size_t(kb)];
-    if (!q.any || !k.any) return false;
-    if (mask_.type != MaskType::Full && k.pmin > q.pmax) return false;
-    if (mask_.type == MaskType::Window && q.pmin - k.pmax >= mask_.window) return false;
-    if (mask_.type == MaskType::Document && std::max(q.dmin, k.dmin) > std::min(q.dmax, k.dmax)) return false;
-    return true;
+    // The kernels' tile rule on whole blocks (kernels/attention_tiles.hpp).
+    return kernels::spans_may_see(q, k, mask_.type != MaskType::Full, mask_.type == MaskType::Window ? mask_.window : 0,
+                                  mask_.type == MaskType::Document);
   }
 
  private:
   static RowSummary summarise(const std::vector<long>& pos, const std::vector<int>& doc, long off, long n) {
     RowSummary s;
-    for (long i = off; i < off + n; ++i) {
-      if (doc[size_t(i)] < 0) continue;
-      const long p = pos[size_t(i)];
-      const int d = doc[size_t(i)];
-      if (!s.any) s.pmin = s.pmax = p, s.dmin = s.dmax = d, s.any = true;
-      s.pmin = std::min(s.pmin, p), s.pmax = std::max(s.pmax, p), s.dmin = std::min(s.dmin, d), s.dmax = std::max(s.dmax, d);
-    }
+    for (long i = off; i < off + n; ++i) s.add(pos[size_t(i)], doc[size_t(i)]);
     return s;
   }
   int blocks_ = 0;

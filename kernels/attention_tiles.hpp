@@ -1,0 +1,53 @@
+// The attention kernels' tiling and their tile-skipping rule for the
+// position masks, without Kokkos: the kernels (kernels/attention.hpp), the
+// rings' block-pair skipping (parallel/impl/block_meta.hpp) and the
+// performance model (src/perf, a host-only library) all use these, so the
+// model counts the work the kernels do with the kernels' own numbers.
+#pragma once
+
+#if defined(__CUDACC__) || defined(__HIPCC__)
+#define BURST_TILES_HD __host__ __device__
+#else
+#define BURST_TILES_HD
+#endif
+
+namespace burst::kernels {
+
+// Query rows and key rows per tile of the flash attention kernels (portable
+// and host) when the caller passes no AttnTiles: every engine call does.
+inline constexpr long kAttnTileRows = 32;
+inline constexpr long kAttnTileCols = 32;
+
+struct AttnTiles {
+  long br = kAttnTileRows;  // query rows per tile
+  long bc = kAttnTileCols;  // key rows per tile
+};
+
+// Positions and document ids of the non-padding tokens of a span of slots
+// (a tile, or a whole block): their ranges.
+struct SpanBounds {
+  bool any = false;  // any non-padding token
+  long pmin = 0, pmax = 0;
+  int dmin = 0, dmax = 0;
+  BURST_TILES_HD void add(long p, int d) {
+    if (d < 0) return;  // padding
+    if (!any) pmin = pmax = p, dmin = dmax = d, any = true;
+    pmin = p < pmin ? p : pmin, pmax = p > pmax ? p : pmax, dmin = d < dmin ? d : dmin, dmax = d > dmax ? d : dmax;
+  }
+};
+
+// Could a query of span q see a key of span k under the general position
+// mask (causal: key position <= query position; window > 0: query - key <
+// window; same_doc: one document)? A bound from the ranges: false means no
+// pair is visible; true means some may be. The kernels skip a tile, and the
+// rings a whole block pair, when this is false, and compute it in full
+// otherwise (masking per element where it is not all visible).
+BURST_TILES_HD inline bool spans_may_see(const SpanBounds& q, const SpanBounds& k, bool causal, long window, bool same_doc) {
+  if (!q.any || !k.any) return false;
+  if (causal && k.pmin > q.pmax) return false;
+  if (window > 0 && q.pmin - k.pmax >= window) return false;
+  if (same_doc && (q.dmin > k.dmin ? q.dmin : k.dmin) > (q.dmax < k.dmax ? q.dmax : k.dmax)) return false;
+  return true;
+}
+
+}  // namespace burst::kernels
