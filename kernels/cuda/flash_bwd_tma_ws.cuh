@@ -334,27 +334,7 @@ __global__ void __launch_bounds__(384, 1)
 
     // ---- P^T (in place of S^T), masked on partial tiles
     if constexpr ((MODE & kBwdDiet) == 0) {
-#pragma unroll
-      for (int x = 0; x < NSX; ++x) {
-        const float2 l2 = *reinterpret_cast<const float2*>(Lb + x * 8 + 2 * t);
-#pragma unroll
-        for (int e1 = 0; e1 < 2; ++e1) {
-          const float lse_c = e1 ? l2.y : l2.x;
-          const float L = lse_c == -INFINITY ? INFINITY : lse_c * 1.4426950408889634f;  // empty row: P = 0
-          const int i = i0 + x * 8 + 2 * t + e1;
-          RowInfo qinfo{0, 0};
-          if (POS && cls == 1) qinfo = row_info_t<POS>(mask, min(i, p.sq - 1), true);
-#pragma unroll
-          for (int hf = 0; hf < 2; ++hf) {
-            float pe = fast_exp2(fmaf(s[x * 4 + hf * 2 + e1], p.scale_log2, -L));
-            if (cls == 1) {
-              const int j = jrow[hf];
-              if (j >= p.sk || !elem_visible_t<POS>(mask, i, j, qinfo, kinfo[POS ? hf : 0])) pe = 0.f;
-            }
-            s[x * 4 + hf * 2 + e1] = pe;
-          }
-        }
-      }
+      bwd_p_from_s<POS>(s, Lb, t, i0, cls, p, mask, jrow, kinfo);  // variant 8: variant 7's per-tile softmax
     } else {
       // Lb holds lse log2 e (+inf for an empty row, set by the loader): P = exp2(S c - L), one FFMA + EX2.
 #pragma unroll

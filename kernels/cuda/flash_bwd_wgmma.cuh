@@ -97,6 +97,39 @@ __device__ __forceinline__ void load_tile_sw128_n(__nv_bfloat16* smem, const __n
   }
 }
 
+// P^T = exp2(S^T scale log2 e - lse log2 e) in place of S^T (this thread's accumulator fragments of the
+// warpgroup's 64 keys x NSX * 8 queries; lse per column = per query, read from Lb, natural log; a row with
+// no visible key, lse = -inf, gives P = 0), masked per element on partial tiles (cls == 1). The lse test
+// and the mask's bookkeeping run for every tile: the backward's per-tile softmax of variants 4-8
+// (flash_bwd_tma_ws.cuh's instruction diet, variants 9-10, moves both off the full tiles' path).
+template <bool POS, int N>
+__device__ __forceinline__ void bwd_p_from_s(float (&s)[N], const float* Lb, int t, int i0, int cls, const BwdParams& p,
+                                             const MaskDev& mask, const int (&jrow)[2],
+                                             const RowInfo (&kinfo)[POS ? 2 : 1]) {
+  constexpr int NSX = N / 4;
+#pragma unroll
+  for (int x = 0; x < NSX; ++x) {
+    const float2 l2 = *reinterpret_cast<const float2*>(Lb + x * 8 + 2 * t);
+#pragma unroll
+    for (int e1 = 0; e1 < 2; ++e1) {
+      const float lse_c = e1 ? l2.y : l2.x;
+      const float L = lse_c == -INFINITY ? INFINITY : lse_c * 1.4426950408889634f;  // empty row: P = 0
+      const int i = i0 + x * 8 + 2 * t + e1;
+      RowInfo qinfo{0, 0};
+      if (POS && cls == 1) qinfo = row_info_t<POS>(mask, min(i, p.sq - 1), true);
+#pragma unroll
+      for (int hf = 0; hf < 2; ++hf) {
+        float pe = fast_exp2(fmaf(s[x * 4 + hf * 2 + e1], p.scale_log2, -L));
+        if (cls == 1) {
+          const int j = jrow[hf];
+          if (j >= p.sk || !elem_visible_t<POS>(mask, i, j, qinfo, kinfo[POS ? hf : 0])) pe = 0.f;
+        }
+        s[x * 4 + hf * 2 + e1] = pe;
+      }
+    }
+  }
+}
+
 template <int D, bool DQ_TMA = false> struct WgBwdTraits {
   static constexpr int BR = 64, BC = 128, NT = 256;
   // dQ staging (DQ_TMA): 2 buffers x 2 warpgroups x (BR x 64) fp32, each as two 1024-aligned BR x 32 boxes.
@@ -239,27 +272,7 @@ __global__ void __launch_bounds__(256, 1)
     reg_fence(s);
 
     // ---- P^T (in place of S^T), masked on partial tiles
-#pragma unroll
-    for (int x = 0; x < NSX; ++x) {
-      const float2 l2 = *reinterpret_cast<const float2*>(Lb + x * 8 + 2 * t);
-#pragma unroll
-      for (int e1 = 0; e1 < 2; ++e1) {
-        const float lse_c = e1 ? l2.y : l2.x;
-        const float L = lse_c == -INFINITY ? INFINITY : lse_c * 1.4426950408889634f;  // empty row: P = 0
-        const int i = i0 + x * 8 + 2 * t + e1;
-        RowInfo qinfo{0, 0};
-        if (POS && cls == 1) qinfo = row_info_t<POS>(mask, min(i, p.sq - 1), true);
-#pragma unroll
-        for (int hf = 0; hf < 2; ++hf) {
-          float pe = fast_exp2(fmaf(s[x * 4 + hf * 2 + e1], p.scale_log2, -L));
-          if (cls == 1) {
-            const int j = jrow[hf];
-            if (j >= p.sk || !elem_visible_t<POS>(mask, i, j, qinfo, kinfo[POS ? hf : 0])) pe = 0.f;
-          }
-          s[x * 4 + hf * 2 + e1] = pe;
-        }
-      }
-    }
+    bwd_p_from_s<POS>(s, Lb, t, i0, cls, p, mask, jrow, kinfo);
     uint32_t pf[BR / 16][4], sf[BR / 16][4];
     auto issue_dv = [&]() {  // dV += P^T dO (register A, dO MN-major with the transpose flag)
 #pragma unroll

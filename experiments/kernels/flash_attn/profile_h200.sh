@@ -3,7 +3,9 @@
 # clocks left alone) of our wgmma backward variants and of cuDNN's SDPA
 # backward on the same shape, as text, to see where the backward's time goes
 # (tensor-pipe activity, shared-memory traffic, warp stall reasons).
-#   OUT=dir [S=16384] [VARS=7,8] experiments/kernels/flash_attn/profile_h200.sh
+#   OUT=dir [S=16384] [VARS=7,8] [FWD_VARS=] [CUDNN=1] experiments/kernels/flash_attn/profile_h200.sh
+# VARS: backward variants, FWD_VARS: forward variants (none by default),
+# CUDNN=0 skips the cuDNN backward profile.
 set -uo pipefail
 cd "$(dirname "$0")"
 OUT=${OUT:-/tmp/fa_prof}
@@ -28,6 +30,12 @@ for v in ${VARS//,/ }; do
     --reps-ms 1 --fwd-variants -1 --bwd-variants "$v" --no-diag > "$OUT/ncu_run_v$v.log" 2>&1
   echo "ncu ours variant $v exit $?"; show "bwd_v$v"
 done
+for v in ${FWD_VARS//,/ }; do
+  timeout 200 $NCU -o "$OUT/fwd_v$v" -k regex:"flash_fwd_(tma_ws|wgmma)_kernel" -c 1 "$BUILD/bench_attn" --time --sizes "$S" \
+    --reps-ms 1 --fwd-variants "$v" --no-bwd --no-diag > "$OUT/ncu_run_fwd_v$v.log" 2>&1
+  echo "ncu ours forward variant $v exit $?"; show "fwd_v$v"
+done
+[ "${CUDNN:-1}" = 1 ] || exit 0
 # cuDNN: its backward kernels run on autograd's thread (an NVTX range of the main thread misses them): by name
 timeout 200 $NCU -o "$OUT/cudnn" -k regex:"(?i)bprop|bwd|dgrad|backward" -c 2 python3 tools/cudnn_bwd_once.py "$S" \
   > "$OUT/ncu_run_cudnn.log" 2>&1
