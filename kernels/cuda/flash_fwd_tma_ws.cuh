@@ -146,87 +146,8 @@ template <int D, int BC, int NST> struct TmaWsTraits {
 
 constexpr int kBarSched0 = 1, kBarSched1 = 2;  // named barriers (0 is __syncthreads)
 
-// The consumer's per-tile math, shared by the kernel's modes. Thread layout
-// of the wgmma accumulators: rows g and g + 8 of the warp's 16 (hf = 0, 1),
-// columns x * 8 + 2 t + {0, 1} for x < N / 8.
-//
-// Masks the raw scores of a partial tile (key columns j0 + ...).
-template <int BC, bool POS>
-__device__ __forceinline__ void tile_mask(float (&s)[BC / 2], const MaskDev& mask, int sk, int row0, int j0, int t,
-                                          const RowInfo* qinfo) {
-#pragma unroll
-  for (int x = 0; x < BC / 8; ++x) {
-#pragma unroll
-    for (int e1 = 0; e1 < 2; ++e1) {
-      const int j = j0 + x * 8 + 2 * t + e1;
-      const RowInfo kinfo = row_info_t<POS>(mask, min(j, sk - 1), false);
-#pragma unroll
-      for (int hf = 0; hf < 2; ++hf) {
-        const int i = row0 + hf * 8;
-        if (j >= sk || !elem_visible_t<POS>(mask, i, j, qinfo[POS ? hf : 0], kinfo)) s[x * 4 + hf * 2 + e1] = -INFINITY;
-      }
-    }
-  }
-}
-// Online softmax step (log2 units): S -> P in place, m and l updated, alpha
-// the factor for the previous O (0 on the first visible tile, m = -inf).
-template <int BC>
-__device__ __forceinline__ void softmax_step(float (&s)[BC / 2], float (&m)[2], float (&l)[2], float (&alpha)[2],
-                                             float scale_log2) {
-#pragma unroll
-  for (int hf = 0; hf < 2; ++hf) {
-    float mx = -INFINITY;
-#pragma unroll
-    for (int x = 0; x < BC / 8; ++x) mx = fmaxf(mx, fmaxf(s[x * 4 + hf * 2], s[x * 4 + hf * 2 + 1]));
-    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
-    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
-    const float mnew = fmaxf(m[hf], mx * scale_log2);  // scale > 0
-    const float muse = mnew == -INFINITY ? 0.f : mnew;
-    alpha[hf] = fast_exp2(m[hf] - muse);
-    m[hf] = mnew;
-    float rs = 0.f;
-#pragma unroll
-    for (int x = 0; x < BC / 8; ++x) {
-      const float p0 = fast_exp2(fmaf(s[x * 4 + hf * 2], scale_log2, -muse));
-      const float p1 = fast_exp2(fmaf(s[x * 4 + hf * 2 + 1], scale_log2, -muse));
-      s[x * 4 + hf * 2] = p0, s[x * 4 + hf * 2 + 1] = p1;
-      rs += p0 + p1;
-    }
-    l[hf] = l[hf] * alpha[hf] + rs;
-  }
-}
-// P as wgmma A fragments (the accumulator re-pack of variant 4).
-template <int BC> __device__ __forceinline__ void pack_p(const float (&s)[BC / 2], uint32_t (&pf)[BC / 16][4]) {
-#pragma unroll
-  for (int kk = 0; kk < BC / 16; ++kk) {
-    pf[kk][0] = pack_bf16(s[(2 * kk) * 4 + 0], s[(2 * kk) * 4 + 1]);
-    pf[kk][1] = pack_bf16(s[(2 * kk) * 4 + 2], s[(2 * kk) * 4 + 3]);
-    pf[kk][2] = pack_bf16(s[(2 * kk + 1) * 4 + 0], s[(2 * kk + 1) * 4 + 1]);
-    pf[kk][3] = pack_bf16(s[(2 * kk + 1) * 4 + 2], s[(2 * kk + 1) * 4 + 3]);
-  }
-}
-template <int D> __device__ __forceinline__ void rescale_o(float (&o)[D / 2], const float (&alpha)[2]) {
-#pragma unroll
-  for (int x = 0; x < D / 8; ++x) {
-    o[x * 4 + 0] *= alpha[0], o[x * 4 + 1] *= alpha[0];
-    o[x * 4 + 2] *= alpha[1], o[x * 4 + 3] *= alpha[1];
-  }
-}
-// S = Q K^T (SS wgmma, swizzled tiles at qa, ka), issued, not committed.
-template <int D, int BC, int BR> __device__ __forceinline__ void issue_qk(float (&s)[BC / 2], uint32_t qa, uint32_t ka) {
-#pragma unroll
-  for (int ks = 0; ks < D / 16; ++ks) {
-    const uint64_t da = sw128_desc(qa + (ks / 4) * BR * 128 + (ks % 4) * 32, 16, 1024);
-    const uint64_t db = sw128_desc(ka + (ks / 4) * BC * 128 + (ks % 4) * 32, 16, 1024);
-    wgmma_ss<BC>(s, da, db, ks > 0 ? 1 : 0);
-  }
-}
-// O += P V (RS wgmma; V MN-major, settled by run 3), issued, not committed.
-template <int D, int BC> __device__ __forceinline__ void issue_pv(float (&o)[D / 2], uint32_t (&pf)[BC / 16][4], uint32_t va) {
-  constexpr uint32_t V_LBO = BC * 128, V_SBO = 1024;
-#pragma unroll
-  for (int kk = 0; kk < BC / 16; ++kk) wgmma_rs_tb<D>(o, pf[kk], sw128_desc(va + kk * 16 * 128, V_LBO, V_SBO), 1);
-}
+// The consumer's per-tile math (tile_mask, softmax_step, pack_p, rescale_o, issue_qk, issue_pv) is in
+// flash_fwd_wgmma.cuh, shared with variant 4.
 
 // MODE 0: variant 7 (trap in the bounded waits, producer 56 / consumers 224
 // registers, no intra-warpgroup overlap). MODE 1: variant 8, the same

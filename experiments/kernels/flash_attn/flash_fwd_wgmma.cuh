@@ -115,6 +115,89 @@ __device__ __forceinline__ void wgmma_rs_tb(float (&d)[N / 2], const uint32_t (&
   else wgmma_rs_m64n64_tb(d, a, db, scale_d);
 }
 
+// The per-tile math of the wgmma forward, shared by variant 4 (below) and the
+// TMA kernel's modes (flash_fwd_tma_ws.cuh). Thread layout
+// of the wgmma accumulators: rows g and g + 8 of the warp's 16 (hf = 0, 1),
+// columns x * 8 + 2 t + {0, 1} for x < N / 8.
+//
+// Masks the raw scores of a partial tile (key columns j0 + ...).
+template <int BC, bool POS>
+__device__ __forceinline__ void tile_mask(float (&s)[BC / 2], const MaskDev& mask, int sk, int row0, int j0, int t,
+                                          const RowInfo* qinfo) {
+#pragma unroll
+  for (int x = 0; x < BC / 8; ++x) {
+#pragma unroll
+    for (int e1 = 0; e1 < 2; ++e1) {
+      const int j = j0 + x * 8 + 2 * t + e1;
+      const RowInfo kinfo = row_info_t<POS>(mask, min(j, sk - 1), false);
+#pragma unroll
+      for (int hf = 0; hf < 2; ++hf) {
+        const int i = row0 + hf * 8;
+        if (j >= sk || !elem_visible_t<POS>(mask, i, j, qinfo[POS ? hf : 0], kinfo)) s[x * 4 + hf * 2 + e1] = -INFINITY;
+      }
+    }
+  }
+}
+// Online softmax step (log2 units): S -> P in place, m and l updated, alpha
+// the factor for the previous O (0 on the first visible tile, m = -inf).
+template <int BC>
+__device__ __forceinline__ void softmax_step(float (&s)[BC / 2], float (&m)[2], float (&l)[2], float (&alpha)[2],
+                                             float scale_log2) {
+#pragma unroll
+  for (int hf = 0; hf < 2; ++hf) {
+    float mx = -INFINITY;
+#pragma unroll
+    for (int x = 0; x < BC / 8; ++x) mx = fmaxf(mx, fmaxf(s[x * 4 + hf * 2], s[x * 4 + hf * 2 + 1]));
+    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+    const float mnew = fmaxf(m[hf], mx * scale_log2);  // scale > 0
+    const float muse = mnew == -INFINITY ? 0.f : mnew;
+    alpha[hf] = fast_exp2(m[hf] - muse);
+    m[hf] = mnew;
+    float rs = 0.f;
+#pragma unroll
+    for (int x = 0; x < BC / 8; ++x) {
+      const float p0 = fast_exp2(fmaf(s[x * 4 + hf * 2], scale_log2, -muse));
+      const float p1 = fast_exp2(fmaf(s[x * 4 + hf * 2 + 1], scale_log2, -muse));
+      s[x * 4 + hf * 2] = p0, s[x * 4 + hf * 2 + 1] = p1;
+      rs += p0 + p1;
+    }
+    l[hf] = l[hf] * alpha[hf] + rs;
+  }
+}
+// P as wgmma A fragments (the accumulator re-pack of variant 4).
+template <int BC> __device__ __forceinline__ void pack_p(const float (&s)[BC / 2], uint32_t (&pf)[BC / 16][4]) {
+#pragma unroll
+  for (int kk = 0; kk < BC / 16; ++kk) {
+    pf[kk][0] = pack_bf16(s[(2 * kk) * 4 + 0], s[(2 * kk) * 4 + 1]);
+    pf[kk][1] = pack_bf16(s[(2 * kk) * 4 + 2], s[(2 * kk) * 4 + 3]);
+    pf[kk][2] = pack_bf16(s[(2 * kk + 1) * 4 + 0], s[(2 * kk + 1) * 4 + 1]);
+    pf[kk][3] = pack_bf16(s[(2 * kk + 1) * 4 + 2], s[(2 * kk + 1) * 4 + 3]);
+  }
+}
+template <int D> __device__ __forceinline__ void rescale_o(float (&o)[D / 2], const float (&alpha)[2]) {
+#pragma unroll
+  for (int x = 0; x < D / 8; ++x) {
+    o[x * 4 + 0] *= alpha[0], o[x * 4 + 1] *= alpha[0];
+    o[x * 4 + 2] *= alpha[1], o[x * 4 + 3] *= alpha[1];
+  }
+}
+// S = Q K^T (SS wgmma, swizzled tiles at qa, ka), issued, not committed.
+template <int D, int BC, int BR> __device__ __forceinline__ void issue_qk(float (&s)[BC / 2], uint32_t qa, uint32_t ka) {
+#pragma unroll
+  for (int ks = 0; ks < D / 16; ++ks) {
+    const uint64_t da = sw128_desc(qa + (ks / 4) * BR * 128 + (ks % 4) * 32, 16, 1024);
+    const uint64_t db = sw128_desc(ka + (ks / 4) * BC * 128 + (ks % 4) * 32, 16, 1024);
+    wgmma_ss<BC>(s, da, db, ks > 0 ? 1 : 0);
+  }
+}
+// O += P V (RS wgmma; V MN-major, settled by run 3), issued, not committed.
+template <int D, int BC> __device__ __forceinline__ void issue_pv(float (&o)[D / 2], uint32_t (&pf)[BC / 16][4], uint32_t va) {
+  constexpr uint32_t V_LBO = BC * 128, V_SBO = 1024;
+#pragma unroll
+  for (int kk = 0; kk < BC / 16; ++kk) wgmma_rs_tb<D>(o, pf[kk], sw128_desc(va + kk * 16 * 128, V_LBO, V_SBO), 1);
+}
+
 // VSWAP (diagnostic only): V's descriptor with the leading and stride byte
 // offsets exchanged, in case the MN-major reading above is the wrong way
 // round; whichever of variants 5 / 6 passes the check settles it.
@@ -122,7 +205,6 @@ template <int D, int BC, bool PIPE, bool POS, bool VSWAP = false>
 __global__ void __launch_bounds__(256, 1) flash_fwd_wgmma_kernel(const FwdParams p) {
   using Tr = WgTraits<D, BC, PIPE>;
   constexpr int BR = Tr::BR, NT = Tr::NT;
-  constexpr int NS = BC / 8;  // n8 column groups of S per thread (4 floats each)
   constexpr int NO = D / 8;   // n8 column groups of O
   extern __shared__ __align__(1024) unsigned char wg_smem_raw[];
   const uint32_t raw_u32 = smem_u32(wg_smem_raw);
@@ -224,64 +306,18 @@ __global__ void __launch_bounds__(256, 1) flash_fwd_wgmma_kernel(const FwdParams
     reg_fence(s);
 
     // ---- mask (partial tiles only) on the raw scores
-    if (cls == 1) {
-#pragma unroll
-      for (int x = 0; x < NS; ++x) {
-#pragma unroll
-        for (int e1 = 0; e1 < 2; ++e1) {
-          const int j = j0 + x * 8 + 2 * t + e1;
-          const RowInfo kinfo = row_info_t<POS>(mask, min(j, p.sk - 1), false);
-#pragma unroll
-          for (int hf = 0; hf < 2; ++hf) {
-            const int i = i0 + wrow + g + hf * 8;
-            if (j >= p.sk || !elem_visible_t<POS>(mask, i, j, qinfo[POS ? hf : 0], kinfo)) s[x * 4 + hf * 2 + e1] = -INFINITY;
-          }
-        }
-      }
-    }
+    if (cls == 1) tile_mask<BC, POS>(s, mask, p.sk, i0 + wrow + g, j0, t, qinfo);
 
     // ---- online softmax (log2 units)
     float alpha[2];
-#pragma unroll
-    for (int hf = 0; hf < 2; ++hf) {
-      float mx = -INFINITY;
-#pragma unroll
-      for (int x = 0; x < NS; ++x) mx = fmaxf(mx, fmaxf(s[x * 4 + hf * 2], s[x * 4 + hf * 2 + 1]));
-      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
-      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
-      const float mnew = fmaxf(m[hf], mx * p.scale_log2);  // scale > 0
-      const float muse = mnew == -INFINITY ? 0.f : mnew;
-      alpha[hf] = fast_exp2(m[hf] - muse);
-      m[hf] = mnew;
-      float rs = 0.f;
-#pragma unroll
-      for (int x = 0; x < NS; ++x) {
-        const float p0 = fast_exp2(fmaf(s[x * 4 + hf * 2], p.scale_log2, -muse));
-        const float p1 = fast_exp2(fmaf(s[x * 4 + hf * 2 + 1], p.scale_log2, -muse));
-        s[x * 4 + hf * 2] = p0, s[x * 4 + hf * 2 + 1] = p1;
-        rs += p0 + p1;
-      }
-      l[hf] = l[hf] * alpha[hf] + rs;
-    }
+    softmax_step<BC>(s, m, l, alpha, p.scale_log2);
     if constexpr (PIPE && !FIRST) {
       wgmma_wait<0>();  // P_prev V_prev done: O and pf are free
       reg_fence(o);
       reg_fence(pf);
     }
-    if constexpr (!FIRST) {
-#pragma unroll
-      for (int x = 0; x < NO; ++x) {
-        o[x * 4 + 0] *= alpha[0], o[x * 4 + 1] *= alpha[0];
-        o[x * 4 + 2] *= alpha[1], o[x * 4 + 3] *= alpha[1];
-      }
-    }
-#pragma unroll
-    for (int kk = 0; kk < BC / 16; ++kk) {
-      pf[kk][0] = pack_bf16(s[(2 * kk) * 4 + 0], s[(2 * kk) * 4 + 1]);
-      pf[kk][1] = pack_bf16(s[(2 * kk) * 4 + 2], s[(2 * kk) * 4 + 3]);
-      pf[kk][2] = pack_bf16(s[(2 * kk + 1) * 4 + 0], s[(2 * kk + 1) * 4 + 1]);
-      pf[kk][3] = pack_bf16(s[(2 * kk + 1) * 4 + 2], s[(2 * kk + 1) * 4 + 3]);
-    }
+    if constexpr (!FIRST) rescale_o<D>(o, alpha);
+    pack_p<BC>(s, pf);
 
     if constexpr (!PIPE) {
       // ---- O += P V
