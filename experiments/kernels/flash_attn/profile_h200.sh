@@ -36,8 +36,9 @@ for v in ${FWD_VARS//,/ }; do
   echo "ncu ours forward variant $v exit $?"; show "fwd_v$v"
 done
 [ "${CUDNN:-1}" = 1 ] || exit 0
-# cuDNN: its backward kernels run on autograd's thread (an NVTX range of the main thread misses them): by name
-timeout 200 $NCU -o "$OUT/cudnn" -k regex:"(?i)bprop|bwd|dgrad|backward" -c 2 python3 tools/cudnn_bwd_once.py "$S" \
+# cuDNN: its forward and backward kernels (the first launch of each, in the warm-up; the backward runs on
+# autograd's thread, so an NVTX range of the main thread would miss it): by name
+timeout 200 $NCU -o "$OUT/cudnn" -k regex:"(?i)sdpa.*(fprop|bprop)" -c 2 python3 tools/cudnn_bwd_once.py "$S" \
   > "$OUT/ncu_run_cudnn.log" 2>&1
 echo "ncu cudnn exit $?"; show cudnn
 grep -E "^  [a-zA-Z_].*\(|Duration|Compute \(SM\) Throughput|Memory Throughput|Registers Per|Shared Memory Config|Block Size|Grid Size" \
