@@ -811,7 +811,8 @@ TEST(PerfModel, LayoutRoundsChargeTheHostKernelsTileCosts) {
 // On shared cores a ring transfer is CPU work no compute hides
 // (host.ring_round_cpu_us + host.ring_round_cpu_ns_per_byte x bytes, from
 // `burst bench collective` kind ring): every received transfer of a pass adds
-// it to the rank's compute and time. Burst on zigzag, 4 ranks: the forward
+// its bytes' part, every round its fixed part once, to the rank's compute
+// and time. Burst on zigzag, 4 ranks: the forward
 // receives K,V (2 x 2048 x 512 elements of the cluster's element size) in 3
 // rounds. Stretched by the share; zero on the GPU clusters.
 TEST(PerfModel, RingTransfersOnSharedCoresCostCpu) {
@@ -825,7 +826,12 @@ TEST(PerfModel, RingTransfersOnSharedCoresCostCpu) {
   const double kv = 2 * 2048.0 * 512 * c.elem_bytes;
   EXPECT_NEAR(with.fwd.compute - base.fwd.compute, 3 * (1e-4 + 1e-10 * kv), 1e-12);
   EXPECT_GE(with.fwd.time - base.fwd.time, 3 * (1e-4 + 1e-10 * kv) - 1e-12);
-  EXPECT_GT(with.bwd.compute - base.bwd.compute, 3 * 1e-4);  // Q, dO, lse, D and the dQ partials
+  // Burst's backward: Q, dO (elements), lse, D (fp32) arrive for rounds 1-3
+  // and the dQ partials (fp32) 3 times, the last after the last compute: 4
+  // stretches between computes with receives, each paying the fixed part once,
+  // and the bytes of every transfer.
+  const double q = 2 * 2048.0 * 512 * c.elem_bytes + 2 * 2048.0 * 8 * 4, dq = 2048.0 * 512 * 4;
+  EXPECT_NEAR(with.bwd.compute - base.bwd.compute, 4 * 1e-4 + 3 * 1e-10 * (q + dq), 1e-12);
   EXPECT_DOUBLE_EQ(a800().ring_round_cpu + a800().ring_round_cpu_per_byte, 0);
   const std::string dir = std::string(BURST_FIXTURE_DIR), file = ::testing::TempDir() + "cpu_ring_cpu.toml";
   {

@@ -25,6 +25,7 @@ PassCost ring_pass(const RingPassSpec& s) {
   out.counts = parallel::count_transfers(prog);
   double now = 0, link_free[2] = {0, 0};
   std::vector<double> req_end(size_t(prog.requests), 0.0), recv_bytes(size_t(prog.requests), 0.0);
+  bool round_paid = false;  // the fixed part of a round's transfer CPU charged since the last Compute
   // Rank 0's neighbours run the same program in step, so a receive completes
   // when rank 0's own matching send (same kind, link, tag) last completed.
   std::map<std::tuple<int, int, int>, double> last_send;
@@ -50,10 +51,15 @@ PassCost ring_pass(const RingPassSpec& s) {
       }
       case RingOp::Wait: {
         now = std::max(now, req_end[size_t(op.req)]);
-        // On shared cores a transfer is CPU work no compute hides (zero on GPUs).
+        // On shared cores a transfer is CPU work no compute hides (zero on
+        // GPUs): its bytes, and once per round the fixed part (the wait's
+        // polling before it naps; a round's second transfer has arrived by
+        // then: the ring timers' wait CPU per round grows only by the bytes
+        // from one transfer per round to two).
         const double b = recv_bytes[size_t(op.req)];
         if (b > 0 && (s.round_cpu > 0 || s.round_cpu_per_byte > 0)) {
-          const double t = s.round_cpu + s.round_cpu_per_byte * b;
+          const double t = (round_paid ? 0.0 : s.round_cpu) + s.round_cpu_per_byte * b;
+          round_paid = true;
           now += t, out.compute += t;
         }
         break;
@@ -64,6 +70,7 @@ PassCost ring_pass(const RingPassSpec& s) {
         break;
       }
       case RingOp::Compute: {
+        round_paid = false;
         const double t = !s.t_by_round.empty() ? s.t_by_round[size_t(op.round)] : op.home ? s.t_home : s.t_round;
         now += t, out.compute += t;
         break;

@@ -135,8 +135,10 @@ struct Cluster {
   // kind `ring`: a rank's CPU time per ring round beyond the same compute
   // alone, send + receive of one chunk, as a + b bytes): on shared cores
   // the transfer is CPU work (posting, polling, MPI's shared-memory copies)
-  // that no compute hides; each received transfer of a ring pass adds it
-  // to the rank's compute (perf/attention.cpp, ring_pass). 0 on GPU
+  // that no compute hides; each received transfer of a ring pass adds its
+  // bytes' part, each round (the transfers completed between two computes)
+  // the fixed part once, to the rank's compute (perf/attention.cpp,
+  // ring_pass). 0 on GPU
   // clusters. CPU time: stretched by shared_by like the other host terms.
   double ring_round_cpu = 0, ring_round_cpu_per_byte = 0;  // s, s per byte
 
