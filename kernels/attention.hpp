@@ -139,6 +139,12 @@ template <class Mem = DeviceMem> struct AttnMask {
     switch (kind) {
       case MaskKind::None: return true;
       case MaskKind::Causal: return (j1 - 1) <= i0 + diag_offset;
+      case MaskKind::General: {  // the rule the performance model counts with (kernels/attention_tiles.hpp)
+        SpanBounds qb, kb;
+        for (long i = i0; i < i1; ++i) qb.add(q_pos(i), q_doc(i));
+        for (long j = j0; j < j1; ++j) kb.add(k_pos(j), k_doc(j));
+        return spans_all_see(qb, kb, is_causal, window, same_doc);
+      }
       default: break;
     }
     long qmin, qmax, kmin, kmax;

@@ -27,10 +27,14 @@ struct AttnTiles {
 // (a tile, or a whole block): their ranges.
 struct SpanBounds {
   bool any = false;  // any non-padding token
+  bool pad = false;  // any padding token
   long pmin = 0, pmax = 0;
   int dmin = 0, dmax = 0;
   BURST_TILES_HD void add(long p, int d) {
-    if (d < 0) return;  // padding
+    if (d < 0) {  // padding
+      pad = true;
+      return;
+    }
     if (!any) pmin = pmax = p, dmin = dmax = d, any = true;
     pmin = p < pmin ? p : pmin, pmax = p > pmax ? p : pmax, dmin = d < dmin ? d : dmin, dmax = d > dmax ? d : dmax;
   }
@@ -47,6 +51,21 @@ BURST_TILES_HD inline bool spans_may_see(const SpanBounds& q, const SpanBounds& 
   if (causal && k.pmin > q.pmax) return false;
   if (window > 0 && q.pmin - k.pmax >= window) return false;
   if (same_doc && (q.dmin > k.dmin ? q.dmin : k.dmin) > (q.dmax < k.dmax ? q.dmax : k.dmax)) return false;
+  return true;
+}
+
+// Does every query of span q see every key of span k under the same mask?
+// Exact from the ranges (no padding on either side; one document on both
+// under same_doc; every key at or before every query when causal; the
+// farthest pair inside the window). The kernels mask element by element
+// only the tiles this rejects among those spans_may_see lets through
+// (AttnMask::tile_all_visible, general mask), and the performance model
+// counts those partly visible tiles with it.
+BURST_TILES_HD inline bool spans_all_see(const SpanBounds& q, const SpanBounds& k, bool causal, long window, bool same_doc) {
+  if (!q.any || !k.any || q.pad || k.pad) return false;
+  if (same_doc && !(q.dmin == q.dmax && k.dmin == k.dmax && q.dmin == k.dmin)) return false;
+  if (causal && k.pmax > q.pmin) return false;
+  if (window > 0 && q.pmax - k.pmin >= window) return false;
   return true;
 }
 

@@ -71,6 +71,19 @@ def main():
                    f"all-to-all {A['a2a_local_s_per_byte'] * 1e9:.3f} ns, all-gather method {A['allgather_local_s_per_byte'] * 1e9:.3f} ns "
                    f"| `burst bench attention` comm-only (no math), 2 ranks, a size no experiment runs |")
                   if "a2a_local_s_per_byte" in A.keys() else "",
+                  (f"| the host kernel's tile costs, us per (tile, head), forward / backward | partly visible beyond a whole tile: "
+                   f"causal diagonal {A['tile_partial_causal_fwd_s'] * 1e6:.2f} / {A['tile_partial_causal_bwd_s'] * 1e6:.2f}, window edge "
+                   f"{A['tile_partial_window_fwd_s'] * 1e6:.2f} / {A['tile_partial_window_bwd_s'] * 1e6:.2f}, document boundary "
+                   f"{A['tile_partial_document_fwd_s'] * 1e6:.2f} / {A['tile_partial_document_bwd_s'] * 1e6:.2f}; skipped "
+                   f"{A['tile_skip_fwd_s'] * 1e6:.3f} / {A['tile_skip_bwd_s'] * 1e6:.3f}; general mask's checks "
+                   f"{A['tile_mask_fwd_s'] * 1e6:.3f} / {A['tile_mask_bwd_s'] * 1e6:.3f}; plain causal diagonal "
+                   f"{A['tile_causal_diag_fwd_s'] * 1e6:.2f} / {A['tile_causal_diag_bwd_s'] * 1e6:.2f}; per call "
+                   f"{A['tile_call_fwd_s'] * 1e6:.2f} / {A['tile_call_bwd_s'] * 1e6:.2f} | `burst bench attention --set "
+                   f"bench.tile_costs=true`, one rank, CPU clock |")
+                  if "tile_partial_causal_fwd_s" in A.keys() else "",
+                  (f"| a ring round's CPU on shared cores | {A['ring_round_cpu_s'] * 1e6:.1f} us + "
+                   f"{A['ring_round_cpu_s_per_byte'] * 1e9:.3f} ns per byte | `burst bench collective` kind ring, 4 ranks |")
+                  if "ring_round_cpu_s" in A.keys() else "",
                   (f"| load average at the end of the calibration | {A['load_average_at_end']} | os.getloadavg() |")
                   if "load_average_at_end" in A.keys() else "",
                   f"| cores shared by the ranks | {A['cores']} | os.cpu_count(); each run is predicted with the share of them it got "

@@ -733,3 +733,114 @@ TEST(PerfModel, AttentionRatePointsInterpolateInLogTokens) {
     EXPECT_NE(std::string(e.what()).find("differ in length (3 vs 2)"), std::string::npos) << e.what();
   }
 }
+
+// The host kernel's tile costs (host.tile_*_us, host.call_us,
+// host.call_row_ns: [forward, backward], from `burst bench attention --set
+// bench.tile_costs=true`): a call costs its fixed part, and per head its
+// rows, every computed tile's checks, the element mask of each partly
+// visible tile (by the rule of the run's mask) and each skipped tile's
+// bound. A one-token window on the contiguous layout: one round, the home
+// call of t = 2048 slots, 64 x 64 tiles of which the 64 diagonal ones are
+// partly visible and the rest skipped. Stretched by the share like every
+// host term; the analytic paths (and the GPU clusters) are unchanged.
+TEST(PerfModel, LayoutRoundsChargeTheHostKernelsTileCosts) {
+  const AttnProblem p{4, 8192.0, 8, 8, 64};
+  AttnConfig w;
+  w.method = "burst", w.layout = "contiguous", w.window = 1;
+  Cluster c = a800();
+  const AttnCost base = attention_cost(c, w, p);
+  auto set = [](Cluster::TileCosts& t, double k) {
+    t.mask = 1e-6 * k, t.partial_causal = 2e-6 * k, t.partial_window = 3e-6 * k, t.partial_document = 4e-6 * k;
+    t.skip = 5e-7 * k, t.call = 7e-5 * k, t.row = 2e-9 * k;
+  };
+  set(c.tile_fwd, 1.0), set(c.tile_bwd, 2.0);
+  const AttnCost with = attention_cost(c, w, p);
+  const double heads = 8, tiles = 64, skipped = 64 * 64 - 64, rows = 2 * 2048;
+  auto expect = [&](const Cluster::TileCosts& t, double partial) {
+    return t.call + heads * (tiles * t.mask + tiles * partial + skipped * t.skip + rows * t.row);
+  };
+  EXPECT_NEAR(with.fwd.compute - base.fwd.compute, expect(c.tile_fwd, c.tile_fwd.partial_window), 1e-12);
+  EXPECT_NEAR(with.bwd.compute - base.bwd.compute, expect(c.tile_bwd, c.tile_bwd.partial_window), 1e-12);
+  EXPECT_NEAR(with.fwd.time - base.fwd.time, expect(c.tile_fwd, c.tile_fwd.partial_window), 1e-12);
+  // The calibration's block sheds its diagonal's plain causal mask: t / 32
+  // tiles per head, from the block time that prices tile area.
+  Cluster diag = a800();
+  diag.tile_fwd.causal_diag = 1e-9;  // small beside the A800 block (1.9e-5 s): no clamp at 0
+  const double t = 2048, causal_area = t * t / 2 + t * 32 / 2, area = 64 * 32 * 32;
+  EXPECT_NEAR(attention_cost(diag, w, p).fwd.compute - base.fwd.compute, -area / causal_area * 64 * heads * 1e-9, 1e-15);
+  // The document mask (one document: causal) charges its partial tiles at the document cost.
+  AttnConfig doc;
+  doc.method = "burst", doc.layout = "contiguous", doc.document = true, doc.doc_lengths = {8192};
+  Cluster only_doc = a800(), only_win = a800();
+  only_doc.tile_fwd.partial_document = 1e-5, only_win.tile_fwd.partial_window = 1e-5;
+  EXPECT_GT(attention_cost(only_doc, doc, p).fwd.compute, attention_cost(a800(), doc, p).fwd.compute + 1e-4);
+  EXPECT_DOUBLE_EQ(attention_cost(only_win, doc, p).fwd.compute, attention_cost(a800(), doc, p).fwd.compute);
+  // The analytic paths do not use them.
+  AttnConfig zz;
+  zz.method = "burst";
+  EXPECT_DOUBLE_EQ(attention_cost(c, zz, p).fwd.time, attention_cost(a800(), zz, p).fwd.time);
+  // Read from the cluster file, stretched by the share: 2 cores over 4 ranks halve every rate.
+  const std::string dir = std::string(BURST_FIXTURE_DIR), file = ::testing::TempDir() + "cpu_tiles.toml";
+  {
+    std::ifstream in(dir + "/cpu_cluster_test.toml");
+    std::ofstream out(file);
+    out << in.rdbuf() << "\ntile_mask_us = [1, 2]\ntile_partial_causal_us = [3, 4]\ntile_partial_window_us = [5, 6]\n"
+        << "tile_partial_document_us = [7, 8]\ntile_skip_us = [0.5, 1]\ncall_us = [70, 140]\ncall_row_ns = [2, 4]\n"
+        << "tile_causal_diag_us = [1.5, 3]\n";
+  }
+  const Cluster h = load_cluster(file, default_data_dir());
+  EXPECT_DOUBLE_EQ(h.tile_fwd.partial_window, 5e-6);
+  EXPECT_DOUBLE_EQ(h.tile_bwd.row, 4e-9);
+  EXPECT_DOUBLE_EQ(h.tile_bwd.causal_diag, 3e-6);
+  EXPECT_DOUBLE_EQ(h.shared_by(4).tile_bwd.call, 140e-6 / (h.host_cores / 4));
+  const std::string bad = ::testing::TempDir() + "cpu_tiles_bad.toml";
+  {
+    std::ifstream in(dir + "/cpu_cluster_test.toml");
+    std::ofstream out(bad);
+    out << in.rdbuf() << "\ntile_skip_us = [1]\n";
+  }
+  try {
+    load_cluster(bad, default_data_dir());
+    FAIL() << "a tile cost that is not a [forward, backward] pair was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("must be [forward, backward]"), std::string::npos) << e.what();
+  }
+  EXPECT_FALSE(a800().tile_fwd.any());
+}
+
+// On shared cores a ring transfer is CPU work no compute hides
+// (host.ring_round_cpu_us + host.ring_round_cpu_ns_per_byte x bytes, from
+// `burst bench collective` kind ring): every received transfer of a pass adds
+// its bytes' part, every round its fixed part once, to the rank's compute
+// and time. Burst on zigzag, 4 ranks: the forward
+// receives K,V (2 x 2048 x 512 elements of the cluster's element size) in 3
+// rounds. Stretched by the share; zero on the GPU clusters.
+TEST(PerfModel, RingTransfersOnSharedCoresCostCpu) {
+  const AttnProblem p{4, 8192.0, 8, 8, 64};
+  AttnConfig b;
+  b.method = "burst";
+  Cluster c = a800();
+  const AttnCost base = attention_cost(c, b, p);
+  c.ring_round_cpu = 1e-4, c.ring_round_cpu_per_byte = 1e-10;
+  const AttnCost with = attention_cost(c, b, p);
+  const double kv = 2 * 2048.0 * 512 * c.elem_bytes;
+  EXPECT_NEAR(with.fwd.compute - base.fwd.compute, 3 * (1e-4 + 1e-10 * kv), 1e-12);
+  EXPECT_GE(with.fwd.time - base.fwd.time, 3 * (1e-4 + 1e-10 * kv) - 1e-12);
+  // Burst's backward: Q, dO (elements), lse, D (fp32) arrive for rounds 1-3
+  // and the dQ partials (fp32) 3 times, the last after the last compute: 4
+  // stretches between computes with receives, each paying the fixed part once,
+  // and the bytes of every transfer.
+  const double q = 2 * 2048.0 * 512 * c.elem_bytes + 2 * 2048.0 * 8 * 4, dq = 2048.0 * 512 * 4;
+  EXPECT_NEAR(with.bwd.compute - base.bwd.compute, 4 * 1e-4 + 3 * 1e-10 * (q + dq), 1e-12);
+  EXPECT_DOUBLE_EQ(a800().ring_round_cpu + a800().ring_round_cpu_per_byte, 0);
+  const std::string dir = std::string(BURST_FIXTURE_DIR), file = ::testing::TempDir() + "cpu_ring_cpu.toml";
+  {
+    std::ifstream in(dir + "/cpu_cluster_test.toml");
+    std::ofstream out(file);
+    out << in.rdbuf() << "\nring_round_cpu_us = 60\nring_round_cpu_ns_per_byte = 0.15\n";
+  }
+  const Cluster h = load_cluster(file, default_data_dir());
+  EXPECT_DOUBLE_EQ(h.ring_round_cpu, 60e-6);
+  EXPECT_DOUBLE_EQ(h.ring_round_cpu_per_byte, 0.15e-9);
+  EXPECT_DOUBLE_EQ(h.shared_by(4).ring_round_cpu, 60e-6 / (h.host_cores / 4));
+}

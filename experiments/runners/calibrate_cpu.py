@@ -19,6 +19,12 @@ microbenchmarks, measured now, before any experiment is compared:
 - every kernel timing above in CPU seconds of the benchmark's process
   (bench.clock = cpu): the cores are shared with other jobs;
 - MPI alpha-beta: `burst bench pingpong` between two ranks;
+- the host kernel's tile costs: `burst bench attention --set
+  bench.tile_costs=true` (one rank, CPU clock): per (tile, head) the general
+  mask's checks, the element mask of partly visible tiles (causal diagonal,
+  window edge, document boundary), skipped tiles, per call and per row;
+- a ring round's CPU on shared cores: `burst bench collective` kind ring at
+  4 ranks (CPU per round beyond the compute, as a + b bytes);
 - waits of collectives on shared cores: `burst bench collective` at
   P = 2, 4, 8 ranks (compute between the engine's collectives, against the
   compute alone); the wall time per collective beyond the compute, over
@@ -131,6 +137,97 @@ def collective_waits(d, alpha, beta):
         x, y = np.array(xs[w]), np.array(ys[w])
         tau[w] = max(0.0, float((x * y).sum() / (x * x).sum())) if (x * x).sum() > 0 else 0.0
     return tau, rows
+
+
+TILE_SEQ = 512      # bench attention tile costs: the block size (the sparse runs' 2048 / 4 ranks; the calls' tiles are 32 x 32)
+TILE_REPEATS = 9
+
+
+def tile_costs(d):
+    """The host kernel's costs beyond whole tiles' arithmetic, per (tile, head),
+    forward and backward: `burst bench attention --set bench.tile_costs=true`
+    (one rank, CPU clock; src/cli/bench_tiles.cpp), median of SAMPLES runs per
+    configuration. mask = a whole tile under the general position mask less one
+    without a mask (the per-tile bound and all-visible checks); partial_<kind>
+    = a partly visible tile of that mask less a whole one under the general mask
+    (the element mask); causal_diag = a diagonal tile of the plain causal mask
+    (the calibration's block) less an unmasked whole one; the all-skipped calls at s = TILE_SEQ/8 .. TILE_SEQ
+    (queries = keys = s) fitted as a + b s + c s^2: call = a, row = b / (2
+    heads) per (query + key row, head), skip = c * tile^2 / heads per skipped
+    (tile, head). Every constant >= 0 (a negative difference: 0, said in the log)."""
+    raw = {}
+    meta = {}
+    for i in range(SAMPLES):
+        h5 = os.path.join(d, f"tiles_s{i}.h5")
+        C.mpiexec(1, ["bench", "attention", "--set", "bench.tile_costs=true", "--set", f"bench.heads={HEADS}",
+                      "--set", f"bench.kv_heads={KVH}", "--set", f"bench.head_dim={D}", "--set", f"bench.repeats={TILE_REPEATS}",
+                      "--set", f"bench.seq=[{TILE_SEQ}]", "--output", h5], os.path.join(d, f"tiles_s{i}.log"))
+        with h5py.File(h5, "r") as f:
+            tile = int(f.attrs["tile_rows"])
+            for name, g in f["tiles"].items():
+                a = g.attrs
+                raw.setdefault(name, []).append((float(a["fwd_cpu_s"]), float(a["bwd_cpu_s"])))
+                meta[name] = dict(seq=int(a["seq"]), tiles=int(a["whole_tiles"] + a["partial_tiles"] + a["skipped_tiles"]),
+                                  whole=int(a["whole_tiles"]), partial=int(a["partial_tiles"]), skipped=int(a["skipped_tiles"]))
+    med = {k: (float(np.median([x[0] for x in v])), float(np.median([x[1] for x in v]))) for k, v in raw.items()}
+    sp = {k: (spread([x[0] for x in v]), spread([x[1] for x in v])) for k, v in raw.items()}
+    per_tile = {k: (med[k][0] / meta[k]["tiles"], med[k][1] / meta[k]["tiles"]) for k in med}
+    out = {}
+    for j, pas in enumerate(("fwd", "bwd")):
+        c = {}
+        c["mask"] = per_tile["general_whole"][j] - per_tile["none"][j]
+        for kind in ("causal", "window", "document"):
+            c["partial_" + kind] = per_tile["partial_" + kind][j] - per_tile["general_whole"][j]
+        ck, none = meta["causal_kind"], per_tile["none"][j]
+        c["causal_diag"] = (med["causal_kind"][j] - ck["whole"] * none) / ck["partial"] - none
+        skips = sorted((meta[k]["seq"], med[k][j]) for k in med if k.startswith("skip_"))
+        s_ = np.array([x[0] for x in skips], dtype=float)
+        t_ = np.array([x[1] for x in skips])
+        A = np.vstack([np.ones_like(s_), s_, s_ * s_]).T
+        (a, b, cc), *_ = np.linalg.lstsq(A, t_, rcond=None)
+        c["call"], c["row"], c["skip"] = float(a), float(b) / (2 * HEADS), float(cc) * tile * tile / HEADS
+        c["raw"] = {k: c[k] for k in c}
+        for k in list(c):
+            if k != "raw":
+                c[k] = max(0.0, float(c[k]))
+        out[pas] = c
+    out["per_tile"], out["median"], out["spread"], out["meta"] = per_tile, med, sp, meta
+    return out
+
+
+RING_RANKS = 4  # the sparse, attention and most training runs' rank count
+RING_CHUNKS = [65536, 262144, 524288, 1048576]  # bytes per transfer: the runs' K,V and Q,dO blocks span 0.1-1 MiB
+
+
+def ring_round_cpu(d):
+    """A rank's CPU time per ring round beyond its compute: `burst bench
+    collective` kind ring (send to the next rank, receive from the previous,
+    posted before a spin of compute and completed by wait_all_bounded after
+    it, as the ring executor) at RING_RANKS ranks sharing the cores, per
+    RING_CHUNKS chunk and 1 / 3 ms of compute: the CPU seconds per iteration
+    with the round less without it (extra_cpu_seconds), median of SAMPLES
+    runs per case, fitted as a + b bytes (least squares, each >= 0)."""
+    per_case = {}
+    for i in range(SAMPLES):
+        h5 = os.path.join(d, f"ring_round_np{RING_RANKS}_s{i}.h5")
+        C.mpiexec(RING_RANKS, ["bench", "collective", "--set", "bench.kinds=[\"ring\"]",
+                               "--set", f"bench.chunk_bytes={RING_CHUNKS}".replace(" ", ""), "--set", "bench.work_us=[1000,3000]",
+                               "--set", "bench.iterations=10", "--set", "bench.rounds=3", "--output", h5],
+                  os.path.join(d, f"ring_round_np{RING_RANKS}_s{i}.log"))
+        with h5py.File(h5, "r") as f:
+            g = f["collective/ring"]
+            for k, (chunk, x) in enumerate(zip(g["chunk_bytes"][:], g["extra_cpu_seconds"][:])):
+                per_case.setdefault(k, dict(chunk=float(chunk), cpu=[]))["cpu"].append(float(x))
+    xs = np.array([c["chunk"] for c in per_case.values()])
+    ys = np.array([float(np.median(c["cpu"])) for c in per_case.values()])
+    A = np.vstack([np.ones_like(xs), xs]).T
+    (a, b), *_ = np.linalg.lstsq(A, ys, rcond=None)
+    if b < 0:
+        a, b = float(np.mean(ys)), 0.0
+    elif a < 0:
+        a, b = 0.0, float(np.dot(xs, ys) / np.dot(xs, xs))
+    return dict(a=max(0.0, float(a)), b=max(0.0, float(b)), chunks=xs, cpu=ys,
+                spread=[spread(c["cpu"]) for c in per_case.values()], samples=[c["cpu"] for c in per_case.values()])
 
 
 LOCAL_SEQ = 3072  # bench attention comm-only at 2 ranks: a size no experiment runs (they run 1024, 2048, 4096)
@@ -361,6 +458,15 @@ def main():
             alphas.append(float(f.attrs["alpha_s"])), betas.append(float(f.attrs["beta_bytes_per_s"]))
     alpha, beta = float(np.median(alphas)), float(np.median(betas))
 
+    tiles = tile_costs(d)
+    tf_, tb_ = tiles["fwd"], tiles["bwd"]
+    tile_pair = lambda k, unit: f"[{tf_[k] * unit:.4g}, {tb_[k] * unit:.4g}]"  # noqa: E731
+    tile_note = ", ".join(f"{k} {tiles['median'][k][0] * 1e3:.2f} / {tiles['median'][k][1] * 1e3:.2f}"
+                          for k in ("none", "general_whole", "partial_causal", "partial_window", "partial_document"))
+    skip_note = ", ".join(f"{tiles['meta'][k]['seq']}: {tiles['median'][k][0] * 1e3:.3f} / {tiles['median'][k][1] * 1e3:.3f}"
+                          for k in sorted((k for k in tiles["median"] if k.startswith("skip_")), key=lambda k: tiles["meta"][k]["seq"]))
+    ring = ring_round_cpu(d)
+    ring_note = ", ".join(f"{int(x) // 1024} KiB {y * 1e3:.3f}" for x, y in zip(ring["chunks"], ring["cpu"]))
     tau, coll_rows = collective_waits(d, alpha, beta)
     local = collective_local_work(d, alpha, beta)
 
@@ -420,6 +526,18 @@ concurrency_efficiency = [{', '.join(f'{c["eff"]:.4f}' for c in conc)}]
 a2a_local_ns_per_byte = {local["ulysses"][0] * 1e9:.4g}   # measured: bench attention, 2 ranks, {LOCAL_SEQ} tokens, Ulysses comm-only (no math) {', '.join(f'{x * 1e3:.2f}' for x in local["ulysses"][2])} ms (spread {local["ulysses"][1]:.2f}) less alpha-beta, per byte of the tensors converted
 allgather_local_ns_per_byte = {local["allgather"][0] * 1e9:.4g}   # measured: the same, all-gather method comm-only {', '.join(f'{x * 1e3:.2f}' for x in local["allgather"][2])} ms (spread {local["allgather"][1]:.2f}), per byte of gathered K,V and dK,dV accumulators
 layer_overhead_ms = {layer_over * 1e3:.4g}    # measured: bench layer, one rank: intercept of the block's rest (CPU ms {rest_txt} at t = {LAYER_SEQ}; spreads {fmt_sp(sp["rest"])}) = a + b t + c t^2, c t^2 = {lay["rest_c"] * 1e12:.3g} ps t^2 in the attention rates
+# measured: bench attention --set bench.tile_costs=true ({HEADS}x{D}, s = {TILE_SEQ}, tiles 32 x 32, one rank, CPU clock), fwd / bwd CPU ms per call:
+# {tile_note}; all-skipped calls at s = {skip_note}
+tile_mask_us = {tile_pair("mask", 1e6)}               # per computed (tile, head): general whole less unmasked whole
+tile_partial_causal_us = {tile_pair("partial_causal", 1e6)}     # per partly visible (tile, head) beyond a whole one: the diagonal
+tile_partial_window_us = {tile_pair("partial_window", 1e6)}     # the window's edge
+tile_partial_document_us = {tile_pair("partial_document", 1e6)}   # a document boundary
+tile_skip_us = {tile_pair("skip", 1e6)}               # per skipped (tile, head): all-skipped calls a + b s + c s^2, c
+call_us = {tile_pair("call", 1e6)}                    # per call: a
+call_row_ns = {tile_pair("row", 1e9)}                # per (query + key row, head): b
+tile_causal_diag_us = {tile_pair("causal_diag", 1e6)}        # per diagonal (tile, head) of the plain causal mask beyond an unmasked whole one
+ring_round_cpu_us = {ring["a"] * 1e6:.4g}          # measured: bench collective ring, {RING_RANKS} ranks, CPU ms per round beyond the compute ({ring_note}; 1 and 3 ms of compute each) = a + b bytes
+ring_round_cpu_ns_per_byte = {ring["b"] * 1e9:.4g}
 step_overhead_ms = {step_a * 1e3:.4g}     # {note}
 step_overhead_us_per_token = {step_b * 1e6:.4g}
 """
@@ -512,6 +630,20 @@ step_overhead_us_per_token = {step_b * 1e6:.4g}
         f.attrs["mem_bandwidth_spread"] = bw_spread
         f["collective_excess_spread"] = np.array([r[8] for r in coll_rows])
         f["collective_excess_samples_s"] = np.array([r[9] for r in coll_rows])
+        for pas in ("fwd", "bwd"):
+            for k in ("mask", "partial_causal", "partial_window", "partial_document", "skip", "call", "row", "causal_diag"):
+                f.attrs[f"tile_{k}_{pas}_s"] = tiles[pas][k]
+                f.attrs[f"tile_{k}_{pas}_s_unclamped"] = tiles[pas]["raw"][k]
+        f["tile_configs"] = np.array(sorted(tiles["median"]), dtype=h5py.string_dtype())
+        f["tile_fwd_bwd_cpu_s"] = np.array([tiles["median"][k] for k in sorted(tiles["median"])])
+        f["tile_fwd_bwd_spread"] = np.array([tiles["spread"][k] for k in sorted(tiles["median"])])
+        f["tile_counts_whole_partial_skipped"] = np.array([[tiles["meta"][k][x] for x in ("whole", "partial", "skipped")]
+                                                          for k in sorted(tiles["median"])], dtype=float)
+        f.attrs["ring_round_cpu_s"] = ring["a"]
+        f.attrs["ring_round_cpu_s_per_byte"] = ring["b"]
+        f["ring_round_chunk_bytes"] = ring["chunks"]
+        f["ring_round_extra_cpu_s"] = ring["cpu"]
+        f["ring_round_extra_cpu_spread"] = np.array(ring["spread"])
         f.attrs["a2a_local_s_per_byte"] = local["ulysses"][0]
         f.attrs["allgather_local_s_per_byte"] = local["allgather"][0]
         f["local_work_comm_only_s_ulysses"] = np.array(local["ulysses"][2])
@@ -547,6 +679,12 @@ step_overhead_us_per_token = {step_b * 1e6:.4g}
     print(f"local work of the blocking collectives (bench attention comm-only, 2 ranks, {LOCAL_SEQ} tokens): Ulysses "
           f"{local['ulysses'][0] * 1e9:.3f} ns/byte (comm-only {', '.join(f'{x * 1e3:.2f}' for x in local['ulysses'][2])} ms), "
           f"all-gather {local['allgather'][0] * 1e9:.3f} ns/byte ({', '.join(f'{x * 1e3:.2f}' for x in local['allgather'][2])} ms)")
+    print("tile costs (bench attention tile_costs, per (tile, head), fwd / bwd us): " + ", ".join(
+        f"{k} {tf_[k] * 1e6:.3f} / {tb_[k] * 1e6:.3f}" for k in ("mask", "partial_causal", "partial_window", "partial_document", "skip", "call", "causal_diag"))
+        + f", row {tf_['row'] * 1e9:.2f} / {tb_['row'] * 1e9:.2f} ns (unclamped: "
+        + ", ".join(f"{k} {tf_['raw'][k] * 1e6:.3f} / {tb_['raw'][k] * 1e6:.3f}" for k in tf_["raw"]) + ")")
+    print(f"ring round CPU (bench collective ring, {RING_RANKS} ranks): {ring_note} ms -> {ring['a'] * 1e6:.1f} us + "
+          f"{ring['b'] * 1e9:.3f} ns/byte (spreads {fmt_sp(ring['spread'])})")
     print(f"wrote {cpath}, {kpath} ({time.time() - t_start:.0f} s)")
 
 

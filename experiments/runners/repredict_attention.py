@@ -4,11 +4,13 @@ given `burst` binary: each row's stored simulate arguments, the file's own
 cluster and calibration, the row's measured CPU share; the measurements are
 not rerun. For comparing two versions of the model on the same data.
 
-  repredict_attention.py experiments/results/exp_sparse.h5 build-host/burst [--host-cpu | --host-cores]
+  repredict_attention.py experiments/results/exp_sparse.h5 build-host/burst [--host-cpu | --host-cores] [--extra-host FILE]
 
 --host-cpu (default): the share is the CPU the run used (the runner's
 meaning since the i7-model branch); --host-cores: the cores it could use (a
-binary older than --host-cpu takes only this).
+binary older than --host-cpu takes only this). --extra-host FILE: lines
+appended to the stored cluster description's [host] table (its last one),
+e.g. tile costs measured after the experiment ran.
 """
 import json
 import os
@@ -20,12 +22,18 @@ import h5py
 
 
 def main():
-    exp, binary = sys.argv[1], sys.argv[2]
-    flag = sys.argv[3] if len(sys.argv) > 3 else "--host-cpu"
+    argv = list(sys.argv[1:])
+    extra = ""
+    if "--extra-host" in argv:
+        i = argv.index("--extra-host")
+        extra = open(argv[i + 1]).read()
+        del argv[i:i + 2]
+    exp, binary = argv[0], argv[1]
+    flag = argv[2] if len(argv) > 2 else "--host-cpu"
     d = tempfile.mkdtemp()
     with h5py.File(exp, "r") as f:
         c, k = os.path.join(d, "cluster.toml"), os.path.join(d, "calibration.toml")
-        open(c, "w").write(f.attrs["cluster_toml"])
+        open(c, "w").write(f.attrs["cluster_toml"] + "\n" + extra)
         open(k, "w").write(f.attrs["calibration_toml"])
         n = within = 0
         for name in sorted(f["runs"].keys()):

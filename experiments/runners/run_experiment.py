@@ -211,8 +211,6 @@ def run_attention(name, cfg, runs, out):
                     pass
                 elif mask == "full":
                     sargs += ["--mask", "full"]
-                elif mask == "window" and layout == "contiguous" and meth in ("ring", "burst", "loongtrain"):
-                    sargs += ["--mask", "window", "--window", str(win)]
                 elif meth in ("ring", "burst", "loongtrain"):
                     # any other layout / mask: the model costs the rounds from the engine's layout
                     sargs += ["--layout", layout]

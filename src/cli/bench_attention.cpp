@@ -42,6 +42,9 @@ static ConfigSchema bench_attention_schema() {
       .integer("bench.documents", 4, 1, 1 << 16, "methods, document mask/layout: documents of log-uniform lengths")
       .integer("bench.hp", 0, 0, 1 << 16, "usp: head-parallel size (0: ranks per node)")
       .integer("bench.inner", 0, 0, 1 << 16, "loongtrain: ranks per inner ring (0: ranks per node)")
+      .boolean("bench.tile_costs", false,
+               "one rank: the kernel's cost per tile by kind (whole, partly visible under each mask, skipped) and of "
+               "all-skipped calls, CPU clock, at the block size bench.seq[0] (bench_tiles.cpp)")
       .integer("bench.warmup", 1, 0, 1000, "methods: untimed runs before the repeats")
       .string("bench.dtype", "float", {"float", "double", "bf16"},
               "methods: element type (bf16: bf16 storage, fp32 accumulation and lse, partials per bench.partial; on "
@@ -66,6 +69,7 @@ int cmd_bench_attention(Runtime& rt, const BenchGemmOptions& opt) {
   ConfigSchema schema = bench_attention_schema();
   const Config cfg = schema.load(opt.config, opt.sets);
   if (!cfg.get_string_list("bench.methods").empty()) return bench_attention_methods(rt, cfg, opt.output);
+  if (cfg.get_bool("bench.tile_costs")) return bench_attention_tiles(rt, cfg, opt.output);
   using Mem = DeviceMem;
   const long n = cfg.get_int("bench.heads"), nkv = cfg.get_int("bench.kv_heads"), d = cfg.get_int("bench.head_dim");
   const bool causal = cfg.get_bool("bench.causal");

@@ -111,13 +111,14 @@ int cmd_bench_collective(Runtime& rt, const BenchGemmOptions& opt) {
   MPI_Comm_free(&group_comm);
 
   std::vector<std::string> kind_col;
-  std::vector<double> rounds_col, chunk_col, work_col, t_coll_col, t_none_col, share_col, share_none_col, excess_col, wait_col;
+  std::vector<double> rounds_col, chunk_col, work_col, t_coll_col, t_none_col, share_col, share_none_col, excess_col, wait_col,
+      extra_cpu_col;
   if (me == 0)
     std::printf("collectives over groups of %d of %d ranks (the engine's calls), %d back to back after each compute, %d x %d "
                 "iterations per case (excess, in-coll: per iteration):\n"
-                "  %-14s %9s %9s %10s %10s %7s %7s %10s %10s %6s\n",
+                "  %-14s %9s %9s %10s %10s %7s %7s %10s %10s %6s %9s\n",
                 G, P, calls, rounds, iters, "kind", "chunk B", "work ms", "t_none ms", "t_coll ms", "s_none", "s_coll", "excess ms",
-                "in-coll ms", "rounds");
+                "in-coll ms", "rounds", "+CPU ms");
   for (const std::string& kind : cfg.get_string_list("bench.kinds")) {
     for (std::int64_t chunk : cfg.get_int_list("bench.chunk_bytes")) {
       for (std::int64_t work_us : cfg.get_int_list("bench.work_us")) {
@@ -179,6 +180,9 @@ int cmd_bench_collective(Runtime& rt, const BenchGemmOptions& opt) {
         const double w_cpu = allreduce_sum(none.cpu, rt.world(), "bench collective: work") / P / n;  // CPU s of compute per iteration
         const double waited = allreduce_sum(in_coll, rt.world(), "bench collective: wait") / P / n;
         const double excess = wall_coll - w_cpu / s_coll;
+        // CPU seconds a rank spends per iteration on the collective itself
+        // (posting, polling, MPI's copies), beyond the same compute alone.
+        const double extra_cpu = allreduce_sum(coll.cpu - none.cpu, rt.world(), "bench collective: extra CPU") / P / n;
         // Dependent rounds of MPICH's algorithm for this size, as the model
         // counts them (the napping all-reduce: one wait per call).
         using K = perf::Collective;
@@ -190,9 +194,11 @@ int cmd_bench_collective(Runtime& rt, const BenchGemmOptions& opt) {
         kind_col.push_back(kind), chunk_col.push_back(double(chunk)), work_col.push_back(w_cpu);
         t_coll_col.push_back(wall_coll), t_none_col.push_back(wall_none), share_col.push_back(s_coll);
         share_none_col.push_back(s_none), excess_col.push_back(excess), wait_col.push_back(waited);
+        extra_cpu_col.push_back(extra_cpu);
         if (me == 0)
-          std::printf("  %-14s %9lld %9.2f %10.3f %10.3f %7.3f %7.3f %10.3f %10.3f %6.0f\n", kind.c_str(), static_cast<long long>(chunk),
-                      w_cpu * 1e3, wall_none * 1e3, wall_coll * 1e3, s_none, s_coll, excess * 1e3, waited * 1e3, rounds);
+          std::printf("  %-14s %9lld %9.2f %10.3f %10.3f %7.3f %7.3f %10.3f %10.3f %6.0f %9.3f\n", kind.c_str(),
+                      static_cast<long long>(chunk), w_cpu * 1e3, wall_none * 1e3, wall_coll * 1e3, s_none, s_coll, excess * 1e3,
+                      waited * 1e3, rounds, extra_cpu * 1e3);
       }
     }
   }
@@ -217,6 +223,7 @@ int cmd_bench_collective(Runtime& rt, const BenchGemmOptions& opt) {
       f.write(g + "cpu_share_none", pick(share_none_col));
       f.write(g + "excess_seconds", pick(excess_col));
       f.write(g + "in_collective_seconds", pick(wait_col));
+      f.write(g + "extra_cpu_seconds", pick(extra_cpu_col));
     }
     f.set_attr("/", "benchmark", std::string("collective"));
     f.set_attr("/", "ranks", std::int64_t(P));

@@ -29,6 +29,8 @@ int cmd_bench_layer(Runtime& rt, const BenchGemmOptions& opt);
 int cmd_bench_step(Runtime& rt, const BenchGemmOptions& opt);
 // Its distributed part (bench.methods given): bench_attention_dist.cpp.
 int bench_attention_methods(Runtime& rt, const Config& cfg, const std::string& output);
+// Its tile-cost part (bench.tile_costs = true): bench_tiles.cpp.
+int bench_attention_tiles(Runtime& rt, const Config& cfg, const std::string& output);
 // MPI alpha-beta between ranks 0 and 1 (--config, --set, --output).
 int cmd_bench_pingpong(Runtime& rt, const BenchGemmOptions& opt);
 // Blocking collectives between compute on shared cores: the wait per collective (--config, --set, --output).

@@ -8,6 +8,8 @@
 #include "parallel/schedule.hpp"
 
 #include <array>
+#include <chrono>
+#include <ctime>
 #include <vector>
 
 namespace burst::parallel {
@@ -26,13 +28,36 @@ struct RingTrace {
   long mismatches = 0;
 };
 
+// Per-round timers of a rank's ring programs (debug option: the
+// environment variable BURST_RING_TIMERS; off by default, and then the
+// executor reads no clock). Seconds summed over every run of the program,
+// indexed by the round of the last Compute op before the op (0 before the
+// first): compute (the client's math: kernels, merges), wait (Wait ops: the
+// wall time blocked in a transfer's completion), wait_cpu (this thread's
+// CPU time during those waits: polling, progress, the receive's staging
+// copy), other (posting sends and receives, copies, adds, delivers).
+struct RingTimes {
+  std::vector<double> compute, wait, wait_cpu, other;
+  long runs = 0;
+  void add(std::vector<double>& v, int round, double s) {
+    if (v.size() <= size_t(round)) v.resize(size_t(round) + 1, 0.0);
+    v[size_t(round)] += s;
+  }
+};
+
+inline double ring_thread_cpu_s() {
+  timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return double(ts.tv_sec) + 1e-9 * double(ts.tv_nsec);
+}
+
 struct RingLinks {
   Communicator* intra = nullptr;  // the L ranks of the node (the whole group on a flat ring)
   Communicator* inter = nullptr;  // the N ranks with the same local index
 };
 
 inline void run_ring_program(const RingProgram& prog, const RingLinks& links, bool mirror, std::vector<Packet>& read,
-                             std::vector<Packet>& partial, RingClient& client, RingTrace* trace) {
+                             std::vector<Packet>& partial, RingClient& client, RingTrace* trace, RingTimes* times = nullptr) {
   const int N = prog.geometry.nodes, L = prog.geometry.local, W = N * L;
   auto peer = [&](const RingOp& op) {
     if (!mirror) return op.peer;
@@ -41,7 +66,17 @@ inline void run_ring_program(const RingProgram& prog, const RingLinks& links, bo
   auto block = [&](int b) { return mirror ? W - 1 - b : b; };
   std::vector<Request> reqs(size_t(prog.requests));
   auto buf = [&](const RingOp& op, int i) -> Packet& { return op.buf_kind == BufKind::Read ? read[size_t(i)] : partial[size_t(i)]; };
+  using clock = std::chrono::steady_clock;
+  int round = 0;
+  clock::time_point t0;
+  double c0 = 0;
+  if (times) times->runs++;
   for (const RingOp& op : prog.ops) {
+    if (times) {
+      if (op.kind == RingOp::Compute) round = op.round;
+      if (op.kind == RingOp::Wait) c0 = ring_thread_cpu_s();
+      t0 = clock::now();
+    }
     switch (op.kind) {
       case RingOp::Send:
       case RingOp::Recv: {
@@ -79,6 +114,12 @@ inline void run_ring_program(const RingProgram& prog, const RingLinks& links, bo
         client.deliver(p);
         break;
       }
+    }
+    if (times) {
+      const double dt = std::chrono::duration<double>(clock::now() - t0).count();
+      if (op.kind == RingOp::Compute) times->add(times->compute, round, dt);
+      else if (op.kind == RingOp::Wait) times->add(times->wait, round, dt), times->add(times->wait_cpu, round, ring_thread_cpu_s() - c0);
+      else times->add(times->other, round, dt);
     }
   }
 }

@@ -2,6 +2,8 @@
 
 #include "kernels/attention.hpp"
 
+#include <cstdio>
+#include <cstdlib>
 #include <sstream>
 
 namespace burst::parallel::impl {
@@ -44,6 +46,9 @@ RingFamily<T>::RingFamily(const RingConfig& cfg, const SeqLayout& base, const Ma
   }
   plan(fwd_, false, false);
   plan(bwd_, true, !cfg_.kv_backward);
+  const char* tm = std::getenv("BURST_RING_TIMERS");
+  timers_ = tm != nullptr && *tm != '\0' && std::string(tm) != "0";
+  backend_ = group.backend();
   const long s = base.local, tr = base.travel;
   ob_ = AV3(Kokkos::view_alloc(Kokkos::WithoutInitializing, "work/attn_ob"), size_t(s), size_t(n_), size_t(d_));
   lseb_ = AV2(Kokkos::view_alloc(Kokkos::WithoutInitializing, "work/attn_lseb"), size_t(s), size_t(n_));
@@ -60,6 +65,27 @@ RingFamily<T>::RingFamily(const RingConfig& cfg, const SeqLayout& base, const Ma
   } else {
     allocate(bwd_, {qd * sizeof(T), qd * sizeof(T), rows * sizeof(Acc), rows * sizeof(Acc)}, {qd * W});
     if (cfg_.partial_bf16) tmp_a_ = AV3("work/attn_dq_tmp", size_t(tr), size_t(n_), size_t(d_));
+  }
+}
+
+// BURST_RING_TIMERS: one line per pass and rank, per round and run (ms):
+// compute / wait (wall) / wait's CPU / other.
+template <class T> RingFamily<T>::~RingFamily() {
+  if (!timers_) return;
+  for (const auto* p : {&fwd_, &bwd_}) {
+    const RingTimes& t = p->times;
+    if (t.runs == 0) continue;
+    std::ostringstream os;
+    os << "ring timers " << cfg_.name << (cfg_.comm_only ? " comm-only" : "") << " " << backend_ << " rank " << me_ << " "
+       << (p == &fwd_ ? "fwd" : "bwd") << " runs " << t.runs << " ms/run by round (compute wait wait_cpu other):";
+    const size_t R = std::max({t.compute.size(), t.wait.size(), t.other.size()});
+    auto at = [&](const std::vector<double>& v, size_t i) { return i < v.size() ? v[i] * 1e3 / double(t.runs) : 0.0; };
+    char buf[160];
+    for (size_t i = 0; i < R; ++i) {
+      std::snprintf(buf, sizeof buf, " [%zu] %.3f %.3f %.3f %.3f", i, at(t.compute, i), at(t.wait, i), at(t.wait_cpu, i), at(t.other, i));
+      os << buf;
+    }
+    std::fprintf(stderr, "%s\n", os.str().c_str());
   }
 }
 
@@ -249,14 +275,15 @@ template <class T> void RingFamily<T>::forward(int, CV3 q, CV3 k, CV3 v, AV3 o, 
   own.set_origin(me_);
   if (cfg_.comm_only) {
     CommOnlyClient c;
-    run_ring_program(fwd_.program, {intra_.get(), inter_.get()}, fwd_.mirror, fwd_.read, fwd_.partial, c, nullptr);
+    run_ring_program(fwd_.program, {intra_.get(), inter_.get()}, fwd_.mirror, fwd_.read, fwd_.partial, c, nullptr,
+                     timers_ ? &fwd_.times : nullptr);
     return;
   }
   ForwardClient<T> c(meta_);
   c.q = q, c.k = k, c.v = v, c.o = o, c.lse = lse, c.ob = ob_, c.lseb = lseb_, c.scale = scale_, c.me = me_, c.nkv = nkv_,
   c.d = d_;
   run_ring_program(fwd_.program, {intra_.get(), inter_.get()}, fwd_.mirror, fwd_.read, fwd_.partial, c,
-                   cfg_.trace ? &this->trace_ : nullptr);
+                   cfg_.trace ? &this->trace_ : nullptr, timers_ ? &fwd_.times : nullptr);
 }
 
 template <class T>
@@ -269,7 +296,7 @@ void RingFamily<T>::backward(int, CV3 q, CV3 k, CV3 v, CAV3 o, CAV2 lse, CV3 dou
     CommOnlyClient none;
     RingClient& c = cfg_.comm_only ? static_cast<RingClient&>(none) : client;
     run_ring_program(bwd_.program, {intra_.get(), inter_.get()}, bwd_.mirror, bwd_.read, bwd_.partial, c,
-                     cfg_.trace && !cfg_.comm_only ? &this->trace_ : nullptr);
+                     cfg_.trace && !cfg_.comm_only ? &this->trace_ : nullptr, timers_ ? &bwd_.times : nullptr);
   };
   if (cfg_.kv_backward) {
     Kokkos::deep_copy(own.field3<T>(0, size_t(tr), size_t(nkv_), size_t(d_)), leading_rows(k, tr));

@@ -24,7 +24,8 @@ PassCost ring_pass(const RingPassSpec& s) {
   PassCost out;
   out.counts = parallel::count_transfers(prog);
   double now = 0, link_free[2] = {0, 0};
-  std::vector<double> req_end(size_t(prog.requests), 0.0);
+  std::vector<double> req_end(size_t(prog.requests), 0.0), recv_bytes(size_t(prog.requests), 0.0);
+  bool round_paid = false;  // the fixed part of a round's transfer CPU charged since the last Compute
   // Rank 0's neighbours run the same program in step, so a receive completes
   // when rank 0's own matching send (same kind, link, tag) last completed.
   std::map<std::tuple<int, int, int>, double> last_send;
@@ -37,6 +38,7 @@ PassCost ring_pass(const RingPassSpec& s) {
         const double b = bytes_of(op.buf_kind), start = std::max(now, link_free[li]), end = start + link.time(b);
         link_free[li] = end;
         req_end[size_t(op.req)] = end;
+        recv_bytes[size_t(op.req)] = 0;
         last_send[{int(op.buf_kind), li, op.tag}] = end;
         (li ? out.bytes_inter : out.bytes_intra) += b;
         break;
@@ -44,15 +46,31 @@ PassCost ring_pass(const RingPassSpec& s) {
       case RingOp::Recv: {
         auto it = last_send.find({int(op.buf_kind), li, op.tag});
         req_end[size_t(op.req)] = it == last_send.end() ? now : it->second;
+        recv_bytes[size_t(op.req)] = bytes_of(op.buf_kind);
         break;
       }
-      case RingOp::Wait: now = std::max(now, req_end[size_t(op.req)]); break;
+      case RingOp::Wait: {
+        now = std::max(now, req_end[size_t(op.req)]);
+        // On shared cores a transfer is CPU work no compute hides (zero on
+        // GPUs): its bytes, and once per round the fixed part (the wait's
+        // polling before it naps; a round's second transfer has arrived by
+        // then: the ring timers' wait CPU per round grows only by the bytes
+        // from one transfer per round to two).
+        const double b = recv_bytes[size_t(op.req)];
+        if (b > 0 && (s.round_cpu > 0 || s.round_cpu_per_byte > 0)) {
+          const double t = (round_paid ? 0.0 : s.round_cpu) + s.round_cpu_per_byte * b;
+          round_paid = true;
+          now += t, out.compute += t;
+        }
+        break;
+      }
       case RingOp::Copy: {
         const double t = 2 * bytes_of(op.buf_kind) / s.hbm_bw;
         now += t, out.compute += t;
         break;
       }
       case RingOp::Compute: {
+        round_paid = false;
         const double t = !s.t_by_round.empty() ? s.t_by_round[size_t(op.round)] : op.home ? s.t_home : s.t_round;
         now += t, out.compute += t;
         break;
@@ -114,6 +132,11 @@ int nodes_spanned(const std::vector<int>& world, int G) {
 struct BlockWork {
   bool called = false;
   double area = 0;
+  // The call's tiles by kind (kernels/attention_host.hpp: whole tiles run
+  // without the element mask, partly visible ones with it, skipped ones
+  // only have their bound checked) and its rows: what the host kernel pays
+  // beyond the area's arithmetic (Cluster::TileCosts). Per head.
+  double whole = 0, partial = 0, skipped = 0, rows = 0;
 };
 struct LayoutWork {
   // [rank][visiting block]. fwd: the rank's queries (all slots) against the
@@ -124,7 +147,20 @@ struct LayoutWork {
   // The same tiling on one causal block of `local` tokens: the calibration's
   // kernel call (the attention rate is per causal pair of such a block).
   double causal_area = 0;
+  parallel::MaskType type = parallel::MaskType::Causal;  // which rule cuts the partly visible tiles
 };
+
+// What a host kernel call costs beyond its tiles' arithmetic (the cluster's
+// tile costs, zero on GPU clusters): every computed tile's checks, the
+// element mask of the partly visible ones, the skipped tiles' bound checks,
+// the call itself and its rows' loads and stores; per head of the call.
+double tile_overhead(const Cluster::TileCosts& tc, const BlockWork& w, parallel::MaskType type, double heads) {
+  if (!w.called) return 0.0;
+  const double part = type == parallel::MaskType::Window     ? tc.partial_window
+                      : type == parallel::MaskType::Document ? tc.partial_document
+                                                             : tc.partial_causal;
+  return tc.call + heads * ((w.whole + w.partial) * tc.mask + w.partial * part + w.skipped * tc.skip + w.rows * tc.row);
+}
 
 // One ring over `members` (world ranks, ring order) with t tokens per rank
 // and nh/nkvh heads: forward and backward passes, and the buffers alive.
@@ -163,15 +199,25 @@ std::vector<kernels::SpanBounds> tile_bounds(const std::vector<long>& pos, const
   return b;
 }
 
+BlockWork computed_work(const std::vector<kernels::SpanBounds>& qt, long nq, const std::vector<kernels::SpanBounds>& kt, long nk,
+                        bool causal, long window, bool same_doc) {
+  const kernels::AttnTiles tiles;
+  BlockWork w;
+  w.called = true, w.rows = double(nq + nk);
+  for (size_t i = 0; i < qt.size(); ++i)
+    for (size_t j = 0; j < kt.size(); ++j) {
+      if (!kernels::spans_may_see(qt[i], kt[j], causal, window, same_doc)) {
+        w.skipped += 1;
+        continue;
+      }
+      (kernels::spans_all_see(qt[i], kt[j], causal, window, same_doc) ? w.whole : w.partial) += 1;
+      w.area += double(std::min(tiles.br, nq - long(i) * tiles.br)) * double(std::min(tiles.bc, nk - long(j) * tiles.bc));
+    }
+  return w;
+}
 double computed_area(const std::vector<kernels::SpanBounds>& qt, long nq, const std::vector<kernels::SpanBounds>& kt, long nk,
                      bool causal, long window, bool same_doc) {
-  const kernels::AttnTiles tiles;
-  double a = 0;
-  for (size_t i = 0; i < qt.size(); ++i)
-    for (size_t j = 0; j < kt.size(); ++j)
-      if (kernels::spans_may_see(qt[i], kt[j], causal, window, same_doc))
-        a += double(std::min(tiles.br, nq - long(i) * tiles.br)) * double(std::min(tiles.bc, nk - long(j) * tiles.bc));
-  return a;
+  return computed_work(qt, nq, kt, nk, causal, window, same_doc).area;
 }
 
 LayoutWork layout_work(const parallel::SeqLayout& L, parallel::MaskType type, long window) {
@@ -193,6 +239,7 @@ LayoutWork layout_work(const parallel::SeqLayout& L, parallel::MaskType type, lo
     tr.push_back(L.travel > 0 ? tile_bounds(pos, doc, off, L.travel, L.travel).at(0) : kernels::SpanBounds{});
   }
   LayoutWork out;
+  out.type = type;
   out.fwd.assign(size_t(P), std::vector<BlockWork>(size_t(P)));
   out.qtravel = out.fwd;
   for (int r = 0; r < P; ++r)
@@ -200,14 +247,13 @@ LayoutWork layout_work(const parallel::SeqLayout& L, parallel::MaskType type, lo
       BlockWork& f = out.fwd[size_t(r)][size_t(b)];
       BlockWork& q = out.qtravel[size_t(r)][size_t(b)];
       if (r == b) {
-        f.called = q.called = true;
-        f.area = q.area = computed_area(q_all[size_t(r)], L.local, k_all[size_t(r)], L.local, causal, w, same_doc);
+        f = q = computed_work(q_all[size_t(r)], L.local, k_all[size_t(r)], L.local, causal, w, same_doc);
         continue;
       }
-      f.called = kernels::spans_may_see(all[size_t(r)], tr[size_t(b)], causal, w, same_doc);
-      if (f.called) f.area = computed_area(q_all[size_t(r)], L.local, k_tr[size_t(b)], L.travel, causal, w, same_doc);
-      q.called = kernels::spans_may_see(tr[size_t(b)], all[size_t(r)], causal, w, same_doc);
-      if (q.called) q.area = computed_area(q_tr[size_t(b)], L.travel, k_all[size_t(r)], L.local, causal, w, same_doc);
+      if (kernels::spans_may_see(all[size_t(r)], tr[size_t(b)], causal, w, same_doc))
+        f = computed_work(q_all[size_t(r)], L.local, k_tr[size_t(b)], L.travel, causal, w, same_doc);
+      if (kernels::spans_may_see(tr[size_t(b)], all[size_t(r)], causal, w, same_doc))
+        q = computed_work(q_tr[size_t(b)], L.travel, k_all[size_t(r)], L.local, causal, w, same_doc);
     }
   std::vector<long> cpos(size_t(L.local));
   for (long i = 0; i < L.local; ++i) cpos[size_t(i)] = i;
@@ -270,6 +316,7 @@ RingResult ring_cost(const Cluster& c, const RingSetup& r) {
 
   RingPassSpec f;
   f.g = g, f.rounds = P, f.partial = false, f.hbm_bw = c.hbm_bw, f.intra = intra, f.inter = inter;
+  f.round_cpu = c.ring_round_cpu, f.round_cpu_per_byte = c.ring_round_cpu_per_byte;
   // Sliding window on the contiguous layout: a flat ring stops after the last
   // round anyone sees anything; a double ring runs every round, computing
   // only visible blocks. A round costs what its busiest rank computes.
@@ -280,15 +327,23 @@ RingResult ring_cost(const Cluster& c, const RingSetup& r) {
     // (per causal pair, t^2 / 2 of them, while its kernel computes
     // causal_area of tile area): per tile area (t^2 / 2) / causal_area of a
     // pair's time. A forward round that calls the kernel also merges.
+    // On a host with tile costs, the calibration's block first sheds its
+    // diagonal tiles' element mask (TileCosts::causal_diag; t / tile of them
+    // per head), so that tile area prices whole tiles only; every call then
+    // adds what its own tiles cost beyond that (tile_overhead).
     const double share = c.host_cores > 0 ? std::min(1.0, c.host_cores / double(P)) : 1.0;
-    const double per_area = (t * t / 2) / r.work.causal_area;
+    const double diag_tiles = std::ceil(t / double(kernels::AttnTiles{}.br)) * double(r.nh);
+    const double block_fwd = std::max(0.0, 4 * (t * t / 2) * nd / c.attn_rate_fwd(t) - diag_tiles * c.tile_fwd.causal_diag);
+    const double block_bwd = std::max(0.0, 2.5 * 4 * (t * t / 2) * nd / c.attn_rate_bwd(t) - diag_tiles * c.tile_bwd.causal_diag);
     fwd_times = ring_round_times(r.work.fwd, g, share, c.host_cpu_used, [&](int q, int b, int k) {
       const BlockWork& w = r.work.fwd[size_t(q)][size_t(b)];
-      return 4 * w.area * per_area * nd / c.attn_rate_fwd(t) + (k > 0 && w.called ? merge : 0.0);
+      return w.area / r.work.causal_area * block_fwd + (k > 0 && w.called ? merge : 0.0) +
+             tile_overhead(c.tile_fwd, w, r.work.type, double(r.nh));
     });
     const auto& bw = r.kv_backward ? r.work.fwd : r.work.qtravel;
     bwd_times = ring_round_times(bw, g, share, c.host_cpu_used, [&](int q, int b, int) {
-      return 2.5 * 4 * bw[size_t(q)][size_t(b)].area * per_area * nd / c.attn_rate_bwd(t);
+      const BlockWork& w = bw[size_t(q)][size_t(b)];
+      return w.area / r.work.causal_area * block_bwd + tile_overhead(c.tile_bwd, w, r.work.type, double(r.nh));
     });
     f.rounds = int(fwd_times.size());
   } else if (r.window > 0) {
@@ -300,7 +355,8 @@ RingResult ring_cost(const Cluster& c, const RingSetup& r) {
     }
   }
   const double tr = r.travel > 0 ? r.travel : t;  // slots that travel (the document layout keeps some home)
-  f.read_bytes = 2 * tr * kvd * 2;
+  const double e = c.elem_bytes;  // the engine's element (bf16 on GPUs; float on the host build)
+  f.read_bytes = 2 * tr * kvd * e;
   f.t_home = f_fwd / c.attn_rate_fwd(t);
   f.t_round = f.t_home + merge;
   f.t_by_round = fwd_times;
@@ -314,10 +370,10 @@ RingResult ring_cost(const Cluster& c, const RingSetup& r) {
   if (r.from_layout) b.rounds = int(bwd_times.size());
   for (double a : round_area) b.t_by_round.push_back(2.5 * 4 * a * nd / c.attn_rate_bwd(t));
   if (r.kv_backward) {
-    b.read_bytes = 2 * tr * kvd * 2;
+    b.read_bytes = 2 * tr * kvd * e;
     b.partial_bytes = 2 * tr * kvd * pb;
   } else {
-    b.read_bytes = 2 * tr * nd * 2 + 2 * tr * double(r.nh) * 4;
+    b.read_bytes = 2 * tr * nd * e + 2 * tr * double(r.nh) * 4;
     b.partial_bytes = tr * nd * pb;
   }
   // `half`: first-half queries against first-half keys, K,V of half size.

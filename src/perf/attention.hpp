@@ -110,6 +110,9 @@ struct RingPassSpec {
   std::vector<double> t_by_round;  // if not empty: compute of round r (masks that vary by round)
   double hbm_bw = 0;               // copies and partial adds
   Link intra, inter;
+  // CPU hosts: the rank's CPU time per received transfer (Cluster::ring_round_cpu
+  // + ring_round_cpu_per_byte x bytes), charged as compute at its Wait.
+  double round_cpu = 0, round_cpu_per_byte = 0;
 };
 PassCost ring_pass(const RingPassSpec& s);
 

@@ -54,6 +54,11 @@ Cluster Cluster::shared_by(int P) const {
     for (double& r : c.attn_pts_rate) r *= f;
     c.layer_overhead /= f, c.step_overhead /= f, c.step_overhead_per_token /= f;
     c.a2a_local /= f, c.allgather_local /= f;
+    c.ring_round_cpu /= f, c.ring_round_cpu_per_byte /= f;
+    for (TileCosts* t : {&c.tile_fwd, &c.tile_bwd})
+      for (double* x :
+           {&t->mask, &t->partial_causal, &t->partial_window, &t->partial_document, &t->skip, &t->call, &t->row, &t->causal_diag})
+        *x /= f;
   }
   return c;
 }
@@ -148,6 +153,9 @@ Cluster load_cluster(const std::string& name_or_path, const std::string& dir) {
   if (t.at_path("host.a2a_local_ns_per_byte")) c.a2a_local = num(t, "host.a2a_local_ns_per_byte", file, 0, 1e6) * 1e-9;
   if (t.at_path("host.allgather_local_ns_per_byte"))
     c.allgather_local = num(t, "host.allgather_local_ns_per_byte", file, 0, 1e6) * 1e-9;
+  if (t.at_path("host.ring_round_cpu_us")) c.ring_round_cpu = num(t, "host.ring_round_cpu_us", file, 0, 1e6) * 1e-6;
+  if (t.at_path("host.ring_round_cpu_ns_per_byte"))
+    c.ring_round_cpu_per_byte = num(t, "host.ring_round_cpu_ns_per_byte", file, 0, 1e6) * 1e-9;
   if (t.at_path("host.step_overhead_us_per_token"))
     c.step_overhead_per_token = num(t, "host.step_overhead_us_per_token", file, 0, 1e6) * 1e-6;
   {
@@ -175,6 +183,22 @@ Cluster load_cluster(const std::string& name_or_path, const std::string& dir) {
                          "] = ", c.attn_pts_rate[i], " is out of range (0, 1e5)");
       c.attn_pts_rate[i] *= 1e12;
     }
+    // [forward, backward] pairs of the tile costs (host.tile_*), in the unit their names say.
+    auto pair = [&](const char* key, double unit, double Cluster::TileCosts::*field) {
+      if (!t.at_path(key)) return;
+      const std::vector<double> v = list(key);
+      BURST_CHECK_CONFIG(v.size() == 2, file, ": ", key, " must be [forward, backward] (got ", v.size(), " numbers)");
+      for (double x : v) BURST_CHECK_CONFIG(x >= 0 && x < 1e6, file, ": ", key, " = ", x, " is out of range [0, 1e6)");
+      c.tile_fwd.*field = v[0] * unit, c.tile_bwd.*field = v[1] * unit;
+    };
+    pair("host.tile_mask_us", 1e-6, &Cluster::TileCosts::mask);
+    pair("host.tile_partial_causal_us", 1e-6, &Cluster::TileCosts::partial_causal);
+    pair("host.tile_partial_window_us", 1e-6, &Cluster::TileCosts::partial_window);
+    pair("host.tile_partial_document_us", 1e-6, &Cluster::TileCosts::partial_document);
+    pair("host.tile_skip_us", 1e-6, &Cluster::TileCosts::skip);
+    pair("host.call_us", 1e-6, &Cluster::TileCosts::call);
+    pair("host.call_row_ns", 1e-9, &Cluster::TileCosts::row);
+    pair("host.tile_causal_diag_us", 1e-6, &Cluster::TileCosts::causal_diag);
     c.conc_ranks = list("host.concurrency_ranks");
     c.conc_eff = list("host.concurrency_efficiency");
     BURST_CHECK_CONFIG(c.conc_ranks.size() == c.conc_eff.size(), file,

@@ -101,6 +101,46 @@ struct Cluster {
   // no experiment runs). CPU time: stretched by shared_by like the other
   // host terms. 0 on GPU clusters.
   double a2a_local = 0, allgather_local = 0;  // s per byte
+  // CPU machines (optional keys host.tile_*_us, host.call_us,
+  // host.call_row_ns: [forward, backward] each, measured by `burst bench
+  // attention --set bench.tile_costs=true`, one rank, CPU seconds): what the
+  // host kernel pays under the rings' general position mask beyond the
+  // arithmetic of whole tiles, which the attention rate prices (the
+  // calibration's causal block: its mask costs nothing per tile but the
+  // diagonal's compare). Per (tile, head): `mask`, every computed tile (the
+  // bound and all-visible checks over its positions and documents);
+  // `partial_*`, a partly visible tile beyond a whole one (the per-element
+  // mask), by the rule that cuts it (the run's mask: causal, window,
+  // document); `skip`, a tile the bound rejects. Per kernel call: `call`,
+  // fixed, and `row` per (query + key row, head) (the tiles' loads and the
+  // outputs' stores, paid even when every tile is skipped). `causal_diag`:
+  // a diagonal tile of the plain causal mask (the calibration's block) beyond
+  // a whole unmasked one, per (tile, head): taken out of the calibration's
+  // block time before its rate prices tile area, so that the rounds' whole
+  // tiles do not pay for the calibration's diagonal and their partly visible
+  // ones pay the general mask's cost instead. Used where ring rounds are
+  // costed from the engine's layout (perf/attention.cpp); 0 on GPU
+  // clusters. CPU time: stretched by shared_by like the other host terms.
+  struct TileCosts {
+    double mask = 0, partial_causal = 0, partial_window = 0, partial_document = 0, skip = 0, call = 0, row = 0;  // s
+    double causal_diag = 0;  // s
+    bool any() const {
+      return mask > 0 || partial_causal > 0 || partial_window > 0 || partial_document > 0 || skip > 0 || call > 0 || row > 0 ||
+             causal_diag > 0;
+    }
+  };
+  TileCosts tile_fwd, tile_bwd;
+  // CPU machines (optional keys host.ring_round_cpu_us,
+  // host.ring_round_cpu_ns_per_byte, measured by `burst bench collective`
+  // kind `ring`: a rank's CPU time per ring round beyond the same compute
+  // alone, send + receive of one chunk, as a + b bytes): on shared cores
+  // the transfer is CPU work (posting, polling, MPI's shared-memory copies)
+  // that no compute hides; each received transfer of a ring pass adds its
+  // bytes' part, each round (the transfers completed between two computes)
+  // the fixed part once, to the rank's compute (perf/attention.cpp,
+  // ring_pass). 0 on GPU
+  // clusters. CPU time: stretched by shared_by like the other host terms.
+  double ring_round_cpu = 0, ring_round_cpu_per_byte = 0;  // s, s per byte
 
   // Slices off the core per slice on it for each of P ranks sharing
   // host_cores: 1/s - 1 with s = min(1, host_cores / P); 0 for one rank or

@@ -34,6 +34,7 @@ template <class T> class RingFamily : public AttentionMethod<T> {
   std::string describe() const override;
   std::int64_t analytic_bytes() const override;
   CommBuffers comm_buffers() const override { return {planned_comm_, 0}; }
+  ~RingFamily() override;
   int forward_rounds() const { return fwd_.rounds; }
   int backward_rounds() const { return bwd_.rounds; }
 
@@ -43,6 +44,7 @@ template <class T> class RingFamily : public AttentionMethod<T> {
     bool mirror = false;
     int rounds = 0;
     std::vector<Packet> read, partial;
+    RingTimes times;  // BURST_RING_TIMERS only
   };
   void plan(Pass& p, bool partial, bool queries_travel);
   void allocate(Pass& p, const std::vector<size_t>& read_spec, const std::vector<size_t>& partial_spec);
@@ -54,7 +56,9 @@ template <class T> class RingFamily : public AttentionMethod<T> {
   Acc scale_;
   int me_ = 0;
   Pass fwd_, bwd_;
-  std::int64_t planned_comm_ = 0;  // bytes of the packets the two programs name
+  std::int64_t planned_comm_ = 0;
+  bool timers_ = false;  // BURST_RING_TIMERS set: per-round timers, a summary per pass on stderr at destruction
+  std::string backend_;  // bytes of the packets the two programs name
   AV3 ob_;
   AV2 lseb_, D_;
   AV3 tmp_a_, tmp_b_;  // bf16 partials: contributions in Acc before rounding
