@@ -182,7 +182,6 @@ struct BackwardAccumulate {
   BackwardAccumulate(bool q, bool kv) : dq(q), dkdv(kv) {}
 };
 
-
 namespace impl {
 
 template <class Acc> KOKKOS_INLINE_FUNCTION Acc neg_inf() { return -std::numeric_limits<Acc>::infinity(); }

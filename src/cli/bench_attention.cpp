@@ -81,11 +81,6 @@ int cmd_bench_attention(Runtime& rt, const BenchGemmOptions& opt) {
   // CPU seconds of this process per wall second over the timed rounds: below
   // 1 when other jobs share the machine (the experiment runners' calibration
   // divides rates by it: rates per CPU-second).
-  auto cpu_now = [] {
-    timespec ts;
-    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-    return double(ts.tv_sec) + 1e-9 * double(ts.tv_nsec);
-  };
   std::vector<std::int64_t> sz(seqs.begin(), seqs.end());
   if (rt.rank() == 0)
     std::printf("flash attention (portable kernel), float, %ld heads (kv %ld) x %ld, %s, on %s\n%8s %10s %10s %12s %12s %8s\n", n,
@@ -108,7 +103,7 @@ int cmd_bench_attention(Runtime& rt, const BenchGemmOptions& opt) {
     std::vector<double> f, b;
     double cpu_sum = 0, wall_sum = 0;
     for (int r = 0; r <= reps; ++r) {  // first round is warm-up
-      const double c0 = cpu_now();
+      const double c0 = process_cpu_seconds();
       Timer t;
       kernels::flash_attention_forward<float, Mem>(q, k, v, mask, scale, o, lse, tiles);
       Kokkos::fence();
@@ -116,7 +111,7 @@ int cmd_bench_attention(Runtime& rt, const BenchGemmOptions& opt) {
       kernels::attention_backward_rowsum<float, Mem>(dout, o, D);
       kernels::flash_attention_backward<float, Mem>(q, k, v, dout, lse, D, mask, scale, dq, dk, dv, false, tiles);
       Kokkos::fence();
-      if (r > 0) f.push_back(t1), b.push_back(t.seconds() - t1), cpu_sum += cpu_now() - c0, wall_sum += t.seconds();
+      if (r > 0) f.push_back(t1), b.push_back(t.seconds() - t1), cpu_sum += process_cpu_seconds() - c0, wall_sum += t.seconds();
     }
     share.push_back(wall_sum > 0 ? cpu_sum / wall_sum / double(Kokkos::DefaultExecutionSpace::concurrency()) : 1.0);
     std::sort(f.begin(), f.end());

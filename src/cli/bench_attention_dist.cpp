@@ -18,6 +18,7 @@
 // forward 4 S^2 n d for the full mask, half of it for causal, 4 x (visible
 // query-key pairs) x n d for window and document masks; backward 2.5 x
 // forward; per rank = / P.
+#include "cli/bench_common.hpp"
 #include "cli/commands.hpp"
 #include "comm/collectives.hpp"
 #include "comm/communicator.hpp"
@@ -37,11 +38,6 @@ namespace burst::cli {
 using namespace burst::parallel;
 
 namespace {
-
-double median(std::vector<double> x) {
-  std::sort(x.begin(), x.end());
-  return x.empty() ? 0.0 : x[x.size() / 2];
-}
 
 // Documents of log-uniform lengths (1 .. S) summing to S, seeded.
 std::vector<long> document_lengths(long S, long count) {
@@ -212,15 +208,10 @@ template <class T> int run_all(Runtime& rt, const Config& cfg, const std::string
     // CPU seconds per wall second of this rank over the timed case: below 1
     // when ranks share cores with each other or with other jobs (the
     // experiment runners predict each case with the cores it got).
-    auto cpu_now = [] {
-      timespec ts;
-      clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-      return double(ts.tv_sec) + 1e-9 * double(ts.tv_nsec);
-    };
-    const double cpu0 = cpu_now();
+    const double cpu0 = process_cpu_seconds();
     Timer case_wall;
     const Timing total = time_method<T>(rt, ao, pb, *world, warmup, reps);
-    const double cpu_share_rank = (cpu_now() - cpu0) / std::max(1e-9, case_wall.seconds());
+    const double cpu_share_rank = (process_cpu_seconds() - cpu0) / std::max(1e-9, case_wall.seconds());
     Timing compute;
     {
       auto none = Communicator::null(rt.world(), "null");

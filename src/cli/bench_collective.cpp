@@ -61,12 +61,6 @@ ConfigSchema bench_collective_schema() {
   return s;
 }
 
-double cpu_seconds() {
-  timespec ts;
-  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-  return double(ts.tv_sec) + 1e-9 * double(ts.tv_nsec);
-}
-
 // A dependent floating-point chain: CPU time and nothing else (no memory
 // traffic), `n` steps.
 volatile double g_sink = 0;
@@ -82,9 +76,9 @@ void spin_work(long n) {
 double steps_per_cpu_second() {
   const long n = 2000000;
   spin_work(n / 10);
-  const double c0 = cpu_seconds();
+  const double c0 = process_cpu_seconds();
   spin_work(n * 10);
-  return double(n * 10) / std::max(1e-9, cpu_seconds() - c0);
+  return double(n * 10) / std::max(1e-9, process_cpu_seconds() - c0);
 }
 
 struct Block {
@@ -159,10 +153,10 @@ int cmd_bench_collective(Runtime& rt, const BenchGemmOptions& opt) {
         };
         auto block = [&](bool with) {
           barrier_bounded(rt.world(), "bench collective: barrier");
-          const double c0 = cpu_seconds();
+          const double c0 = process_cpu_seconds();
           Timer t;
           for (int i = 0; i < iters; ++i) iteration(with);
-          return Block{t.seconds(), cpu_seconds() - c0};
+          return Block{t.seconds(), process_cpu_seconds() - c0};
         };
         for (int i = 0; i < warm; ++i) iteration(true);
         in_coll = 0;

@@ -11,10 +11,12 @@
 #include "io/h5.hpp"
 #include "kernels/gemm.hpp"
 
+#include <algorithm>
 #include <cstdint>
 #include <ctime>
 #include <string>
 #include <type_traits>
+#include <vector>
 
 namespace burst::cli {
 
@@ -36,6 +38,13 @@ template <class F> int with_bench_dtype(const std::string& dtype, F&& f) {
   if (dtype == "bf16") return f(bf16{});
   if (dtype == "float") return f(float{});
   return f(double{});
+}
+
+// The median the benches report over their repeats: the upper middle sample
+// of an even count (0 for none).
+inline double median(std::vector<double> x) {
+  std::sort(x.begin(), x.end());
+  return x.empty() ? 0.0 : x[x.size() / 2];
 }
 
 inline void set_bench_provenance(io::H5File& f, Runtime& rt, const Config& cfg) {

@@ -205,11 +205,6 @@ template <class T> struct Block {
   }
 };
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0.0 : v[v.size() / 2];
-}
-
 // The block's GEMMs alone, with the model's weights and gradient buffers and
 // inputs / outputs of the block's shapes: the 7 forward calls, the 14 backward.
 template <class T> struct BlockGemms {
@@ -267,9 +262,7 @@ template <class T> struct BlockGemms {
 bool g_cpu_clock = false;
 double clock_now() {
   if (!g_cpu_clock) return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-  timespec ts;
-  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-  return double(ts.tv_sec) + 1e-9 * double(ts.tv_nsec);
+  return process_cpu_seconds();
 }
 struct BenchTimer {
   double t0 = clock_now();
@@ -354,25 +347,20 @@ template <class T> static int run(Runtime& rt, const Config& cfg, const std::str
   // backward rounds: below 1 when other processes share the cores (several
   // copies under mpiexec, other jobs); the experiment runners' calibration
   // divides by it (rates per CPU-second).
-  auto cpu_now = [] {
-    timespec ts;
-    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-    return double(ts.tv_sec) + 1e-9 * double(ts.tv_nsec);
-  };
   double cpu_fb = 0, wall_fb = 0;
   for (int r = 0; r < repeats; ++r) {
     blk.load_dy();
     Kokkos::fence();
     const std::int64_t base = MemoryTracker::global().counters(bench_dev_kind()).current_total;
     if (r == 0) MemoryTracker::global().reset_peaks();
-    const double c0 = cpu_now();
+    const double c0 = process_cpu_seconds();
     Timer wall;
     BenchTimer t;
     blk.forward();
     blk.backward();
     Kokkos::fence();
     t_fb.push_back(t.seconds());
-    cpu_fb += cpu_now() - c0, wall_fb += wall.seconds();
+    cpu_fb += process_cpu_seconds() - c0, wall_fb += wall.seconds();
     if (r == 0) {
       peak = MemoryTracker::global().counters(bench_dev_kind()).peak_total + bench_gemm_workspace_bytes();
       peak_extra = MemoryTracker::global().counters(bench_dev_kind()).peak_total - base + bench_gemm_workspace_bytes();
@@ -395,7 +383,7 @@ template <class T> static int run(Runtime& rt, const Config& cfg, const std::str
   std::vector<double> ph_sec;
   double phase_share = 1.0;
   if (cfg.get_bool("bench.phases")) {
-    const double pc0 = cpu_now();
+    const double pc0 = process_cpu_seconds();
     Timer pt;
     blk.forward();  // the attention inputs (q, k, v after RoPE) and outputs of a real forward
     auto& a = blk.acts;
@@ -418,7 +406,7 @@ template <class T> static int run(Runtime& rt, const Config& cfg, const std::str
     const double gb = time_median(repeats, nullptr, [&] { g.backward(); });
     ph_names = {"attention_fwd", "attention_bwd", "gemm_fwd", "gemm_bwd", "rest_fwd", "rest_bwd"};
     ph_sec = {af, ab, gf, gb, f - af - gf, (fb - f) - ab - gb};
-    phase_share = (cpu_now() - pc0) / std::max(1e-12, pt.seconds()) / double(Kokkos::DefaultExecutionSpace::concurrency());
+    phase_share = (process_cpu_seconds() - pc0) / std::max(1e-12, pt.seconds()) / double(Kokkos::DefaultExecutionSpace::concurrency());
   }
 
   if (rt.rank() == 0) {

@@ -31,6 +31,7 @@
 // timed `bench.repeats` times after a warm-up, CPU clock, medians written
 // with the tile counts (tiles x heads) of each kind.
 #include "cli/bench_common.hpp"
+#include "core/timer.hpp"
 #include "cli/commands.hpp"
 #include "core/config.hpp"
 #include "core/error.hpp"
@@ -50,16 +51,6 @@ namespace burst::cli {
 
 namespace {
 
-double cpu_clock() {
-  timespec ts;
-  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-  return double(ts.tv_sec) + 1e-9 * double(ts.tv_nsec);
-}
-
-double median(std::vector<double> x) {
-  std::sort(x.begin(), x.end());
-  return x.empty() ? 0.0 : x[x.size() / 2];
-}
 
 struct TileConfig {
   std::string name;
@@ -180,15 +171,15 @@ int bench_attention_tiles(Runtime& rt, const Config& cfg, const std::string& out
     }
     std::vector<double> f, b;
     for (int r = 0; r <= reps; ++r) {  // the first round warms up
-      const double c0 = cpu_clock();
+      const double c0 = process_cpu_seconds();
       kernels::flash_attention_forward<float, Mem>(q, k, v, mask, scale, o, lse, tiles);
       Kokkos::fence();
-      const double c1 = cpu_clock();
+      const double c1 = process_cpu_seconds();
       if (r == 0) kernels::attention_backward_rowsum<float, Mem>(dout, o, D), Kokkos::fence();
-      const double c2 = cpu_clock();
+      const double c2 = process_cpu_seconds();
       kernels::flash_attention_backward<float, Mem>(q, k, v, dout, lse, D, mask, scale, dq, dk, dv, false, tiles);
       Kokkos::fence();
-      const double c3 = cpu_clock();
+      const double c3 = process_cpu_seconds();
       if (r > 0) f.push_back(c1 - c0), b.push_back(c3 - c2);
     }
     const double tf = median(f), tb = median(b), all = double(whole + partial + skipped);

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <chrono>
+#include <ctime>
 #include <map>
 #include <string>
 
@@ -20,6 +21,20 @@ class Timer {
  private:
   std::chrono::steady_clock::time_point t0_;
 };
+
+// CPU seconds of the whole process (every thread) and of the calling thread
+// (POSIX clocks): with a wall clock beside them, the CPU share a rank got on
+// cores shared with other ranks or jobs.
+inline double process_cpu_seconds() {
+  timespec ts;
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return double(ts.tv_sec) + 1e-9 * double(ts.tv_nsec);
+}
+inline double thread_cpu_seconds() {
+  timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return double(ts.tv_sec) + 1e-9 * double(ts.tv_nsec);
+}
 
 struct PhaseStat {
   double seconds = 0;

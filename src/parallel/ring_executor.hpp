@@ -5,11 +5,11 @@
 #pragma once
 
 #include "parallel/packet.hpp"
+#include "core/timer.hpp"
 #include "parallel/schedule.hpp"
 
 #include <array>
 #include <chrono>
-#include <ctime>
 #include <vector>
 
 namespace burst::parallel {
@@ -45,12 +45,6 @@ struct RingTimes {
   }
 };
 
-inline double ring_thread_cpu_s() {
-  timespec ts;
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-  return double(ts.tv_sec) + 1e-9 * double(ts.tv_nsec);
-}
-
 struct RingLinks {
   Communicator* intra = nullptr;  // the L ranks of the node (the whole group on a flat ring)
   Communicator* inter = nullptr;  // the N ranks with the same local index
@@ -74,7 +68,7 @@ inline void run_ring_program(const RingProgram& prog, const RingLinks& links, bo
   for (const RingOp& op : prog.ops) {
     if (times) {
       if (op.kind == RingOp::Compute) round = op.round;
-      if (op.kind == RingOp::Wait) c0 = ring_thread_cpu_s();
+      if (op.kind == RingOp::Wait) c0 = thread_cpu_seconds();
       t0 = clock::now();
     }
     switch (op.kind) {
@@ -118,7 +112,7 @@ inline void run_ring_program(const RingProgram& prog, const RingLinks& links, bo
     if (times) {
       const double dt = std::chrono::duration<double>(clock::now() - t0).count();
       if (op.kind == RingOp::Compute) times->add(times->compute, round, dt);
-      else if (op.kind == RingOp::Wait) times->add(times->wait, round, dt), times->add(times->wait_cpu, round, ring_thread_cpu_s() - c0);
+      else if (op.kind == RingOp::Wait) times->add(times->wait, round, dt), times->add(times->wait_cpu, round, thread_cpu_seconds() - c0);
       else times->add(times->other, round, dt);
     }
   }

@@ -215,10 +215,6 @@ BlockWork computed_work(const std::vector<kernels::SpanBounds>& qt, long nq, con
     }
   return w;
 }
-double computed_area(const std::vector<kernels::SpanBounds>& qt, long nq, const std::vector<kernels::SpanBounds>& kt, long nk,
-                     bool causal, long window, bool same_doc) {
-  return computed_work(qt, nq, kt, nk, causal, window, same_doc).area;
-}
 
 LayoutWork layout_work(const parallel::SeqLayout& L, parallel::MaskType type, long window) {
   const kernels::AttnTiles tiles;
@@ -258,8 +254,8 @@ LayoutWork layout_work(const parallel::SeqLayout& L, parallel::MaskType type, lo
   std::vector<long> cpos(size_t(L.local));
   for (long i = 0; i < L.local; ++i) cpos[size_t(i)] = i;
   const std::vector<int> cdoc(size_t(L.local), 0);
-  out.causal_area = computed_area(tile_bounds(cpos, cdoc, 0, L.local, tiles.br), L.local, tile_bounds(cpos, cdoc, 0, L.local, tiles.bc),
-                                  L.local, true, 0, false);
+  out.causal_area = computed_work(tile_bounds(cpos, cdoc, 0, L.local, tiles.br), L.local, tile_bounds(cpos, cdoc, 0, L.local, tiles.bc),
+                                  L.local, true, 0, false).area;
   return out;
 }
 

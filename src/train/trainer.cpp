@@ -32,14 +32,6 @@
 
 namespace burst {
 
-namespace {
-double process_cpu_seconds() {
-  timespec ts;
-  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-  return double(ts.tv_sec) + 1e-9 * double(ts.tv_nsec);
-}
-}  // namespace
-
 ConfigSchema train_schema() {
   ConfigSchema s;
   s.string("model.preset", "tiny", {}, "model preset (tiny, 125M, 1B, 7B, 14B), unless model.config is given")

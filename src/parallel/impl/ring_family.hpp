@@ -56,9 +56,9 @@ template <class T> class RingFamily : public AttentionMethod<T> {
   Acc scale_;
   int me_ = 0;
   Pass fwd_, bwd_;
-  std::int64_t planned_comm_ = 0;
+  std::int64_t planned_comm_ = 0;  // bytes of the packets the two programs name
   bool timers_ = false;  // BURST_RING_TIMERS set: per-round timers, a summary per pass on stderr at destruction
-  std::string backend_;  // bytes of the packets the two programs name
+  std::string backend_;  // the group's transport, named in the timers' summary
   AV3 ob_;
   AV2 lseb_, D_;
   AV3 tmp_a_, tmp_b_;  // bf16 partials: contributions in Acc before rounding
