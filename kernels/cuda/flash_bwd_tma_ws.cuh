@@ -89,7 +89,7 @@ template <int D> struct BwdTmaWsTraits {
 constexpr int kBwdProducerRegs = 24, kBwdConsumerRegs = 240;  // 24 x 128 + 240 x 256 = 168 x 384
 constexpr int kBarDsReady = 1;                                // named barrier of the two consumers (0 = __syncthreads)
 
-// MODE bits (variant 8 = 0, 9 = 1, 10 = 3; NOTES "v8 backward: the instruction diet"):
+// MODE bits (variant 8 = 0, 9 = 1, 10 = 3, 11 = 7; NOTES "v8 backward: the instruction diet"):
 //   1 (kBwdDiet): fewer instructions per item on the consumers' path. The loader writes lse in log2 units
 //     with -inf as +inf (so P = exp2(S c - L) is one FFMA + EX2, no per-element test), and D, by plain loads
 //     and shared stores followed by an mbarrier arrive (release) instead of cp.async; the wgmma descriptors
@@ -97,7 +97,13 @@ constexpr int kBarDsReady = 1;                                // named barrier o
 //     in vector registers); the per-element mask runs only on partial tiles, in its own branch.
 //   2 (kBwdDqFirst): FlashAttention-3's order at the end of an item: dQ = dS K is issued before dK += dS^T Q,
 //     and the dQ partial is staged for the bulk reduce while dK is still on the tensor cores.
-constexpr int kBwdDiet = 1, kBwdDqFirst = 2;
+//   4 (kBwdDqSwz): the dQ staging stores without bank conflicts. A 64-bit shared store runs as two 16-lane
+//     phases; with every lane storing column x, the 8 (g, t >> 1) pairs of a phase hit only 4 of the 8
+//     16-byte chunks of their rows (chunk = (2 (x & 3) + (t >> 1)) ^ g), two wavefronts per phase. Lanes of
+//     odd g store column x ^ 2 instead (same box), which makes the 8 chunks distinct: one wavefront
+//     (tools/dq_staging_banks.py checks both layouts). The values are picked by selects, not a
+//     lane-dependent register index.
+constexpr int kBwdDiet = 1, kBwdDqFirst = 2, kBwdDqSwz = 4;
 template <int D, bool POS, int MODE>
 __global__ void __launch_bounds__(384, 1)
     flash_bwd_tma_ws_kernel(const __grid_constant__ BwdParams p, const __grid_constant__ CUtensorMap dq_map,
@@ -125,11 +131,7 @@ __global__ void __launch_bounds__(384, 1)
   const MaskDev& mask = p.mask;
 
   const int nqt = (p.sq + BR - 1) / BR;
-  int qt_begin = 0;
-  if (mask.kind == kMaskCausal) {
-    const long long first = (long long)j0 - mask.diag_offset;  // first query row that may see key j0
-    qt_begin = first <= 0 ? 0 : (int)(first / BR < nqt ? first / BR : nqt);
-  }
+  const int qt_begin = causal_first_query_tile(mask, j0, BR, nqt);
   // The visible items (query head hg of the group, query tile qt) in order; every role walks the same list,
   // by (hg, qt) steps (no integer division per item). cls: the tile's class (0 = none left).
   struct Item {
@@ -391,24 +393,8 @@ __global__ void __launch_bounds__(384, 1)
         dp[x * 4 + hf * 2 + 1] = p2.y * (dp[x * 4 + hf * 2 + 1] - d2.y);
       }
     }
-#pragma unroll
-    for (int kk = 0; kk < BR / 16; ++kk) {
-#pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        const int x = 2 * kk + (e >> 1), hf = e & 1;
-        sf[kk][e] = pack_bf16(dp[x * 4 + hf * 2], dp[x * 4 + hf * 2 + 1]);
-      }
-    }
-    // ---- dS^T to shared memory (buffer n & 1) for the dQ product
-#pragma unroll
-    for (int kk = 0; kk < BR / 16; ++kk) {
-#pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        const int x = 2 * kk + (e >> 1), hf = e & 1;
-        const int r = wrow + g + hf * 8, c = x * 8 + 2 * t;  // key, query in the tile
-        *reinterpret_cast<uint32_t*>(dSs + sw128<BC>(r, c)) = sf[kk][e];
-      }
-    }
+    pack_ds_frags(sf, dp);
+    store_ds_t<BC>(dSs, sf, wrow, g, t);  // dS^T to shared memory (buffer n & 1) for the dQ product
     fence_proxy_async_smem();
 
     // ---- dK += dS^T Q (register A, Q MN-major with the transpose flag)
@@ -450,21 +436,10 @@ __global__ void __launch_bounds__(384, 1)
     }
 
     if (!p.diag_no_dq) {
-      // This consumer's staging tile in buffer b: box x>>2 (columns 32 (x>>2) ..) row r at
-      // (x >> 2) * BR * 128 + r * 128 bytes, its 16-byte chunk c at c ^ (r & 7) (the map's 128B swizzle;
-      // r & 7 == g for this thread's rows): variant 7's layout.
+      // This consumer's staging tile in buffer b (stage_dq's layout; variant 11 without bank conflicts).
       const int b = n & 1;
       mbar_wait_fault(bar_dq_empty(b), ((uint32_t)(n >> 1) & 1u) ^ 1u);  // the reduce of item n - 2 has read it
-      unsigned char* stg = base + Tr::OFF_DQ + (b * 2 + cw) * Tr::DQ_WG_BYTES;
-#pragma unroll
-      for (int hf = 0; hf < 2; ++hf) {
-        const int r = (wtid / 32) * 16 + g + hf * 8;
-#pragma unroll
-        for (int x = 0; x < 8; ++x) {
-          const int off = (x >> 2) * (BR * 128) + r * 128 + ((((x & 3) * 2 + (t >> 1)) ^ g) << 4) + (t & 1) * 8;
-          *reinterpret_cast<float2*>(stg + off) = make_float2(p.scale * dq[x * 4 + hf * 2], p.scale * dq[x * 4 + hf * 2 + 1]);
-        }
-      }
+      stage_dq<BR, (MODE & kBwdDqSwz) != 0>(base + Tr::OFF_DQ + (b * 2 + cw) * Tr::DQ_WG_BYTES, dq, p.scale, wtid, g, t);
       fence_proxy_async_smem();  // these generic-proxy writes, visible to the copy engine after the arrival below
       mbar_arrive(bar_dq_full(b));
     }
@@ -511,7 +486,7 @@ cudaError_t launch_bwd_tma_ws_t(const BwdParams& p, const CUtensorMap& dq_map, c
   return cudaGetLastError();
 }
 
-// Variants 8 (MODE 0), 9 (1), 10 (3). dQ must be 16-byte aligned for the copy engine (the API promises 8):
+// Variants 8 (MODE 0), 9 (1), 10 (3), 11 (7). dQ must be 16-byte aligned for the copy engine (the API promises 8):
 // otherwise variant 6 runs.
 template <int D, int MODE = 0>
 cudaError_t launch_bwd_tma_ws(const BwdParams& p, cudaStream_t st) {

@@ -130,6 +130,61 @@ __device__ __forceinline__ void bwd_p_from_s(float (&s)[N], const float* Lb, int
   }
 }
 
+// dS^T (fp32, in the wgmma accumulator layout of a 64-key x BR-query tile) packed as the bf16 A fragments of
+// the dK product: fragment kk holds query columns 16 kk .. 16 kk + 15.
+template <int NF, int N>
+__device__ __forceinline__ void pack_ds_frags(uint32_t (&sf)[NF][4], const float (&dp)[N]) {
+#pragma unroll
+  for (int kk = 0; kk < NF; ++kk) {
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      const int x = 2 * kk + (e >> 1), hf = e & 1;
+      sf[kk][e] = pack_bf16(dp[x * 4 + hf * 2], dp[x * 4 + hf * 2 + 1]);
+    }
+  }
+}
+// Those fragments into the [BC keys][BR queries] sw128 tile dSs (the dQ product's A operand, transposed):
+// this thread's keys wrow + g (+ 8), queries 8 x + 2 t (+ 1). Conflict-free: the 8 rows g of a warp hit the
+// 8 chunks (x ^ g) of a 128-byte row.
+template <int BC, int NF>
+__device__ __forceinline__ void store_ds_t(__nv_bfloat16* dSs, const uint32_t (&sf)[NF][4], int wrow, int g, int t) {
+#pragma unroll
+  for (int kk = 0; kk < NF; ++kk) {
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      const int x = 2 * kk + (e >> 1), hf = e & 1;
+      const int r = wrow + g + hf * 8, c = x * 8 + 2 * t;  // key, query in the tile
+      *reinterpret_cast<uint32_t*>(dSs + sw128<BC>(r, c)) = sf[kk][e];
+    }
+  }
+}
+// One warpgroup's BR x 64 fp32 dQ partial (wgmma accumulator layout), scaled, into its staging tile stg for
+// the bulk tensor reduce-add: box x >> 2 (columns 32 (x >> 2) ..) row r at (x >> 2) * BR * 128 + r * 128
+// bytes, its 16-byte chunk c at c ^ (r & 7) (the tensor map's 128B swizzle; r & 7 == g for this thread's
+// rows). SWZ (backward variant 11): lanes of odd g store column x ^ 2 at step x, so that each 16-lane
+// phase of the 64-bit stores hits 8 distinct chunks (one wavefront, not two: tools/dq_staging_banks.py).
+template <int BR, bool SWZ>
+__device__ __forceinline__ void stage_dq(unsigned char* stg, const float (&dq)[32], float scale, int wtid, int g, int t) {
+#pragma unroll
+  for (int hf = 0; hf < 2; ++hf) {
+    const int r = (wtid / 32) * 16 + g + hf * 8;
+#pragma unroll
+    for (int x = 0; x < 8; ++x) {
+      if constexpr (!SWZ) {
+        const int off = (x >> 2) * (BR * 128) + r * 128 + ((((x & 3) * 2 + (t >> 1)) ^ g) << 4) + (t & 1) * 8;
+        *reinterpret_cast<float2*>(stg + off) = make_float2(scale * dq[x * 4 + hf * 2], scale * dq[x * 4 + hf * 2 + 1]);
+      } else {
+        const bool odd = (g & 1) != 0;
+        const int xs = x ^ (odd ? 2 : 0);  // the column this lane stores at step x (selects, not a lane-dependent index)
+        const float v0 = odd ? dq[(x ^ 2) * 4 + hf * 2] : dq[x * 4 + hf * 2];
+        const float v1 = odd ? dq[(x ^ 2) * 4 + hf * 2 + 1] : dq[x * 4 + hf * 2 + 1];
+        const int off = (xs >> 2) * (BR * 128) + r * 128 + ((((xs & 3) * 2 + (t >> 1)) ^ g) << 4) + (t & 1) * 8;
+        *reinterpret_cast<float2*>(stg + off) = make_float2(scale * v0, scale * v1);
+      }
+    }
+  }
+}
+
 template <int D, bool DQ_TMA = false> struct WgBwdTraits {
   static constexpr int BR = 64, BC = 128, NT = 256;
   // dQ staging (DQ_TMA): 2 buffers x 2 warpgroups x (BR x 64) fp32, each as two 1024-aligned BR x 32 boxes.
@@ -169,11 +224,7 @@ __global__ void __launch_bounds__(256, 1)
   const MaskDev& mask = p.mask;
 
   const int nqt = (p.sq + BR - 1) / BR;
-  int qt_begin = 0;
-  if (mask.kind == kMaskCausal) {
-    const long long first = (long long)j0 - mask.diag_offset;  // first query row that may see key j0
-    qt_begin = first <= 0 ? 0 : (int)(first / BR < nqt ? first / BR : nqt);
-  }
+  const int qt_begin = causal_first_query_tile(mask, j0, BR, nqt);
   const int total = p.group * nqt;
   auto next_item = [&](int idx) {
     while (idx < total) {
@@ -306,24 +357,17 @@ __global__ void __launch_bounds__(256, 1)
         dp[x * 4 + hf * 2 + 1] = s[x * 4 + hf * 2 + 1] * (dp[x * 4 + hf * 2 + 1] - d2.y);
       }
     }
-#pragma unroll
-    for (int kk = 0; kk < BR / 16; ++kk) {
-#pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        const int x = 2 * kk + (e >> 1), hf = e & 1;
-        sf[kk][e] = pack_bf16(dp[x * 4 + hf * 2], dp[x * 4 + hf * 2 + 1]);
-      }
-    }
+    pack_ds_frags(sf, dp);
     // ---- dS^T (or dS, DS_KMAJOR) to shared memory for the dQ product
+    if constexpr (!DS_KMAJOR) {
+      store_ds_t<BC>(dSs, sf, wrow, g, t);
+    } else {
 #pragma unroll
-    for (int kk = 0; kk < BR / 16; ++kk) {
+      for (int kk = 0; kk < BR / 16; ++kk) {
 #pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        const int x = 2 * kk + (e >> 1), hf = e & 1;
-        const int r = wrow + g + hf * 8, c = x * 8 + 2 * t;  // key, query in the tile
-        if constexpr (!DS_KMAJOR) {
-          *reinterpret_cast<uint32_t*>(dSs + sw128<BC>(r, c)) = sf[kk][e];
-        } else {
+        for (int e = 0; e < 4; ++e) {
+          const int x = 2 * kk + (e >> 1), hf = e & 1;
+          const int r = wrow + g + hf * 8, c = x * 8 + 2 * t;  // key, query in the tile
           __nv_bfloat16* d0 = dSs + sw128<BR>(c, r);
           __nv_bfloat16* d1 = dSs + sw128<BR>(c + 1, r);
           *reinterpret_cast<unsigned short*>(d0) = (unsigned short)(sf[kk][e] & 0xFFFFu);
@@ -368,21 +412,10 @@ __global__ void __launch_bounds__(256, 1)
 
     if constexpr (DQ_TMA) {
       if (!p.diag_no_dq) {
-        // This warpgroup's staging tile in buffer `buf`: box b (columns 32 b .. 32 b + 31) row r at
-        // b * BR * 128 + r * 128 bytes, its 16-byte chunk c at c ^ (r & 7) (the map's 128B swizzle;
-        // r & 7 == g for this thread's rows). The copy engine last read this buffer two items ago; the
-        // issuer waited for that read (.read) before the previous item's top-of-loop barrier.
-        unsigned char* stg = dQs + (buf * 2 + wg) * (BR * 64 * 4);
-#pragma unroll
-        for (int hf = 0; hf < 2; ++hf) {
-          const int r = (wtid / 32) * 16 + g + hf * 8;
-#pragma unroll
-          for (int x = 0; x < 8; ++x) {
-            const int off = (x >> 2) * (BR * 128) + r * 128 + ((((x & 3) * 2 + (t >> 1)) ^ g) << 4) + (t & 1) * 8;
-            *reinterpret_cast<float2*>(stg + off) =
-                make_float2(p.scale * dq[x * 4 + hf * 2], p.scale * dq[x * 4 + hf * 2 + 1]);
-          }
-        }
+        // This warpgroup's staging tile in buffer `buf` (stage_dq's layout). The copy engine last read this
+        // buffer two items ago; the issuer waited for that read (.read) before the previous item's
+        // top-of-loop barrier.
+        stage_dq<BR, false>(dQs + (buf * 2 + wg) * (BR * 64 * 4), dq, p.scale, wtid, g, t);
         fence_proxy_async_smem();  // these generic-proxy writes, visible to the copy engine after the barrier below
       }
     } else if (!p.diag_no_dq) {

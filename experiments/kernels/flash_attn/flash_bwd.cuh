@@ -75,11 +75,7 @@ __global__ void __launch_bounds__(NWARPS * 32, MINB) flash_bwd_kernel(const BwdP
   const MaskDev& mask = p.mask;
 
   const int nqt = (p.sq + BR - 1) / BR;
-  int qt_begin = 0;
-  if (mask.kind == kMaskCausal) {
-    const long long first = (long long)j0 - mask.diag_offset;  // first query row that may see key j0
-    qt_begin = first <= 0 ? 0 : (int)(first / BR < nqt ? first / BR : nqt);
-  }
+  const int qt_begin = causal_first_query_tile(mask, j0, BR, nqt);
   const int total = p.group * nqt;
   auto next_item = [&](int idx) {
     while (idx < total) {

@@ -159,6 +159,14 @@ __device__ __forceinline__ int classify_tile(const MaskDev& m, int i0, int i1, i
   return cls;
 }
 
+// Backward, one key tile starting at key j0: the first query tile (of BR rows, nqt in all) that the causal
+// mask lets see key j0; 0 for every other mask kind (their tiles are classified one by one).
+__device__ __forceinline__ int causal_first_query_tile(const MaskDev& m, int j0, int BR, int nqt) {
+  if (m.kind != kMaskCausal) return 0;
+  const long long first = (long long)j0 - m.diag_offset;  // first query row that may see key j0
+  return first <= 0 ? 0 : (int)(first / BR < nqt ? first / BR : nqt);
+}
+
 // Per-row values the element test needs (loaded once per row).
 struct RowInfo {
   long long pos;

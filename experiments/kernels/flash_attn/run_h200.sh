@@ -3,7 +3,7 @@
 # correctness against the fp64 GPU reference, time every variant, time torch's
 # FLASH and cuDNN SDPA on the same shapes, print the side-by-side table last.
 #   OUT=dir [SIZES=4096,8192,16384,32768] [REPS_MS=300] [CHECK=1] [WGMMA=1] [BWGMMA=1] [MAIN=1] [PEERS=1]
-#       [WG_FWD=4,7,9,10] [WG_BWD=4,6,7,8,9,10 (7,8,9,10 with MAIN=0)] experiments/kernels/flash_attn/run_h200.sh
+#       [WG_FWD=4,7,9,10] [WG_BWD=4,6,7,8,9,10,11 (9,10,11 with MAIN=0)] experiments/kernels/flash_attn/run_h200.sh
 # The wgmma forward (variants 4, 5; 6 = the settled V-descriptor diagnostic;
 # 7 = TMA + warp-specialised ping-pong, flash_fwd_tma_ws.cuh; all in
 # flash_fwd_wgmma_d{64,128}.cu; 8, 9 = the trap-free and the overlapped variant 7, flash_fwd_tma_ws.cuh MODE 1, 2; 10 = 9 with 3 K/V stages; default 4,7,9,10: variant 4 is the same-call baseline) and the wgmma backward (variants 4, 5, 6; 5 = the
@@ -62,14 +62,14 @@ fi
 # wgmma backward, in its own process (no forward variant timed; the check's lse
 # comes from mma.sync forward 0). diag_nodq rows of variants 4-7 = without the
 # dQ atomics (7, 8: without the dQ staging + bulk reduce-add) only; the dQ product
-# still runs. Default variants: 4,6,7,8,9,10 (7,8,9,10 with MAIN=0: wgmma 7
-# as the same-process baselines of 8 = 7 with TMA loads by a producer warp,
-# flash_bwd_tma_ws.cuh); 4,5,6,7,8 brings back everything.
+# still runs. Default variants: 4,6,7,8,9,10,11 (9,10,11 with MAIN=0: the
+# TMA backward of flash_bwd_tma_ws.cuh, 11 = 10 with the dQ staging free of
+# bank conflicts, beside its baselines); 4,5,...,11 brings back everything.
 if [ "${BWGMMA:-1}" = 1 ]; then
   for f in flash_bwd_wgmma_d64 flash_bwd_wgmma_d128; do
     echo "$f.o SASS: UTMAREDG (bulk tensor reduce, variants 7, 8) $(grep -c UTMAREDG "$BUILD/$f.sass"), REDG.E.ADD (atomics, 4-6) $(grep -c 'REDG.E.ADD' "$BUILD/$f.sass"), USETMAXREG (variant 8) $(grep -c USETMAXREG "$BUILD/$f.sass"), BPT (trap) $(grep -c BPT "$BUILD/$f.sass")"
   done
-  WG_BWD=${WG_BWD:-$([ "${MAIN:-1}" = 1 ] && echo 4,6,7,8,9,10 || echo 7,8,9,10)}
+  WG_BWD=${WG_BWD:-$([ "${MAIN:-1}" = 1 ] && echo 4,6,7,8,9,10,11 || echo 9,10,11)}
   mkdir -p "$OUT/wgmma_bwd"
   timeout 300 "$BUILD/bench_attn" --out "$OUT/wgmma_bwd" $MODE --gqa-time --sizes "$SIZES" --reps-ms "$REPS_MS" \
     --fwd-variants -1 --bwd-variants "$WG_BWD"
