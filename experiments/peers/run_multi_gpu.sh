@@ -56,6 +56,7 @@ for P in 2 4 8; do [ "$P" -le "$GPUS" ] && ranks+=("$P"); done
 PMAX=${ranks[-1]}
 methods="ring burst loongtrain ulysses usp allgather"
 cluster=experiments/clusters/h200_engine.toml  # predictions are those of H200 nodes (also with CPU=1)
+calib=experiments/perf_calibration_h200_engine.toml  # this engine's block constants (calibrate_h200_engine.py)
 
 if [ "$PART" = check ]; then
   # Sizes: 4096 tokens, 8 heads x 128 (GQA 4: 2 kv heads) on the GPU; toys on a CPU.
@@ -125,7 +126,7 @@ bench() {
   for m in $ms; do
     for t in $per; do
       echo "== predict $m $((t * PMAX)) tokens on $PMAX" >>"$OUT/predict_$name.log"
-      "$bin" simulate --cluster $cluster --attention-only --model 7B --method "$m" --seq $((t * PMAX)) --gpus "$PMAX" \
+      "$bin" simulate --cluster $cluster --calibration $calib --attention-only --model 7B --method "$m" --seq $((t * PMAX)) --gpus "$PMAX" \
         >>"$OUT/predict_$name.log" 2>&1 || echo "(simulate failed)" >>"$OUT/predict_$name.log"
     done
   done
@@ -154,7 +155,7 @@ if [ "$PART" = e2e ]; then
   cfg=experiments/configs/multi_gpu_7b_1m.toml
   sets=(--set parallel.method="$M" --set parallel.cp="$PMAX" --set io.run_log="$OUT/e2e_${M}_np$PMAX.h5")
   [ "$CPU" = 1 ] && sets+=(--set model.preset=tiny --set train.seq_len=1024 --set train.dtype=float --set train.eval_seq_lens=[256])
-  "$bin" simulate --cluster $cluster --model 7B --seq 1M --gpus "$PMAX" --method "$M" --policy whole --zero 3 \
+  "$bin" simulate --cluster $cluster --calibration $calib --model 7B --seq 1M --gpus "$PMAX" --method "$M" --policy whole --zero 3 \
     > "$OUT/predict_e2e_$M.log" 2>&1; tail -n 6 "$OUT/predict_e2e_$M.log"
   STEP_TAIL=60 step "burst train 7B, 1M tokens, $M, $PMAX GPUs, 1 step" 560 $MPI -n "$PMAX" "$bin" train --config "$cfg" "${sets[@]}"
   echo "PART e2e done in $(( $(date +%s) - t0 )) s"

@@ -84,7 +84,8 @@ void write_prediction(io::H5File& f, const std::string& g, const StepConfig& s, 
       {"t_step_overhead", r.t_step_overhead}, {"gemm_fwd_per_layer", r.gemm_fwd}, {"elem_fwd_per_layer", r.elem_fwd},
       {"attn_collectives_per_step", r.attn_collectives},
       {"attn_sync_per_step", r.attn_sync}, {"attn_fwd_per_layer", r.attn_fwd}, {"attn_bwd_per_layer", r.attn_bwd},
-      {"attn_exposed_comm_per_layer", r.attn_exposed_comm}, {"tokens_per_s_per_gpu", r.tokens_per_s_per_gpu},
+      {"attn_exposed_comm_per_layer", r.attn_exposed_comm},
+      {"layer_fwd", r.layer_fwd}, {"layer_bwd", r.layer_bwd}, {"tokens_per_s_per_gpu", r.tokens_per_s_per_gpu},
       {"tflops_per_gpu", r.tflops_per_gpu}, {"mfu", r.mfu}, {"mfu_paper_script", r.mfu_paper_script},
       {"memory_gib", r.memory_total / kGiB}};
   for (const auto& v : vals) f.set_attr(g, v.first, v.second);
@@ -106,6 +107,8 @@ void print_result(const StepConfig& s, const StepResult& r, const Cluster& c) {
   std::printf("  per layer: attention fwd %.4f s, bwd %.4f s (exposed communication %.4f s), recompute attention %.4f s, "
               "GEMMs fwd %.4f s, elementwise fwd %.4f s, ZeRO comm %.4f s\n",
               r.attn_fwd, r.attn_bwd, r.attn_exposed_comm, r.attn_recompute, r.gemm_fwd, r.elem_fwd, r.zero_comm_layer);
+  std::printf("  one block (burst bench layer's case: no recompute, no ZeRO): forward %.4f s + backward %.4f s = %.4f s\n",
+              r.layer_fwd, r.layer_bwd, r.layer_fwd + r.layer_bwd);
   std::printf("  step %.3f s = forward %.3f + recompute %.3f + backward %.3f + LM head %.3f + ZeRO exposed %.3f + optimizer %.3f"
               " + step all-reduce waits %.3f + step overhead %.3f\n",
               r.t_total, r.t_layers_fwd, r.t_recompute, r.t_layers_bwd, r.t_lm_head, r.t_zero_exposed, r.t_optimizer, r.t_step_sync,

@@ -70,6 +70,7 @@ StepResult simulate_step(const Cluster& cluster, const Calibration& k, const Ste
   const double recompute = s.policy == "keep" ? 0.0 : r.gemm_fwd + r.elem_fwd + over_fwd + r.attn_recompute;
   const double fwd = r.gemm_fwd + r.elem_fwd + over_fwd + r.attn_fwd, bwd = 2 * r.gemm_fwd + elem_bwd + over_bwd + r.attn_bwd;
   r.t_layer_overhead = L * (c.layer_overhead + (s.policy == "keep" ? 0.0 : over_fwd));
+  r.layer_fwd = fwd, r.layer_bwd = bwd;
 
   // ZeRO: parameters gathered per layer (forward, and once for recompute +
   // backward), gradients reduce-scattered; on their own stream, hidden
