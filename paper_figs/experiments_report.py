@@ -39,6 +39,14 @@ def pct(x):
     return "-" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{100 * x:+.1f}%"
 
 
+def other(t, i):
+    """The CPU (cores) other processes used during run i, and its retakes (run_measured); '-' before it was logged."""
+    if "foreign_cores" not in t:
+        return "-"
+    a = int(t["attempts"][i]) if "attempts" in t else 1
+    return f"{t['foreign_cores'][i]:.2f}" + (f" ({a - 1} retaken)" if a > 1 else "")
+
+
 def no_wait_line(t, lines):
     """The same runs predicted without the collective-wait terms (host.collective_wait_ms, nap_wait_ms = 0)."""
     cal = t.get("calibration_point", [0] * len(t["label"]))
@@ -53,7 +61,7 @@ def train_table(name, f, lines):
     lines += [f"## {name}: {f.attrs['description']}", "",
               f"Config `{f.attrs['config_file']}`; {len(t['label'])} runs; measured {f.attrs['date']} on {f.attrs['host']} "
               f"(load average at start {f.attrs['load_average_at_start']}).", "",
-              "| run | ranks | tokens | method | policy | CPU per rank | measured s/step | predicted (cores got) | error | "
+              "| run | ranks | tokens | method | policy | CPU per rank; other processes (cores) | measured s/step | predicted (cores got) | error | "
               "predicted (2 free cores) | error | tok/s/rank | memory measured MiB (all; modelled categories) | "
               "engine memory model MiB | memory error |",
               "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
@@ -62,7 +70,7 @@ def train_table(name, f, lines):
         cal = " (calibration point)" if t.get("calibration_point") is not None and t["calibration_point"][i] else ""
         mm = t.get("measured_mem_modelled_bytes", nan)[i]
         lines.append(f"| {t['label'][i]}{cal} | {int(t['ranks'][i])} | {int(t['seq'][i])} | {t['method'][i]} | {t['policy'][i]} | "
-                     f"{t.get('cpu_share', nan)[i]:.2f} | {t['measured_step_s'][i]:.3f} | {t['predicted_step_s'][i]:.3f} | "
+                     f"{t.get('cpu_share', nan)[i]:.2f}; {other(t, i)} | {t['measured_step_s'][i]:.3f} | {t['predicted_step_s'][i]:.3f} | "
                      f"{pct(t['error'][i])} | {t.get('predicted_nominal_step_s', nan)[i]:.3f} | {pct(t.get('error_nominal', nan)[i])} | "
                      f"{t['measured_tokens_per_s_per_rank'][i]:.0f} | {t['measured_mem_bytes'][i] / MiB:.2f}; {mm / MiB:.2f} | "
                      f"{t['model_mem_bytes'][i] / MiB:.2f} | {pct(t['mem_error'][i])} |")
@@ -84,7 +92,7 @@ def attention_table(name, f, lines):
     t = table(f)
     lines += [f"## {name}: {f.attrs['description']}", "",
               f"Config `{f.attrs['config_file']}`; measured {f.attrs['date']} (load average at start {f.attrs['load_average_at_start']}).", "",
-              "| case | ranks | tokens | CPU per rank | measured fwd+bwd s | predicted (cores got) | error | predicted (2 free cores) | "
+              "| case | ranks | tokens | CPU per rank; other processes (cores) | measured fwd+bwd s | predicted (cores got) | error | predicted (2 free cores) | "
               "error | GFLOP/s per rank measured | predicted | bytes sent per rank |",
               "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     nan = [float("nan")] * len(t["label"])
@@ -94,7 +102,7 @@ def attention_table(name, f, lines):
         pn = "-" if nm else f"{t.get('predicted_nominal_step_s', nan)[i]:.3f}"
         pg = "-" if nm else f"{t['predicted_gflops_per_rank'][i]:.3f}"
         lines.append(f"| {t['method'][i]}, {t['layout'][i]}, {t['mask'][i]}{'' if t['ring'][i] in ('-', 'auto') else ', ' + t['ring'][i]} | "
-                     f"{int(t['ranks'][i])} | {int(t['seq'][i])} | {t.get('cpu_share', nan)[i]:.2f} | {t['measured_step_s'][i]:.3f} | "
+                     f"{int(t['ranks'][i])} | {int(t['seq'][i])} | {t.get('cpu_share', nan)[i]:.2f}; {other(t, i)} | {t['measured_step_s'][i]:.3f} | "
                      f"{pred} | {pct(t['error'][i])} | {pn} | {pct(t.get('error_nominal', nan)[i])} | "
                      f"{t['measured_gflops_per_rank'][i]:.3f} | {pg} | {t['bytes_sent'][i]:.0f} |")
     errs = [abs(e) for e in t["error"] if not math.isnan(e)]

@@ -14,6 +14,7 @@ import socket
 import tomllib
 
 import h5py
+import numpy as np
 
 
 def main():
@@ -86,6 +87,10 @@ def main():
                   if "ring_round_cpu_s" in A.keys() else "",
                   (f"| load average at the end of the calibration | {A['load_average_at_end']} | os.getloadavg() |")
                   if "load_average_at_end" in A.keys() else "",
+                  (f"| other processes during the calibration's commands | median {float(np.median(f['calls_foreign_cores'][:])):.2f}, "
+                   f"max {float(np.max(f['calls_foreign_cores'][:])):.2f} cores; {int(A['retakes'])} retaken, {int(A['kept_not_quiet'])} kept "
+                   f"above {A['foreign_max_fraction']:.2f} x cores | /proc/stat busy less the commands' own CPU; a command is run again "
+                   f"when others used more |") if "calls_foreign_cores" in f else "",
                   f"| cores shared by the ranks | {A['cores']} | os.cpu_count(); each run is predicted with the share of them it got "
                   f"(CPU seconds per wall second, kernel accounting) |", ""]
     L += ["## Part 1: the paper's scale (model) vs published", "",

@@ -415,6 +415,9 @@ def main():
     os.makedirs(d, exist_ok=True)
     cores = int(os.environ.get("BURST_HOST_CORES", os.cpu_count()))
     t_start = time.time()
+    waited = C.wait_for_quiet()
+    if waited > 1.5:
+        print(f"waited {waited:.0f} s for other processes to use at most {C.FOREIGN_MAX:.2f} of the cores", flush=True)
     load_start = os.getloadavg()
 
     # Rates per CPU-second: the machine is shared with other jobs, so each
@@ -558,6 +561,11 @@ step_overhead_us_per_token = {step_b * 1e6:.4g}
                                                              for p in step_pts) + ": residual = a + b tokens")
     cluster = write_cluster(max(0.0, step_a), max(0.0, step_b), note)
 
+    # the kept attempt of each command: its last; loud = other processes above FOREIGN_MAX of the cores
+    kept = {}
+    for c in C.call_log:
+        kept[c["log"]] = c
+    kept_loud = sum(1 for c in kept.values() if not c["quiet"])
     with h5py.File(os.path.join(d, "calibration.h5"), "w") as f:
         C.write_attrs(f, C.machine_attrs())
         f.attrs["load_average_at_end"] = json.dumps(os.getloadavg())
@@ -651,6 +659,17 @@ step_overhead_us_per_token = {step_b * 1e6:.4g}
         f.attrs["local_work_spread_ulysses"] = local["ulysses"][1]
         f.attrs["local_work_spread_allgather"] = local["allgather"][1]
         f.attrs["seconds"] = time.time() - t_start
+        # every command run (each attempt): the CPU other processes used during it (retaken above FOREIGN_MAX)
+        log = C.call_log
+        f["calls_log"] = np.array([c["log"] for c in log], dtype=h5py.string_dtype())
+        f["calls_attempt"] = np.array([c["attempt"] for c in log], dtype=float)
+        f["calls_wall_s"] = np.array([c["wall_s"] for c in log])
+        f["calls_foreign_cores"] = np.array([c["foreign_cores"] for c in log])
+        f["calls_steal_cores"] = np.array([c["steal_cores"] for c in log])
+        f.attrs["foreign_max_fraction"] = C.FOREIGN_MAX
+        f.attrs["quiet_retries"] = C.QUIET_RETRIES
+        f.attrs["retakes"] = sum(1 for c in log if c["attempt"] > 0)
+        f.attrs["kept_not_quiet"] = kept_loud
     print(f"block (bench layer, one rank): GEMMs {gemm_rate / 1e9:.1f} GFLOP/s per CPU-second ({gemm_txt} at t = {LAYER_SEQ}); "
           f"rest {rest_txt} CPU-ms = {layer_over * 1e3:.3f} ms + {lay['rest_b'] * 1e9:.1f} ns/token ({passes:.1f} passes)"
           f" + {lay['rest_c'] * 1e12:.2f} ps/token^2 (to attention)")
@@ -685,6 +704,10 @@ step_overhead_us_per_token = {step_b * 1e6:.4g}
         + ", ".join(f"{k} {tf_['raw'][k] * 1e6:.3f} / {tb_['raw'][k] * 1e6:.3f}" for k in tf_["raw"]) + ")")
     print(f"ring round CPU (bench collective ring, {RING_RANKS} ranks): {ring_note} ms -> {ring['a'] * 1e6:.1f} us + "
           f"{ring['b'] * 1e9:.3f} ns/byte (spreads {fmt_sp(ring['spread'])})")
+    fc = np.array([c["foreign_cores"] for c in kept.values()])
+    print(f"other processes during the {len(kept)} commands (kept attempts): median {np.median(fc):.2f}, max {fc.max():.2f} "
+          f"of {os.cpu_count()} cores; {sum(1 for c in C.call_log if c['attempt'] > 0)} retakes; {kept_loud} kept above "
+          f"{C.FOREIGN_MAX:.2f} x cores")
     print(f"wrote {cpath}, {kpath} ({time.time() - t_start:.0f} s)")
 
 

@@ -71,10 +71,105 @@ def env_for(gpus_per_node=0):
 
 
 last_cpu_share = float("nan")
+last_foreign_cores = float("nan")  # CPU (cores) that processes other than this run used during it
+last_attempts = 0                   # runs of the last command (1 + quiet retries)
+call_log = []                       # one dict per command run (every attempt): log, wall, share, foreign, steal
+
+# A run is retaken when other processes used more than this fraction of the
+# machine's cores during it (BURST_FOREIGN_MAX), at most BURST_QUIET_RETRIES
+# more times (0 = never).
+FOREIGN_MAX = float(os.environ.get("BURST_FOREIGN_MAX", "0.10"))
+QUIET_RETRIES = int(os.environ.get("BURST_QUIET_RETRIES", "2"))
+QUIET_WAIT_S = float(os.environ.get("BURST_QUIET_WAIT_S", "60"))
+# all retakes and waits of one script together stop after this many seconds
+QUIET_BUDGET_S = float(os.environ.get("BURST_QUIET_BUDGET_S", "600"))
+quiet_spent_s = 0.0
 
 
-def mpiexec(n, args, log_path, gpus_per_node=0, timeout=900):
-    """Run `mpiexec -n n burst args...`; stdout+stderr to log_path. Returns wall seconds."""
+def host_cpu_seconds():
+    """(busy, steal) CPU seconds of the whole machine since boot, from /proc/stat's
+    first line (busy = user + nice + system + irq + softirq + steal; guest time
+    is inside user); (nan, nan) where there is no /proc/stat."""
+    try:
+        with open("/proc/stat") as f:
+            v = [int(x) for x in f.readline().split()[1:]]
+    except (OSError, ValueError):
+        return float("nan"), float("nan")
+    hz = os.sysconf("SC_CLK_TCK")
+    steal = v[7] if len(v) > 7 else 0
+    return (v[0] + v[1] + v[2] + v[5] + v[6] + steal) / hz, steal / hz
+
+
+def own_cpu_seconds():
+    """CPU seconds of this process and its waited-for descendants (the ranks)."""
+    s, c = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return s.ru_utime + s.ru_stime + c.ru_utime + c.ru_stime
+
+
+def wait_for_quiet(limit_s=None, interval_s=1.0):
+    """Wait (at most limit_s) until other processes use at most FOREIGN_MAX of
+    the cores over one interval; returns the seconds waited."""
+    limit_s = QUIET_WAIT_S if limit_s is None else limit_s
+    t0 = time.time()
+    while time.time() - t0 < limit_s:
+        b0, o0, w0 = host_cpu_seconds()[0], own_cpu_seconds(), time.time()
+        time.sleep(interval_s)
+        b1, o1, w1 = host_cpu_seconds()[0], own_cpu_seconds(), time.time()
+        if not (b1 == b1) or (b1 - b0 - (o1 - o0)) / (w1 - w0) / os.cpu_count() <= FOREIGN_MAX:
+            break
+    return time.time() - t0
+
+
+def run_measured(cmd, log_path, env=None, timeout=900, retries=None):
+    """Run cmd (stdout + stderr to log_path) and account the machine's CPU
+    during it: our own (this process and the command's processes, from
+    getrusage) and the foreign rest (/proc/stat's busy time less ours, steal
+    included), in cores. When the foreign part exceeds FOREIGN_MAX of the
+    cores, wait for a quiet second (at most QUIET_WAIT_S) and run the command
+    again, at most `retries` more times (QUIET_RETRIES): the command rewrites
+    its own outputs, so what is kept is the last attempt's. Every attempt is
+    appended to call_log and to the log file. Returns (wall seconds, CPU
+    seconds of the command's processes, foreign cores)."""
+    retries = QUIET_RETRIES if retries is None else retries
+    global last_foreign_cores, last_attempts, quiet_spent_s
+    last_attempts = 0
+    for attempt in range(retries + 1):
+        t0 = time.time()
+        ru0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+        own0, (busy0, steal0) = own_cpu_seconds(), host_cpu_seconds()
+        with open(log_path, "w") as f:
+            f.write("$ " + " ".join(shlex.quote(c) for c in cmd) + "\n")
+            f.flush()
+            r = subprocess.run(cmd, stdout=f, stderr=subprocess.STDOUT, env=env, timeout=timeout)
+        if r.returncode != 0:
+            tail = open(log_path).read()[-3000:]
+            raise RuntimeError(f"command failed ({r.returncode}): {' '.join(cmd)}\n{tail}")
+        ru1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+        busy1, steal1 = host_cpu_seconds()
+        wall = time.time() - t0
+        cpu = ru1.ru_utime + ru1.ru_stime - ru0.ru_utime - ru0.ru_stime
+        foreign = max(0.0, (busy1 - busy0) - (own_cpu_seconds() - own0)) / wall
+        steal = (steal1 - steal0) / wall
+        last_attempts = attempt + 1
+        last_foreign_cores = foreign
+        quiet = not (foreign > FOREIGN_MAX * os.cpu_count())
+        call_log.append(dict(log=os.path.basename(log_path), attempt=attempt, wall_s=wall, cpu_s=cpu,
+                             foreign_cores=foreign, steal_cores=steal, quiet=quiet))
+        with open(log_path, "a") as f:
+            f.write(f"# run_measured: attempt {attempt + 1}, wall {wall:.3f} s, CPU of the command {cpu:.3f} s, "
+                    f"other processes {foreign:.2f} cores (steal {steal:.2f}) of {os.cpu_count()}\n")
+        if quiet or attempt == retries or quiet_spent_s >= QUIET_BUDGET_S:
+            break
+        waited = wait_for_quiet()
+        quiet_spent_s += waited + wall
+        print(f"  [quiet] {os.path.basename(log_path)}: other processes used {foreign:.2f} of {os.cpu_count()} cores; "
+              f"waited {waited:.0f} s, running it again ({attempt + 2} of {retries + 1})", flush=True)
+    return wall, cpu, foreign
+
+
+def mpiexec(n, args, log_path, gpus_per_node=0, timeout=900, retries=None):
+    """Run `mpiexec -n n burst args...` through run_measured (stdout+stderr to
+    log_path; a retake when other processes loaded the machine). Returns wall seconds."""
     cmd = ["mpiexec", "-n", str(n)]
     if n > os.cpu_count():
         # MPICH's hydra accepts any n; Open MPI needs --oversubscribe.
@@ -82,22 +177,12 @@ def mpiexec(n, args, log_path, gpus_per_node=0, timeout=900):
         if "Open MPI" in v or "OpenRTE" in v:
             cmd.append("--oversubscribe")
     cmd += [burst_bin()] + args
-    t0 = time.time()
-    ru0 = resource.getrusage(resource.RUSAGE_CHILDREN)
-    with open(log_path, "w") as f:
-        f.write("$ " + " ".join(shlex.quote(c) for c in cmd) + "\n")
-        f.flush()
-        r = subprocess.run(cmd, stdout=f, stderr=subprocess.STDOUT, env=env_for(gpus_per_node), timeout=timeout)
-    if r.returncode != 0:
-        tail = open(log_path).read()[-3000:]
-        raise RuntimeError(f"command failed ({r.returncode}): {' '.join(cmd)}\n{tail}")
-    ru1 = resource.getrusage(resource.RUSAGE_CHILDREN)
-    wall = time.time() - t0
+    wall, cpu, _ = run_measured(cmd, log_path, env=env_for(gpus_per_node), timeout=timeout, retries=retries)
     global last_cpu_share
     # CPU seconds the ranks got per second of wall per rank (busy-polling MPI
     # waits count as CPU): 1 = every rank had a core; lower = the machine was
     # shared with other jobs or P exceeded the cores.
-    last_cpu_share = (ru1.ru_utime + ru1.ru_stime - ru0.ru_utime - ru0.ru_stime) / wall / n
+    last_cpu_share = cpu / wall / n
     return wall
 
 

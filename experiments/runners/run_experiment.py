@@ -136,7 +136,7 @@ def run_train(name, cfg, runs, out):
                    measured_tokens_per_s_per_rank=S / measured / P, predicted_tokens_per_s_per_rank=S / predicted / P,
                    measured_mem_bytes=sum(meas_mem.values()), model_mem_bytes=sum(model_mem.values()),
                    calibration_point=int(r.get("calibration_point", 0)), cpu_share=share, cpu_share_run=share_run,
-                   load_average=os.getloadavg()[0])
+                   load_average=os.getloadavg()[0], foreign_cores=C.last_foreign_cores, attempts=C.last_attempts)
         # The engine's analytic model covers parameters, gradients, optimizer and
         # activations; the attention method's buffers (comm, workspace) it
         # leaves to the tracker. Compare like with like.
@@ -163,7 +163,7 @@ def run_train(name, cfg, runs, out):
         print(f"  {label:34s} measured {measured:8.4f} s/step  predicted {predicted:8.4f}  error {100 * err:+6.1f}%"
               f" (nominal {100 * row['error_nominal']:+6.1f}%)"
               f"  mem {row['measured_mem_bytes'] / 2**20:7.2f} MiB (model {row['model_mem_bytes'] / 2**20:7.2f})"
-              f"  cpu/rank {row['cpu_share']:.2f} load {row['load_average']:.1f}", flush=True)
+              f"  cpu/rank {row['cpu_share']:.2f} other {row['foreign_cores']:.2f} cores", flush=True)
     return rows
 
 
@@ -181,7 +181,7 @@ def run_attention(name, cfg, runs, out):
         h5 = os.path.join(wd, f"{r['label']}.h5")
         C.mpiexec(P, ["bench", "attention"] + C.set_args(keys) + ["--output", h5], os.path.join(wd, f"{r['label']}.log"),
                   gpus_per_node=G)
-        share = C.last_cpu_share
+        share, foreign, attempts = C.last_cpu_share, C.last_foreign_cores, C.last_attempts
         heads, kvh, d = int(keys.get("bench.heads", 8)), int(keys.get("bench.kv_heads", 8)), int(keys.get("bench.head_dim", 16))
         model_json = os.path.join(wd, f"attn_h{heads}_kv{kvh}_d{d}.json")
         with open(model_json, "w") as f:  # the model needs a shape: one layer of these heads
@@ -207,12 +207,13 @@ def run_attention(name, cfg, runs, out):
                 if ring not in ("-", "auto"):
                     sargs += ["--ring", ring]
                 why = ""
-                if mask == "causal" and layout in ("zigzag", "striped"):
-                    pass
-                elif mask == "full":
+                if mask == "full":
                     sargs += ["--mask", "full"]
                 elif meth in ("ring", "burst", "loongtrain"):
-                    # any other layout / mask: the model costs the rounds from the engine's layout
+                    # the ring family, every layout and mask (causal zigzag too): the model costs each round from
+                    # the tiles the engine's kernel calls compute on that layout, so that only the diagonal
+                    # round pays the causal block's partly visible tiles (the analytic path charges every
+                    # round at the causal block's rate: +20% on 1K-token zigzag rings, NOTES)
                     sargs += ["--layout", layout]
                     if mask == "window":
                         sargs += ["--mask", "window", "--window", str(win)]
@@ -220,6 +221,8 @@ def run_attention(name, cfg, runs, out):
                         sargs += ["--mask", "document"]
                     if "doc_lengths" in f[cname]:
                         sargs += ["--doc-lengths", ",".join(str(int(x)) for x in f[cname]["doc_lengths"][()])]
+                elif mask == "causal" and layout in ("zigzag", "striped"):
+                    pass  # Ulysses, USP, all-gather: the analytic causal path
                 else:
                     why = f"not modelled: {meth} with {mask} on {layout} (the model knows causal (zigzag) and full for it)"
                 predicted, pred_gf, pred_txt, nominal, no_wait = float("nan"), float("nan"), "", float("nan"), float("nan")
@@ -240,7 +243,7 @@ def run_attention(name, cfg, runs, out):
                            error=C.rel_err(predicted, measured) if not why else float("nan"),
                            predicted_nominal_step_s=nominal, error_nominal=C.rel_err(nominal, measured) if not why else float("nan"),
                            predicted_no_wait_step_s=no_wait, error_no_wait=C.rel_err(no_wait, measured) if not why else float("nan"),
-                           cpu_share=case_share, load_average=os.getloadavg()[0],
+                           cpu_share=case_share, load_average=os.getloadavg()[0], foreign_cores=foreign, attempts=attempts,
                            measured_gflops_per_rank=float(a["tflops_per_rank"]) * 1e3, predicted_gflops_per_rank=pred_gf,
                            measured_fwd_s=float(a["fwd_s_median"]), measured_bwd_s=float(a["bwd_s_median"]),
                            bytes_sent=float(np.max(f[cname]["bytes_sent"][:])), not_modelled=why,
