@@ -19,6 +19,8 @@
 #                                                   1B and 7B at 32K) beside the torch block (eager, compile),
 #                                                   the gpu tests of that code; every step logged, a failing step
 #                                                   does not stop the next, the whole call kept under ~9 min
+#   PART=8 OUT=$OUT experiments/peers/run_h200.sh   the block kernel by kernel: ncu durations and DRAM bytes of one
+#                                                   1B / 7B block fwd + bwd, summarised; bench gemm C += A B (fp32)
 # (PART=2 rebuilds unless the machine is still warm from PART=1.)
 # Copy what comes back under $OUT into experiments/results/h200/ (at most 6
 # files per part: the device tool returns 8).
@@ -43,6 +45,39 @@ layer32k() {
   step "burst bench layer $m bf16 32K$note" "$cap" env "$@" "$build/burst" bench layer --set bench.preset=$m \
     --set bench.tokens=32768 --set bench.dtype=bf16 --set bench.repeats=5 --set bench.warmup=1 --output "$OUT/$file"
 }
+if [ "$PART" = 8 ]; then
+  # Where the LLaMA block's time goes, kernel by kernel (the "rest" is 2-3x its
+  # byte floor, the GEMM backward runs at 667-699 TFLOP/s against 764-823 in
+  # bench gemm: NOTES "LLaMA block v6"): the build (burst only), Nsight Compute's
+  # duration and DRAM bytes of every kernel of one 1B and one 7B block forward +
+  # backward at 32K (no repeats, no check), summarised per kernel; bench gemm at
+  # the LLaMA shapes with C += A B into fp32 (the weight gradients) beside C = A B.
+  step "bootstrap (Kokkos CUDA from .offline)" 120 scripts/bootstrap.sh --cuda --from .offline
+  step "build (burst)" 240 scripts/build.sh --cuda --deps-include "$(pwd)/.offline/include" -DBURST_ENABLE_NCCL=ON \
+    --target burst
+  build=$(pwd)/build-cuda
+  if [ -x "$build/burst" ]; then
+    for m in 1B 7B; do
+      step "ncu: every kernel of one $m block fwd + bwd, 32K" 150 ncu --clock-control none --csv --page raw \
+        --metrics gpu__time_duration.sum,dram__bytes_read.sum,dram__bytes_write.sum \
+        --log-file "$OUT/ncu_layer_$m.csv" "$build/burst" bench layer --set bench.preset=$m --set bench.tokens=32768 \
+        --set bench.dtype=bf16 --set bench.repeats=1 --set bench.warmup=0 --set bench.check_tokens=0 \
+        --output "$OUT/layer_${m}_ncu.h5"
+      python3 experiments/peers/ncu_kernels_summary.py "$OUT/ncu_layer_$m.csv" > "$OUT/ncu_layer_${m}_summary.txt" 2>&1
+      head -n 30 "$OUT/ncu_layer_${m}_summary.txt"
+      gzip -f "$OUT/ncu_layer_$m.csv"
+    done
+    for beta in 0 1; do
+      step "bench gemm LLaMA shapes bf16 -> fp32, beta $beta" 60 "$build/burst" bench gemm --set bench.dtype=bf16 \
+        --set bench.out_dtype=float --set bench.beta=$beta --set bench.squares=false --set bench.llama=true \
+        --set bench.repeats=5 --output "$OUT/gemm_llama_f32out_beta$beta.h5"
+    done
+  fi
+  (cd "$OUT" && ls *.h5 >/dev/null 2>&1 && tar cf part8_h5.tar *.h5 && rm -f *.h5)
+  echo "PART 8 done in $(( $(date +%s) - t0 )) s"
+  date -u
+  exit 0
+fi
 if [ "$PART" = 6 ]; then
   # The TMA flash kernels (the lab's forward and backward variant 7) in the
   # engine, bf16 distributed attention and bf16 training: the torch block

@@ -35,6 +35,7 @@ static ConfigSchema bench_gemm_schema() {
       .integer("bench.tokens", 32768, 1, 1 << 22, "tokens (M) of the LLaMA shapes")
       .string("bench.dtype", "float", {"float", "double", "bf16"}, "input (and default output) type")
       .string("bench.out_dtype", "same", {"same", "float"}, "output type: same as the inputs, or float (bf16 inputs)")
+      .string("bench.beta", "0", {"0", "1"}, "C = op(A) op(B) + beta C: 1 = accumulate, as the model's weight gradients (fp32) and dX sums")
       .integer("bench.repeats", 5, 1, 10000, "timed repetitions per shape (the median is reported)")
       .integer("bench.warmup", 1, 0, 1000, "untimed repetitions before timing")
       .string("bench.output", "experiments/results/gemm_host.h5", {}, "HDF5 file to write");
@@ -121,6 +122,7 @@ template <class T, class TC> static void run(Runtime& rt, const Config& cfg, con
   const std::vector<Shape> shapes = shapes_of(cfg);
   const int repeats = int(cfg.get_int("bench.repeats")), warmup = int(cfg.get_int("bench.warmup"));
   const int ns = int(shapes.size());
+  const double beta = cfg.get_string("bench.beta") == "1" ? 1.0 : 0.0;
   std::vector<double> gflops(ns), seconds(ns), err(ns), peak(ns);
 #ifdef BURST_HAVE_CUDA
   const long lt_calls0 = lt::call_count();
@@ -134,14 +136,20 @@ template <class T, class TC> static void run(Runtime& rt, const Config& cfg, con
     View2<T> B(mem_label(MemCategory::Workspace, "gemm.B"), sh.tb == 'N' ? sh.k : sh.n, sh.tb == 'N' ? sh.n : sh.k);
     View2<TC> C(mem_label(MemCategory::Workspace, "gemm.C"), sh.m, sh.n);
     fill(A, 1 + rt.rank()), fill(B, 2 + rt.rank());
-    for (int w = 0; w < warmup; ++w) kernels::gemm(sh.ta, sh.tb, 1, A, B, 0, C);
+    Kokkos::deep_copy(C, TC(0));
+    for (int w = 0; w < warmup; ++w) kernels::gemm(sh.ta, sh.tb, 1, A, B, beta, C);
     Kokkos::fence();
     std::vector<double> ts;
     for (int r = 0; r < repeats; ++r) {
       Timer t;
-      kernels::gemm(sh.ta, sh.tb, 1, A, B, 0, C);
+      kernels::gemm(sh.ta, sh.tb, 1, A, B, beta, C);
       Kokkos::fence();
       ts.push_back(t.seconds());
+    }
+    if (beta != 0) {  // the checked result: one more call onto a zeroed C (the timed ones accumulated)
+      Kokkos::deep_copy(C, TC(0));
+      kernels::gemm(sh.ta, sh.tb, 1, A, B, beta, C);
+      Kokkos::fence();
     }
     std::sort(ts.begin(), ts.end());
     seconds[si] = ts[ts.size() / 2];
@@ -186,7 +194,8 @@ template <class T, class TC> static void run(Runtime& rt, const Config& cfg, con
   double worst = 0;
   for (double e : e_all) worst = std::max(worst, e);
   if (rt.rank() == 0) {
-    std::printf("gemm %s -> %s, %d rank(s) on %s (concurrency %d), path %s\n", scalar_name<T>(), scalar_name<TC>(), P,
+    std::printf("gemm %s -> %s%s, %d rank(s) on %s (concurrency %d), path %s\n", scalar_name<T>(), scalar_name<TC>(),
+                beta != 0 ? " (C += A B)" : "", P,
                 Kokkos::DefaultExecutionSpace::name(), int(Kokkos::DefaultExecutionSpace::concurrency()), path);
     std::printf("%-26s %2s %7s %7s %7s %11s %12s %12s %11s\n", "shape", "op", "M", "N", "K", "median s", "TFLOP/s rank0",
                 "TFLOP/s sum", "peak MiB");
@@ -196,7 +205,7 @@ template <class T, class TC> static void run(Runtime& rt, const Config& cfg, con
       double sum = 0;
       for (int r = 0; r < P; ++r) sum += g_all[r * ns + si];
       m[si] = sh.m, n[si] = sh.n, k[si] = sh.k, ta[si] = sh.ta == 'T', tb[si] = sh.tb == 'T';
-      bytes[si] = std::int64_t(sizeof(T)) * (sh.m * sh.k + sh.k * sh.n) + std::int64_t(sizeof(TC)) * sh.m * sh.n;
+      bytes[si] = std::int64_t(sizeof(T)) * (sh.m * sh.k + sh.k * sh.n) + std::int64_t(sizeof(TC)) * sh.m * sh.n * (beta != 0 ? 2 : 1);
       std::printf("%-26s %c%c %7ld %7ld %7ld %11.6f %12.2f %12.2f %11.1f\n", sh.label.c_str(), sh.ta, sh.tb, sh.m, sh.n,
                   sh.k, s_all[si], g_all[si] / 1e3, sum / 1e3, p_all[si] / 1048576.0);
     }
@@ -221,6 +230,7 @@ template <class T, class TC> static void run(Runtime& rt, const Config& cfg, con
     f.set_attr("/", "benchmark", std::string("gemm"));
     f.set_attr("/", "dtype", std::string(scalar_name<T>()));
     f.set_attr("/", "out_dtype", std::string(scalar_name<TC>()));
+    f.set_attr("/", "beta", beta);
     f.set_attr("/", "ranks", std::int64_t(P));
     f.set_attr("/", "threads_per_rank", std::int64_t(Kokkos::DefaultExecutionSpace::concurrency()));
     f.set_attr("/", "gemm_path", std::string(path));
