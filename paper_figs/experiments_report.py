@@ -40,11 +40,16 @@ def pct(x):
 
 
 def other(t, i):
-    """The CPU (cores) other processes used during run i, and its retakes (run_measured); '-' before it was logged."""
+    """The CPU (cores) other processes used during run i and its retakes (run_measured), the machine's speed
+    before / after it against the calibration's (run_experiment.Probe); '-' before they were logged."""
     if "foreign_cores" not in t:
         return "-"
     a = int(t["attempts"][i]) if "attempts" in t else 1
-    return f"{t['foreign_cores'][i]:.2f}" + (f" ({a - 1} retaken)" if a > 1 else "")
+    txt = f"{t['foreign_cores'][i]:.2f}" + (f" ({a - 1} retaken)" if a > 1 else "")
+    if "probe_before" in t and t["probe_before"][i] == t["probe_before"][i]:
+        pr = int(t["probe_retakes"][i]) if "probe_retakes" in t else 0
+        txt += f"; speed probe {t['probe_before'][i]:.2f} / {t['probe_after'][i]:.2f}" + (f" ({pr} retaken)" if pr else "")
+    return txt
 
 
 def no_wait_line(t, lines):
@@ -61,7 +66,7 @@ def train_table(name, f, lines):
     lines += [f"## {name}: {f.attrs['description']}", "",
               f"Config `{f.attrs['config_file']}`; {len(t['label'])} runs; measured {f.attrs['date']} on {f.attrs['host']} "
               f"(load average at start {f.attrs['load_average_at_start']}).", "",
-              "| run | ranks | tokens | method | policy | CPU per rank; other processes (cores) | measured s/step | predicted (cores got) | error | "
+              "| run | ranks | tokens | method | policy | CPU per rank; other processes (cores); speed probe before / after (x calibration) | measured s/step | predicted (cores got) | error | "
               "predicted (2 free cores) | error | tok/s/rank | memory measured MiB (all; modelled categories) | "
               "engine memory model MiB | memory error |",
               "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
@@ -92,7 +97,7 @@ def attention_table(name, f, lines):
     t = table(f)
     lines += [f"## {name}: {f.attrs['description']}", "",
               f"Config `{f.attrs['config_file']}`; measured {f.attrs['date']} (load average at start {f.attrs['load_average_at_start']}).", "",
-              "| case | ranks | tokens | CPU per rank; other processes (cores) | measured fwd+bwd s | predicted (cores got) | error | predicted (2 free cores) | "
+              "| case | ranks | tokens | CPU per rank; other processes (cores); speed probe before / after (x calibration) | measured fwd+bwd s | predicted (cores got) | error | predicted (2 free cores) | "
               "error | GFLOP/s per rank measured | predicted | bytes sent per rank |",
               "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     nan = [float("nan")] * len(t["label"])

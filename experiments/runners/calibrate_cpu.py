@@ -582,6 +582,8 @@ step_overhead_us_per_token = {step_b * 1e6:.4g}
         f["concurrency_cpu_share"] = np.array([next(r["share"] for r in lay["one"] if r["tokens"] == CONC_SEQ)] + [c["share"] for c in conc])
         f["concurrency_efficiency"] = np.array([1.0] + [c["eff"] for c in conc])
         f.attrs["layer_overhead_s"] = layer_over
+        # the speed probe's reference (common.speed_probe: this same one-rank point, median of the samples)
+        f.attrs["probe_fwd_bwd_s"] = next(r["fb"] for r in lay["one"] if r["tokens"] == C.PROBE_TOKENS)
         f.attrs["layer_rest_fit_abc"] = json.dumps([lay["rest_a"], lay["rest_b"], lay["rest_c"]])
         f.attrs["elementwise_passes"] = passes
         f["step_seq"] = np.array(STEP_SEQ, dtype=float)

@@ -186,6 +186,34 @@ def mpiexec(n, args, log_path, gpus_per_node=0, timeout=900, retries=None):
     return wall
 
 
+# The machine's speed now, in the calibration's own terms: `burst bench layer` of
+# the experiments' block (exp_model.json widths, float) at 512 tokens on one rank,
+# CPU clock, median of 5 -- the calibration's one-rank point at that size
+# (calibrate_cpu.py stores its median as calibration.h5 attribute probe_fwd_bwd_s).
+PROBE_TOKENS = 512
+PROBE_ARGS = ["bench", "layer", "--set", "bench.preset=\"custom\"", "--set", "bench.hidden=128", "--set", "bench.heads=8",
+              "--set", "bench.kv_heads=8", "--set", "bench.head_dim=16", "--set", "bench.ffn=256", "--set",
+              f"bench.tokens={PROBE_TOKENS}", "--set", "bench.dtype=\"float\"", "--set", "bench.repeats=5", "--set",
+              "bench.check_tokens=0", "--set", "bench.clock=\"cpu\""]
+
+
+def speed_probe(workdir):
+    """CPU seconds of one block fwd + bwd of the probe (above) now."""
+    h5 = os.path.join(workdir, "probe.h5")
+    mpiexec(1, PROBE_ARGS + ["--output", h5], os.path.join(workdir, "probe.log"), retries=0)
+    with h5py.File(h5, "r") as f:
+        return float(f.attrs["median_fwd_bwd_s"])
+
+
+def probe_reference():
+    """The calibration's probe time (calibration.h5 probe_fwd_bwd_s), or nan when there is none."""
+    path = os.path.join(results_dir(), "calibration", "calibration.h5")
+    if "BURST_CPU_CLUSTER" in os.environ or not os.path.exists(path):
+        return float("nan")  # a fixture cluster (tests): no calibration of this machine to compare with
+    with h5py.File(path, "r") as f:
+        return float(f.attrs.get("probe_fwd_bwd_s", float("nan")))
+
+
 def simulate(args, out_h5, cluster=None):
     """`burst simulate ... --output out_h5` with this machine's cluster (or `cluster`); returns its stdout."""
     c, k = cpu_cluster_paths()
