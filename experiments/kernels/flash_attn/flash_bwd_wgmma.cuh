@@ -131,6 +131,7 @@ __device__ __forceinline__ void bwd_p_from_s(float (&s)[N], const float* Lb, int
 // the dK product: fragment kk holds query columns 16 kk .. 16 kk + 15.
 template <int NF, int N>
 __device__ __forceinline__ void pack_ds_frags(uint32_t (&sf)[NF][4], const float (&dp)[N]) {
+  static_assert(N >= 8 * NF, "pack_ds_frags: NF fragments read 8 NF accumulator values");
 #pragma unroll
   for (int kk = 0; kk < NF; ++kk) {
 #pragma unroll

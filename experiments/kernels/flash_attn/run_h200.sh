@@ -60,14 +60,14 @@ if [ "${WGMMA:-1}" = 1 ]; then
   echo "bench_attn (wgmma fwd) exit $? (0 ok, 1 check failed, 3 fault, 124 timeout)"
 fi
 # wgmma backward, in its own process (no forward variant timed; the check's lse
-# comes from mma.sync forward 0). diag_nodq rows of variants 4-7 = without the
-# dQ atomics (7, 8: without the dQ staging + bulk reduce-add) only; the dQ product
+# comes from mma.sync forward 0). diag_nodq rows of variants 4-11 = without the
+# dQ atomics (7-11: without the dQ staging + bulk reduce-add) only; the dQ product
 # still runs. Default variants: 4,6,7,8,9,10,11 (9,10,11 with MAIN=0: the
 # TMA backward of flash_bwd_tma_ws.cuh, 11 = 10 with the dQ staging free of
 # bank conflicts, beside its baselines); 4,5,...,11 brings back everything.
 if [ "${BWGMMA:-1}" = 1 ]; then
   for f in flash_bwd_wgmma_d64 flash_bwd_wgmma_d128; do
-    echo "$f.o SASS: UTMAREDG (bulk tensor reduce, variants 7, 8) $(grep -c UTMAREDG "$BUILD/$f.sass"), REDG.E.ADD (atomics, 4-6) $(grep -c 'REDG.E.ADD' "$BUILD/$f.sass"), USETMAXREG (variant 8) $(grep -c USETMAXREG "$BUILD/$f.sass"), BPT (trap) $(grep -c BPT "$BUILD/$f.sass")"
+    echo "$f.o SASS: UTMAREDG (bulk tensor reduce, variants 7-11) $(grep -c UTMAREDG "$BUILD/$f.sass"), REDG.E.ADD (atomics, 4-6) $(grep -c 'REDG.E.ADD' "$BUILD/$f.sass"), USETMAXREG (variants 8-11) $(grep -c USETMAXREG "$BUILD/$f.sass"), BPT (trap) $(grep -c BPT "$BUILD/$f.sass")"
   done
   WG_BWD=${WG_BWD:-$([ "${MAIN:-1}" = 1 ] && echo 4,6,7,8,9,10,11 || echo 9,10,11)}
   mkdir -p "$OUT/wgmma_bwd"
