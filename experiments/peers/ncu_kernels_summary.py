@@ -28,10 +28,24 @@ def short(name):
     return n[:90]
 
 
-def unit_scale(u):
-    u = (u or "").strip().lower()
-    return {"nsecond": 1e-9, "usecond": 1e-6, "msecond": 1e-3, "second": 1.0, "byte": 1.0, "kbyte": 1e3,
-            "mbyte": 1e6, "gbyte": 1e9, "tbyte": 1e12}.get(u, 1.0)
+SCALES = {"nsecond": 1e-9, "usecond": 1e-6, "msecond": 1e-3, "second": 1.0, "byte": 1.0, "kbyte": 1e3,
+          "mbyte": 1e6, "gbyte": 1e9, "tbyte": 1e12}
+
+
+def unit_scale(u, default):
+    """Seconds or bytes per unit of ncu's unit name (the default unit's when the CSV has no units row)."""
+    u = (u or default).strip().lower()
+    if u not in SCALES:
+        sys.exit(f"unknown ncu unit '{u}' (known: {', '.join(SCALES)})")
+    return SCALES[u]
+
+
+def number(x):
+    """ncu's number ('1,234.5'), or None for 'n/a' and empty cells."""
+    try:
+        return float(x.replace(",", ""))
+    except (ValueError, AttributeError):
+        return None
 
 
 def main():
@@ -44,29 +58,37 @@ def main():
     rows = list(csv.reader(lines))
     if len(rows) < 2:
         sys.exit(f"{a.csv}: no ncu CSV rows (did the program launch any kernel?)")
-    head, units = rows[0], rows[1]
+    head = rows[0]
     col = {h: i for i, h in enumerate(head)}
     for need in ("Kernel Name", "gpu__time_duration.sum"):
         if need not in col:
             sys.exit(f"{a.csv}: no column '{need}' (columns: {', '.join(head[:12])} ...)")
-    data = rows[2:] if units[col["Kernel Name"]] == "" else rows[1:]
+    has_units = rows[1][col["Kernel Name"]] == ""  # ncu's second row: the metrics' units
+    units = rows[1] if has_units else [""] * len(head)
+    data = rows[2:] if has_units else rows[1:]
     ti = col["gpu__time_duration.sum"]
-    ts = unit_scale(units[ti]) if data is not rows[1:] else 1e-9
     bi = [col[k] for k in ("dram__bytes_read.sum", "dram__bytes_write.sum") if k in col]
+    ts = unit_scale(units[ti], "nsecond")
+    bs = {i: unit_scale(units[i], "byte") for i in bi}
     groups = {}
     total_t = total_b = 0.0
+    launches = 0
     for r in data:
-        if len(r) <= ti or not r[ti].replace(".", "", 1).replace(",", "").isdigit():
+        t = number(r[ti]) if len(r) > ti else None
+        if t is None:
             continue
-        t = float(r[ti].replace(",", "")) * ts
-        b = sum(float(r[i].replace(",", "")) * unit_scale(units[i]) for i in bi if r[i])
+        launches += 1
+        t *= ts
+        b = sum((number(r[i]) or 0.0) * bs[i] for i in bi if i < len(r))
         g = groups.setdefault(short(r[col["Kernel Name"]]), [0, 0.0, 0.0])
         g[0] += 1
         g[1] += t
         g[2] += b
         total_t += t
         total_b += b
-    print(f"{len(data)} kernel launches, {total_t * 1e3:.3f} ms, {total_b / 1e9:.2f} GB DRAM "
+    if launches == 0:
+        sys.exit(f"{a.csv}: no kernel rows")
+    print(f"{launches} kernel launches, {total_t * 1e3:.3f} ms, {total_b / 1e9:.2f} GB DRAM "
           f"(floor at {a.bw_tbs} TB/s: {total_b / (a.bw_tbs * 1e12) * 1e3:.3f} ms)")
     print(f"{'kernel':90s} {'calls':>5s} {'ms':>9s} {'share':>6s} {'GB':>7s} {'TB/s':>6s} {'x floor':>7s}")
     for name, (n, t, b) in sorted(groups.items(), key=lambda kv: -kv[1][1])[:a.top]:

@@ -48,29 +48,41 @@ layer32k() {
 if [ "$PART" = 8 ]; then
   # Where the LLaMA block's time goes, kernel by kernel (the "rest" is 2-3x its
   # byte floor, the GEMM backward runs at 667-699 TFLOP/s against 764-823 in
-  # bench gemm: NOTES "LLaMA block v6"): the build (burst only), Nsight Compute's
-  # duration and DRAM bytes of every kernel of one 1B and one 7B block forward +
-  # backward at 32K (no repeats, no check), summarised per kernel; bench gemm at
-  # the LLaMA shapes with C += A B into fp32 (the weight gradients) beside C = A B.
+  # bench gemm: NOTES "LLaMA block v6"): the build (burst only); bench gemm at
+  # the LLaMA shapes with C += A B into fp32 (the weight gradients) beside C = A B;
+  # Nsight Compute's duration and DRAM bytes of every kernel of one 1B and one
+  # 7B block forward + backward at 32K (the NVTX range "block_fwd_bwd" of bench
+  # layer's first timed round; without the range filter, should ncu not honour
+  # it: then the setup and the forward-alone round are in the list too),
+  # summarised per kernel by ncu_kernels_summary.py.
   step "bootstrap (Kokkos CUDA from .offline)" 120 scripts/bootstrap.sh --cuda --from .offline
   step "build (burst)" 240 scripts/build.sh --cuda --deps-include "$(pwd)/.offline/include" -DBURST_ENABLE_NCCL=ON \
     --target burst
   build=$(pwd)/build-cuda
   if [ -x "$build/burst" ]; then
-    for m in 1B 7B; do
-      step "ncu: every kernel of one $m block fwd + bwd, 32K" 150 ncu --clock-control none --csv --page raw \
-        --metrics gpu__time_duration.sum,dram__bytes_read.sum,dram__bytes_write.sum \
-        --log-file "$OUT/ncu_layer_$m.csv" "$build/burst" bench layer --set bench.preset=$m --set bench.tokens=32768 \
-        --set bench.dtype=bf16 --set bench.repeats=1 --set bench.warmup=0 --set bench.check_tokens=0 \
-        --output "$OUT/layer_${m}_ncu.h5"
-      python3 experiments/peers/ncu_kernels_summary.py "$OUT/ncu_layer_$m.csv" > "$OUT/ncu_layer_${m}_summary.txt" 2>&1
-      head -n 30 "$OUT/ncu_layer_${m}_summary.txt"
-      gzip -f "$OUT/ncu_layer_$m.csv"
-    done
     for beta in 0 1; do
-      step "bench gemm LLaMA shapes bf16 -> fp32, beta $beta" 60 "$build/burst" bench gemm --set bench.dtype=bf16 \
+      step "bench gemm LLaMA shapes bf16 -> fp32, beta $beta" 45 "$build/burst" bench gemm --set bench.dtype=bf16 \
         --set bench.out_dtype=float --set bench.beta=$beta --set bench.squares=false --set bench.llama=true \
         --set bench.repeats=5 --output "$OUT/gemm_llama_f32out_beta$beta.h5"
+    done
+    for m in 1B 7B; do
+      csv=$OUT/ncu_layer_$m.csv
+      step "ncu: every kernel of one $m block fwd + bwd, 32K" 100 ncu --clock-control none --csv --page raw \
+        --metrics gpu__time_duration.sum,dram__bytes_read.sum,dram__bytes_write.sum --nvtx --nvtx-include "block_fwd_bwd/" \
+        --log-file "$csv" "$build/burst" bench layer --set bench.preset=$m --set bench.tokens=32768 \
+        --set bench.dtype=bf16 --set bench.repeats=1 --set bench.warmup=0 --set bench.check_tokens=0 \
+        --set bench.phases=false --output "$OUT/layer_${m}_ncu.h5"
+      if ! python3 experiments/peers/ncu_kernels_summary.py "$csv" > "$OUT/ncu_layer_${m}_summary.txt" 2>&1; then
+        echo "== no kernels in the NVTX range: again without the filter"
+        step "ncu (no NVTX filter): $m block" 100 ncu --clock-control none --csv --page raw \
+          --metrics gpu__time_duration.sum,dram__bytes_read.sum,dram__bytes_write.sum --log-file "$csv" \
+          "$build/burst" bench layer --set bench.preset=$m --set bench.tokens=32768 --set bench.dtype=bf16 \
+          --set bench.repeats=1 --set bench.warmup=0 --set bench.check_tokens=0 --set bench.phases=false \
+          --output "$OUT/layer_${m}_ncu.h5"
+        python3 experiments/peers/ncu_kernels_summary.py "$csv" > "$OUT/ncu_layer_${m}_summary.txt" 2>&1
+      fi
+      head -n 30 "$OUT/ncu_layer_${m}_summary.txt"
+      gzip -f "$csv"
     done
   fi
   (cd "$OUT" && ls *.h5 >/dev/null 2>&1 && tar cf part8_h5.tar *.h5 && rm -f *.h5)

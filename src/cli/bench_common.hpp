@@ -11,6 +11,10 @@
 #include "io/h5.hpp"
 #include "kernels/gemm.hpp"
 
+#ifdef BURST_HAVE_CUDA
+#include <nvtx3/nvToolsExt.h>  // header-only: no library to link; a no-op unless a profiler is attached
+#endif
+
 #include <algorithm>
 #include <cstdint>
 #include <ctime>
@@ -31,6 +35,29 @@ inline std::int64_t bench_gemm_workspace_bytes() {
   return 0;
 #endif
 }
+
+// An NVTX push/pop range on CUDA builds (nothing on the host): profilers can
+// take exactly the kernels inside it (ncu --nvtx --nvtx-include "NAME/").
+class NvtxRange {
+ public:
+  explicit NvtxRange(const char* name, bool on = true) : on_(on) {
+#ifdef BURST_HAVE_CUDA
+    if (on_) nvtxRangePushA(name);
+#else
+    (void)name;
+#endif
+  }
+  ~NvtxRange() {
+#ifdef BURST_HAVE_CUDA
+    if (on_) nvtxRangePop();
+#endif
+  }
+  NvtxRange(const NvtxRange&) = delete;
+  NvtxRange& operator=(const NvtxRange&) = delete;
+
+ private:
+  bool on_;
+};
 
 // The schema's bench.dtype ("bf16", "float" or "double") as a type: the
 // result of f(T{}) for that T.

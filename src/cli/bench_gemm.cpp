@@ -136,7 +136,7 @@ template <class T, class TC> static void run(Runtime& rt, const Config& cfg, con
     View2<T> B(mem_label(MemCategory::Workspace, "gemm.B"), sh.tb == 'N' ? sh.k : sh.n, sh.tb == 'N' ? sh.n : sh.k);
     View2<TC> C(mem_label(MemCategory::Workspace, "gemm.C"), sh.m, sh.n);
     fill(A, 1 + rt.rank()), fill(B, 2 + rt.rank());
-    Kokkos::deep_copy(C, TC(0));
+    Kokkos::deep_copy(C, TC(0));  // beta = 1 accumulates onto it
     for (int w = 0; w < warmup; ++w) kernels::gemm(sh.ta, sh.tb, 1, A, B, beta, C);
     Kokkos::fence();
     std::vector<double> ts;
@@ -146,8 +146,13 @@ template <class T, class TC> static void run(Runtime& rt, const Config& cfg, con
       Kokkos::fence();
       ts.push_back(t.seconds());
     }
-    if (beta != 0) {  // the checked result: one more call onto a zeroed C (the timed ones accumulated)
-      Kokkos::deep_copy(C, TC(0));
+    // The checked result: with beta = 1 one more call onto a known C0 (the timed ones accumulated), checked
+    // as C - C0 against A B, so a kernel that ignored beta would fail the check.
+    decltype(Kokkos::create_mirror(Kokkos::HostSpace(), C)) hC0;
+    if (beta != 0) {
+      hC0 = Kokkos::create_mirror(Kokkos::HostSpace(), C);  // a copy, also of a host C
+      fill(C, 3 + rt.rank());
+      Kokkos::deep_copy(hC0, C);
       kernels::gemm(sh.ta, sh.tb, 1, A, B, beta, C);
       Kokkos::fence();
     }
@@ -168,7 +173,8 @@ template <class T, class TC> static void run(Runtime& rt, const Config& cfg, con
         const double b = sh.tb == 'N' ? double(hB(p, j)) : double(hB(j, p));
         ref += a * b, mag += std::fabs(a * b);
       }
-      worst = std::max(worst, std::fabs(double(hC(i, j)) - ref) / std::max(mag, 1e-300));
+      const double got = double(hC(i, j)) - (beta != 0 ? double(hC0(i, j)) : 0.0);
+      worst = std::max(worst, std::fabs(got - ref) / std::max(mag, 1e-300));
     }
     err[si] = worst;
   }
