@@ -17,6 +17,12 @@ import h5py
 import numpy as np
 
 
+def kept_foreign(f):
+    """Other processes' CPU (cores) during each kept attempt of the calibration's commands (calibration.h5)."""
+    x = f["calls_foreign_cores"][:]
+    return x[f["calls_kept"][:] > 0] if "calls_kept" in f else x
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("results")
@@ -87,8 +93,8 @@ def main():
                   if "ring_round_cpu_s" in A.keys() else "",
                   (f"| load average at the end of the calibration | {A['load_average_at_end']} | os.getloadavg() |")
                   if "load_average_at_end" in A.keys() else "",
-                  (f"| other processes during the calibration's commands | median {float(np.median(f['calls_foreign_cores'][:])):.2f}, "
-                   f"max {float(np.max(f['calls_foreign_cores'][:])):.2f} cores; {int(A['retakes'])} retaken, {int(A['kept_not_quiet'])} kept "
+                  (f"| other processes during the calibration's commands (kept attempts) | median {float(np.median(kept_foreign(f))):.2f}, "
+                   f"max {float(np.max(kept_foreign(f))):.2f} cores; {int(A['retakes'])} retaken, {int(A['kept_not_quiet'])} kept "
                    f"above {A['foreign_max_fraction']:.2f} x cores | /proc/stat busy less the commands' own CPU; a command is run again "
                    f"when others used more |") if "calls_foreign_cores" in f else "",
                   f"| cores shared by the ranks | {A['cores']} | os.cpu_count(); each run is predicted with the share of them it got "

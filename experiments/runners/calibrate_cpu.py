@@ -73,6 +73,8 @@ STEP_SEQ = [1024, 2048]  # one-rank training steps (no experiment runs one rank 
 STEPS = 8               # train steps of each, the first dropped
 REPEATS = 5             # timed repeats of the kernel benchmarks
 SAMPLES = int(os.environ.get("BURST_CALIB_SAMPLES", "3"))  # independent samples per calibration point (median kept)
+assert dict(hidden=HIDDEN, heads=HEADS, kv_heads=KVH, head_dim=D, ffn=FFN) == C.EXP_BLOCK, "exp_model.json widths"
+assert C.PROBE_TOKENS in LAYER_SEQ, "the speed probe is a calibrated one-rank block point"
 
 
 def spread(xs):
@@ -278,12 +280,7 @@ def bench_layer(d, tokens, ranks, tag):
     time of each phase holds whatever the scheduler gave to other processes,
     and the block's rest is a difference of phases timed at different moments)."""
     h5 = os.path.join(d, f"layer_{tag}.h5")
-    C.mpiexec(ranks, ["bench", "layer", "--set", "bench.preset=\"custom\"", "--set", f"bench.hidden={HIDDEN}",
-                      "--set", f"bench.heads={HEADS}", "--set", f"bench.kv_heads={KVH}", "--set", f"bench.head_dim={D}",
-                      "--set", f"bench.ffn={FFN}", "--set", f"bench.tokens={tokens}", "--set", "bench.dtype=\"float\"",
-                      "--set", f"bench.repeats={REPEATS}", "--set", "bench.check_tokens=0", "--set", "bench.clock=\"cpu\"",
-                      "--output", h5],
-              os.path.join(d, f"layer_{tag}.log"))
+    C.mpiexec(ranks, C.block_bench_args(tokens, REPEATS) + ["--output", h5], os.path.join(d, f"layer_{tag}.log"))
     with h5py.File(h5, "r") as f:
         a = f.attrs
         names = a["phase_names"]
@@ -668,6 +665,8 @@ step_overhead_us_per_token = {step_b * 1e6:.4g}
         f["calls_wall_s"] = np.array([c["wall_s"] for c in log])
         f["calls_foreign_cores"] = np.array([c["foreign_cores"] for c in log])
         f["calls_steal_cores"] = np.array([c["steal_cores"] for c in log])
+        last = {c["log"]: i for i, c in enumerate(log)}  # the kept attempt of each command: its last
+        f["calls_kept"] = np.array([float(last[c["log"]] == i) for i, c in enumerate(log)])
         f.attrs["foreign_max_fraction"] = C.FOREIGN_MAX
         f.attrs["quiet_retries"] = C.QUIET_RETRIES
         f.attrs["retakes"] = sum(1 for c in log if c["attempt"] > 0)

@@ -37,12 +37,30 @@ OUT_CAL = os.path.join(ROOT, "experiments", "perf_calibration_h200_engine.toml")
 SHAPES = {"1B": (2048, 16, 128, 5632), "7B": (4096, 32, 128, 11008)}  # bench layer's presets (SwiGLU, MHA)
 
 
-def phases(path):
+def fail(msg):
+    sys.exit(f"calibrate_h200_engine: {msg}")
+
+
+def phases(path, widths):
+    """The phase times and tokens of one bench layer file, checked against the expected widths."""
     with h5py.File(path, "r") as f:
-        names = f.attrs["phase_names"]
+        a = f.attrs
+        for k in ("phase_names", "tokens"):
+            if k not in a:
+                fail(f"{path}: no attribute '{k}' (not a `burst bench layer` file with its phase breakdown?)")
+        names = a["phase_names"]
         names = (names.decode() if isinstance(names, bytes) else names).split(";")
+        if "phases/seconds" not in f:
+            fail(f"{path}: no phases/seconds (bench layer ran with bench.phases = false?)")
         ph = dict(zip(names, (float(x) for x in f["phases/seconds"][:])))
-        return ph, int(f.attrs["tokens"]) if "tokens" in f.attrs else 32768, str(f.attrs.get("date", ""))
+        for k in ("gemm_fwd", "gemm_bwd", "rest_fwd", "rest_bwd"):
+            if k not in ph:
+                fail(f"{path}: no phase '{k}' (phases: {', '.join(names)})")
+        got = {k: int(a[k]) for k in ("hidden", "heads", "head_dim", "ffn") if k in a}
+        want = dict(zip(("hidden", "heads", "head_dim", "ffn"), widths))
+        if any(got.get(k, want[k]) != v for k, v in want.items()):
+            fail(f"{path}: block widths {got}, expected {want}")
+        return ph, int(a["tokens"])
 
 
 def main():
@@ -57,8 +75,8 @@ def main():
     for name, (h, n, d, ffn) in SHAPES.items():
         path = os.path.join(a.dir, f"layer_{name}_bf16.h5")
         if not os.path.exists(path):
-            sys.exit(f"calibrate_h200_engine: no {path} (run_h200.sh PART 6 writes it)")
-        ph, S, _ = phases(path)
+            fail(f"no {path} (run_h200.sh PART 6 writes it)")
+        ph, S = phases(path, (h, n, d, ffn))
         q = n * d
         flops_fwd = 2.0 * S * (h * q + 2 * h * q + q * h + 3 * h * ffn)
         gemm = ph["gemm_fwd"] + ph["gemm_bwd"]
@@ -73,15 +91,28 @@ def main():
     print("\n".join(notes))
     print(f"-> gemm_fraction {frac:.4f}, elementwise passes {p:.1f}, forward share {fs:.3f}")
     cl_text = open(CLUSTER).read()
-    new_cl = re.sub(r"^gemm_fraction = .*$",
-                    f"gemm_fraction = {frac:.4f}    # measured: bench layer's GEMM phases at the block shapes ({src}): "
-                    f"mean {np.mean(rates) / 1e12:.1f} TFLOP/s (calibrate_h200_engine.py)", cl_text, count=1, flags=re.M)
+
+    def sub(pattern, repl, text, what):
+        out, n = re.subn(pattern, repl, text, count=1, flags=re.M)
+        if n != 1:
+            fail(f"no '{what}' line to replace")
+        return out
+    new_cl = sub(r"^gemm_fraction = .*$",
+                 f"gemm_fraction = {frac:.4f}    # measured: bench layer's GEMM phases at the block shapes ({src}): "
+                 f"mean {np.mean(rates) / 1e12:.1f} TFLOP/s (calibrate_h200_engine.py)", cl_text, "gpu.gemm_fraction")
     base = open(BASE_CAL).read()
-    head = ("# perf_calibration.toml with THIS engine's block on the H200 (experiments/runners/calibrate_h200_engine.py,\n"
-            f"# from {src}: {'; '.join(notes)}).\n# Use with --cluster experiments/clusters/h200_engine.toml.\n")
-    new_cal = head + re.sub(r"^passes = .*$", f"passes = {p:.1f}   # measured: the engine's block rest (header)", base, count=1, flags=re.M)
-    new_cal = re.sub(r"^forward_share = .*$", f"forward_share = {fs:.3f}    # measured: the block rest's forward part (header)",
-                     new_cal, count=1, flags=re.M)
+    # the base file's header and its [elementwise] comment describe torch eager's block: replaced
+    body = base[base.index("[elementwise]"):]
+    body = sub(r"^\[elementwise\]\n(#.*\n)*", "[elementwise]\n# THIS engine's block: bf16 passes over (hidden + ffn) values per token, forward + backward, at\n"
+               "# the cluster's HBM bandwidth, from bench layer's rest (header).\n", body, "[elementwise] comment")
+    body = sub(r"^passes = .*$", f"passes = {p:.1f}   # measured: the engine's block rest (header)", body, "elementwise.passes")
+    body = sub(r"^forward_share = .*$", f"forward_share = {fs:.3f}    # measured: the block rest's forward part (header)",
+               body, "elementwise.forward_share")
+    new_cal = ("# Software constants of the performance model for THIS engine's kernels on the H200: perf_calibration.toml\n"
+               "# with the block's elementwise part measured by experiments/runners/calibrate_h200_engine.py from\n"
+               f"# {src}: {'; '.join(notes)}.\n"
+               "# Use with --cluster experiments/clusters/h200_engine.toml (whose gemm_fraction the same script measured).\n\n"
+               + body)
     if a.check:
         old_cal = open(OUT_CAL).read() if os.path.exists(OUT_CAL) else ""
         same = old_cal == new_cal and cl_text == new_cl

@@ -78,26 +78,61 @@ call_log = []                       # one dict per command run (every attempt): 
 # A run is retaken when other processes used more than this fraction of the
 # machine's cores during it (BURST_FOREIGN_MAX), at most BURST_QUIET_RETRIES
 # more times (0 = never).
-FOREIGN_MAX = float(os.environ.get("BURST_FOREIGN_MAX", "0.10"))
-QUIET_RETRIES = int(os.environ.get("BURST_QUIET_RETRIES", "2"))
-QUIET_WAIT_S = float(os.environ.get("BURST_QUIET_WAIT_S", "60"))
+def _env_number(name, default, kind, lo, hi):
+    raw = os.environ.get(name, default)
+    try:
+        v = kind(raw)
+    except ValueError:
+        sys.exit(f"{name}={raw!r}: not a number")
+    if not lo <= v <= hi:
+        sys.exit(f"{name}={raw!r}: must be in [{lo}, {hi}]")
+    return v
+
+
+FOREIGN_MAX = _env_number("BURST_FOREIGN_MAX", "0.10", float, 0.0, 1.0)
+QUIET_RETRIES = _env_number("BURST_QUIET_RETRIES", "2", int, 0, 100)
+QUIET_WAIT_S = _env_number("BURST_QUIET_WAIT_S", "60", float, 0.0, 3600.0)
 # all retakes and waits of one script together stop after this many seconds
-QUIET_BUDGET_S = float(os.environ.get("BURST_QUIET_BUDGET_S", "600"))
+QUIET_BUDGET_S = _env_number("BURST_QUIET_BUDGET_S", "600", float, 0.0, 86400.0)
 quiet_spent_s = 0.0
 
 
+def _cpus():
+    """The CPUs this process may run on (its affinity), and their count: the machine the accounting covers."""
+    try:
+        cpus = sorted(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cpus = list(range(os.cpu_count() or 1))
+    return cpus, len(cpus)
+
+
+CPUS, NCPU = _cpus()
+
+
 def host_cpu_seconds():
-    """(busy, steal) CPU seconds of the whole machine since boot, from /proc/stat's
-    first line (busy = user + nice + system + irq + softirq + steal; guest time
-    is inside user); (nan, nan) where there is no /proc/stat."""
+    """(busy, steal) CPU seconds since boot of the CPUs this process may run on,
+    from /proc/stat's per-CPU lines (busy = user + nice + system + irq + softirq
+    + steal; guest time is inside user); (nan, nan) where there is no /proc/stat."""
+    busy = steal = 0.0
+    want = {f"cpu{c}" for c in CPUS}
+    seen = 0
     try:
         with open("/proc/stat") as f:
-            v = [int(x) for x in f.readline().split()[1:]]
+            for line in f:
+                parts = line.split()
+                if not parts or parts[0] not in want:
+                    continue
+                v = [int(x) for x in parts[1:]]
+                st = v[7] if len(v) > 7 else 0
+                busy += v[0] + v[1] + v[2] + v[5] + v[6] + st
+                steal += st
+                seen += 1
     except (OSError, ValueError):
         return float("nan"), float("nan")
+    if seen == 0:
+        return float("nan"), float("nan")
     hz = os.sysconf("SC_CLK_TCK")
-    steal = v[7] if len(v) > 7 else 0
-    return (v[0] + v[1] + v[2] + v[5] + v[6] + steal) / hz, steal / hz
+    return busy / hz, steal / hz
 
 
 def own_cpu_seconds():
@@ -115,7 +150,7 @@ def wait_for_quiet(limit_s=None, interval_s=1.0):
         b0, o0, w0 = host_cpu_seconds()[0], own_cpu_seconds(), time.time()
         time.sleep(interval_s)
         b1, o1, w1 = host_cpu_seconds()[0], own_cpu_seconds(), time.time()
-        if not (b1 == b1) or (b1 - b0 - (o1 - o0)) / (w1 - w0) / os.cpu_count() <= FOREIGN_MAX:
+        if not (b1 == b1) or (b1 - b0 - (o1 - o0)) / (w1 - w0) / NCPU <= FOREIGN_MAX:
             break
     return time.time() - t0
 
@@ -128,17 +163,20 @@ def run_measured(cmd, log_path, env=None, timeout=900, retries=None):
     cores, wait for a quiet second (at most QUIET_WAIT_S) and run the command
     again, at most `retries` more times (QUIET_RETRIES): the command rewrites
     its own outputs, so what is kept is the last attempt's. Every attempt is
-    appended to call_log and to the log file. Returns (wall seconds, CPU
-    seconds of the command's processes, foreign cores)."""
-    retries = QUIET_RETRIES if retries is None else retries
+    appended to call_log, and its output and accounting to the log file (a
+    retake after the earlier attempts). Returns (wall seconds, CPU seconds of
+    the command's processes, foreign cores); raises RuntimeError with the
+    log's tail when the command fails (never retaken)."""
+    retries = max(0, QUIET_RETRIES if retries is None else int(retries))
     global last_foreign_cores, last_attempts, quiet_spent_s
     last_attempts = 0
     for attempt in range(retries + 1):
         t0 = time.time()
         ru0 = resource.getrusage(resource.RUSAGE_CHILDREN)
         own0, (busy0, steal0) = own_cpu_seconds(), host_cpu_seconds()
-        with open(log_path, "w") as f:
-            f.write("$ " + " ".join(shlex.quote(c) for c in cmd) + "\n")
+        with open(log_path, "w" if attempt == 0 else "a") as f:
+            f.write(("" if attempt == 0 else f"# run_measured: retake {attempt} of the command\n")
+                    + "$ " + " ".join(shlex.quote(c) for c in cmd) + "\n")
             f.flush()
             r = subprocess.run(cmd, stdout=f, stderr=subprocess.STDOUT, env=env, timeout=timeout)
         if r.returncode != 0:
@@ -152,17 +190,17 @@ def run_measured(cmd, log_path, env=None, timeout=900, retries=None):
         steal = (steal1 - steal0) / wall
         last_attempts = attempt + 1
         last_foreign_cores = foreign
-        quiet = not (foreign > FOREIGN_MAX * os.cpu_count())
+        quiet = not (foreign > FOREIGN_MAX * NCPU)
         call_log.append(dict(log=os.path.basename(log_path), attempt=attempt, wall_s=wall, cpu_s=cpu,
                              foreign_cores=foreign, steal_cores=steal, quiet=quiet))
         with open(log_path, "a") as f:
             f.write(f"# run_measured: attempt {attempt + 1}, wall {wall:.3f} s, CPU of the command {cpu:.3f} s, "
-                    f"other processes {foreign:.2f} cores (steal {steal:.2f}) of {os.cpu_count()}\n")
+                    f"other processes {foreign:.2f} cores (steal {steal:.2f}) of {NCPU}\n")
         if quiet or attempt == retries or quiet_spent_s >= QUIET_BUDGET_S:
             break
         waited = wait_for_quiet()
         quiet_spent_s += waited + wall
-        print(f"  [quiet] {os.path.basename(log_path)}: other processes used {foreign:.2f} of {os.cpu_count()} cores; "
+        print(f"  [quiet] {os.path.basename(log_path)}: other processes used {foreign:.2f} of {NCPU} cores; "
               f"waited {waited:.0f} s, running it again ({attempt + 2} of {retries + 1})", flush=True)
     return wall, cpu, foreign
 
@@ -191,10 +229,20 @@ def mpiexec(n, args, log_path, gpus_per_node=0, timeout=900, retries=None):
 # CPU clock, median of 5 -- the calibration's one-rank point at that size
 # (calibrate_cpu.py stores its median as calibration.h5 attribute probe_fwd_bwd_s).
 PROBE_TOKENS = 512
-PROBE_ARGS = ["bench", "layer", "--set", "bench.preset=\"custom\"", "--set", "bench.hidden=128", "--set", "bench.heads=8",
-              "--set", "bench.kv_heads=8", "--set", "bench.head_dim=16", "--set", "bench.ffn=256", "--set",
-              f"bench.tokens={PROBE_TOKENS}", "--set", "bench.dtype=\"float\"", "--set", "bench.repeats=5", "--set",
-              "bench.check_tokens=0", "--set", "bench.clock=\"cpu\""]
+EXP_BLOCK = dict(hidden=128, heads=8, kv_heads=8, head_dim=16, ffn=256)  # experiments/configs/exp_model.json
+
+
+def block_bench_args(tokens, repeats=5):
+    """`burst bench layer` of the experiments' block (float, CPU clock, no check) at `tokens` tokens:
+    calibrate_cpu.py's block points and the speed probe."""
+    b = EXP_BLOCK
+    return ["bench", "layer", "--set", "bench.preset=\"custom\"", "--set", f"bench.hidden={b['hidden']}", "--set",
+            f"bench.heads={b['heads']}", "--set", f"bench.kv_heads={b['kv_heads']}", "--set", f"bench.head_dim={b['head_dim']}",
+            "--set", f"bench.ffn={b['ffn']}", "--set", f"bench.tokens={tokens}", "--set", "bench.dtype=\"float\"", "--set",
+            f"bench.repeats={repeats}", "--set", "bench.check_tokens=0", "--set", "bench.clock=\"cpu\""]
+
+
+PROBE_ARGS = block_bench_args(PROBE_TOKENS)
 
 
 def speed_probe(workdir):

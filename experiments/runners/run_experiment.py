@@ -26,8 +26,8 @@ import itertools
 import json
 import math
 import os
-import time
 import sys
+import time
 
 import h5py
 import numpy as np
@@ -85,6 +85,7 @@ def read_pred(path, group):
 
 
 PROBE_TOL = float(os.environ.get("BURST_PROBE_TOL", "0.10"))
+PROBE_PAUSE_S = 10.0  # before a retake
 
 
 class Probe:
@@ -106,20 +107,24 @@ class Probe:
 
     def run(self, fn):
         while True:
+            t0 = time.time()
             if self.ref == self.ref:
                 self.before = C.speed_probe(self.wd) / self.ref
-            t0 = time.time()
             out = fn()
             if self.ref != self.ref:
                 return out
+            # the run's accounting (C.last_*), which the probe's own mpiexec would overwrite
+            run_acct = (C.last_cpu_share, C.last_foreign_cores, C.last_attempts)
             self.after = C.speed_probe(self.wd) / self.ref
+            C.last_cpu_share, C.last_foreign_cores, C.last_attempts = run_acct
             if not self.off() or self.retakes >= C.QUIET_RETRIES or C.quiet_spent_s >= C.QUIET_BUDGET_S:
                 return out
             self.retakes += 1
-            C.quiet_spent_s += time.time() - t0 + 10
+            C.quiet_spent_s += time.time() - t0 + PROBE_PAUSE_S
             print(f"  [probe] the machine ran at {self.before:.2f} / {self.after:.2f} of the calibration's time per "
-                  f"block before / after the run; again in 10 s ({self.retakes + 1} of {C.QUIET_RETRIES + 1})", flush=True)
-            time.sleep(10)
+                  f"block before / after the run; again in {PROBE_PAUSE_S:.0f} s ({self.retakes + 1} of "
+                  f"{C.QUIET_RETRIES + 1})", flush=True)
+            time.sleep(PROBE_PAUSE_S)
 
     def fields(self):
         return dict(probe_before=self.before, probe_after=self.after, probe_retakes=self.retakes)

@@ -107,7 +107,7 @@ void print_result(const StepConfig& s, const StepResult& r, const Cluster& c) {
   std::printf("  per layer: attention fwd %.4f s, bwd %.4f s (exposed communication %.4f s), recompute attention %.4f s, "
               "GEMMs fwd %.4f s, elementwise fwd %.4f s, ZeRO comm %.4f s\n",
               r.attn_fwd, r.attn_bwd, r.attn_exposed_comm, r.attn_recompute, r.gemm_fwd, r.elem_fwd, r.zero_comm_layer);
-  std::printf("  one block (burst bench layer's case: no recompute, no ZeRO): forward %.4f s + backward %.4f s = %.4f s\n",
+  std::printf("  one block (burst bench layer's case: no recompute, no ZeRO traffic): forward %.4f s + backward %.4f s = %.4f s\n",
               r.layer_fwd, r.layer_bwd, r.layer_fwd + r.layer_bwd);
   std::printf("  step %.3f s = forward %.3f + recompute %.3f + backward %.3f + LM head %.3f + ZeRO exposed %.3f + optimizer %.3f"
               " + step all-reduce waits %.3f + step overhead %.3f\n",

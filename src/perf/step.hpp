@@ -40,7 +40,9 @@ struct StepResult {
   // per layer, seconds
   double attn_fwd = 0, attn_bwd = 0, attn_recompute = 0, gemm_fwd = 0, elem_fwd = 0, attn_exposed_comm = 0;
   double zero_comm_layer = 0;
-  // one block's forward and backward as `burst bench layer` times them (no recompute, no ZeRO)
+  // one block's forward and backward as `burst bench layer` times them: no recompute and no ZeRO traffic,
+  // but with what the layer terms carry on every block (a CPU host's layer overhead; Ulysses / USP
+  // rebuilding their released state in the backward under `whole` / `half`)
   double layer_fwd = 0, layer_bwd = 0;
   double tokens_per_s_per_gpu = 0, tflops_per_gpu = 0, mfu = 0, mfu_paper_script = 0;
   // bytes per GPU at the peak; names and values in `memory`
