@@ -16,7 +16,8 @@ BR = 64
 
 
 def offset(r, x, g, t):
-    """Byte offset of column pair (x, t) of row r in the staging tile (the kernel's formula)."""
+    """Byte offset of column pair (x, t) of row r in the staging tile: stage_dq's formula
+    (flash_bwd_wgmma.cuh); change both together."""
     return (x >> 2) * (BR * 128) + r * 128 + ((((x & 3) * 2 + (t >> 1)) ^ g) << 4) + (t & 1) * 8
 
 
