@@ -4,8 +4,22 @@
     log = read_log("run.h5")          # {"loss": array, "lr": array, ...}
     x = read_dataset(f, "model.layers.0.mlp.up_proj.weight")  # bf16 -> float32
 """
+import os
+import sys
+
 import h5py
 import numpy as np
+
+
+def open_h5(path, what="HDF5 result file"):
+    """h5py.File(path, "r"), or exit with one line naming the file and the problem (no traceback)."""
+    prog = os.path.basename(sys.argv[0])
+    if not os.path.exists(path):
+        sys.exit(f"{prog}: no such {what}: {path}")
+    try:
+        return h5py.File(path, "r")
+    except OSError as e:
+        sys.exit(f"{prog}: {path} is not a readable HDF5 file ({e})")
 
 
 def read_dataset(f, name):

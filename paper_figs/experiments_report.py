@@ -12,8 +12,9 @@ memory vs sequence length, predicted vs measured for every run.
 import argparse
 import glob
 import math
-import textwrap
 import os
+import sys
+import textwrap
 
 import h5py
 import matplotlib
@@ -255,7 +256,6 @@ def main():
     ap.add_argument("results")
     ap.add_argument("--out", required=True)
     a = ap.parse_args()
-    os.makedirs(a.out, exist_ok=True)
     lines = ["# Real runs on this machine, measured and predicted", "",
              "Each row is a real run (`mpiexec`, one OpenMP thread per rank); the prediction is src/perf's "
              "(`burst simulate`) with this machine's cluster description measured by calibrate_cpu.py in the same "
@@ -264,6 +264,9 @@ def main():
     no_wait = []  # |error| of the same runs without the collective-wait terms
     order = ["main", "ablation", "scaling", "attention", "sparse", "memory"]
     files = {os.path.basename(p)[4:-3]: p for p in glob.glob(os.path.join(a.results, "exp_*.h5"))}
+    if not files:
+        sys.exit(f"experiments_report.py: no exp_*.h5 in {a.results} (run experiments/runners/run_experiment.py first)")
+    os.makedirs(a.out, exist_ok=True)
     for name in order + sorted(set(files) - set(order)):
         if name not in files:
             continue

@@ -6,11 +6,11 @@ import sys
 import h5py
 import numpy as np
 
-from burst_h5 import attrs, read_dataset
+from burst_h5 import attrs, open_h5, read_dataset
 
 
 def summarize(path):
-    with h5py.File(path, "r") as f:
+    with open_h5(path) as f:
         a = attrs(f)
         print(f"== {path}")
         for k in sorted(a):

@@ -17,7 +17,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-from burst_h5 import attrs  # noqa: E402
+from burst_h5 import attrs, open_h5  # noqa: E402
 
 
 
@@ -216,9 +216,10 @@ def main():
     ap.add_argument("h5")
     ap.add_argument("--out", default="experiments/results/simulate")
     a = ap.parse_args()
+    f_in = open_h5(a.h5, "`burst simulate --table paper` output")
     os.makedirs(a.out, exist_ok=True)
     lines = []
-    with h5py.File(a.h5, "r") as f:
+    with f_in as f:
         r = attrs(f)
         lines.append(f"# burst simulate: predicted vs published ({os.path.basename(a.h5)})\n")
         lines.append(f"Cluster `{repo_rel(r['cluster_file'])}`, calibration `{repo_rel(r['calibration_file'])}`: GEMM fraction {r['gemm_fraction']:.3f}, "

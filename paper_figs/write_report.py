@@ -11,6 +11,7 @@ import datetime
 import json
 import os
 import socket
+import sys
 import tomllib
 
 import h5py
@@ -30,6 +31,11 @@ def main():
     ap.add_argument("--out", required=True)
     a = ap.parse_args()
     r = a.results
+    parts = [os.path.join(r, "calibration", "calibration.h5"), os.path.join(r, "simulate", "simulate_tables.md"),
+             os.path.join(r, "figures", "experiments_tables.md")]
+    if not any(os.path.exists(x) for x in parts):
+        sys.exit(f"write_report.py: {r} holds none of {', '.join(os.path.relpath(x, r) for x in parts)} "
+                 "(scripts/reproduce_paper.sh writes them)")
     L = ["# BurstEngine: reproducing the paper (REPORT)", "",
          f"Written {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC on {socket.gethostname()} "
          f"({os.cpu_count()} cores) by `scripts/reproduce_paper.sh`; the script ran for {a.elapsed:.0f} s "

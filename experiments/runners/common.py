@@ -287,9 +287,19 @@ def cluster_without_waits(work):
 
 
 def load_config(name):
+    """An experiment's TOML (a name: experiments/configs/exp_<name>.toml, or a path); exits with one line
+    naming the file and the problem when it is missing or not TOML."""
     path = name if name.endswith(".toml") else os.path.join(CONFIGS, f"exp_{name}.toml")
-    with open(path, "rb") as f:
-        cfg = tomllib.load(f)
+    if not os.path.exists(path):
+        known = sorted(os.path.basename(p)[4:-5] for p in os.listdir(CONFIGS) if p.startswith("exp_") and p.endswith(".toml"))
+        sys.exit(f"no experiment config {path} (experiments: {', '.join(known)}, or a path to a .toml)")
+    try:
+        with open(path, "rb") as f:
+            cfg = tomllib.load(f)
+    except tomllib.TOMLDecodeError as e:
+        sys.exit(f"{path}: not valid TOML: {e}")
+    if "experiment" not in cfg:
+        sys.exit(f"{path}: no [experiment] table (kind, description)")
     return path, cfg
 
 
