@@ -23,6 +23,11 @@ export BURST_BUILD=$build
 res=${BURST_RESULTS:-$root/experiments/results}
 export BURST_RESULTS=$res
 py=/usr/bin/python3
+case "${1:-}" in
+  ""|--skip-build) ;;
+  *) echo "reproduce_paper.sh: unknown argument '$1' (usage: scripts/reproduce_paper.sh [--skip-build])" >&2; exit 2 ;;
+esac
+[ $# -le 1 ] || { echo "reproduce_paper.sh: too many arguments (usage: scripts/reproduce_paper.sh [--skip-build])" >&2; exit 2; }
 if [ "${1:-}" != --skip-build ]; then
   BURST_JOBS=${BURST_JOBS:-2} scripts/build.sh >/dev/null
 fi
