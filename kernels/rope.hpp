@@ -39,22 +39,29 @@ struct RopeTable {
 // `seq_len` matters only to dynamic scaling.
 RopeTable rope_table(const RopeConfig& cfg, long seq_len);
 
-// x [s, heads, d] rotated in place by positions pos [s]; inverse = true
-// applies the transpose (the backward of the forward rotation).
-template <class T, class Mem>
-void rope_apply(Kokkos::View<T***, Layout, Mem> x, Kokkos::View<const long*, Layout, Mem> pos,
-                Kokkos::View<const double*, Layout, Mem> inv_freq, double attention_factor, bool inverse) {
-  using Acc = accum_t<T>;
-  using Exec = typename Kokkos::View<T***, Layout, Mem>::execution_space;
+// y [s, heads, d] = x rotated by positions pos [s] (x and y may be the same
+// view: in place); inverse = true applies the transpose (the backward of the
+// forward rotation). TI -> TO converts on the way (the backward rotates the
+// fp32 gradients of q and k into the bf16 copies the projections read: one
+// pass instead of a rotation in place and a conversion).
+template <class TI, class TO, class Mem>
+void rope_apply_to(Kokkos::View<TI***, Layout, Mem> x, Kokkos::View<TO***, Layout, Mem> y,
+                   Kokkos::View<const long*, Layout, Mem> pos, Kokkos::View<const double*, Layout, Mem> inv_freq,
+                   double attention_factor, bool inverse) {
+  using Acc = decltype(accum_t<TI>() + accum_t<TO>());  // the wider: fp32 -> bf16 rotates in fp32, as before
+  using Exec = typename Kokkos::View<TO***, Layout, Mem>::execution_space;
   const long s = x.extent(0), nh = x.extent(1), d = x.extent(2), half = d / 2;
   BURST_CHECK_INPUT(d % 2 == 0 && long(inv_freq.extent(0)) == half, "rope: head dim ", d,
                     " must be even and match the table's ", inv_freq.extent(0), " frequencies");
   BURST_CHECK_INPUT(long(pos.extent(0)) == s, "rope: ", pos.extent(0), " positions for ", s, " tokens");
+  BURST_CHECK_INPUT(long(y.extent(0)) == s && long(y.extent(1)) == nh && long(y.extent(2)) == d, "rope: output [",
+                    y.extent(0), ", ", y.extent(1), ", ", y.extent(2), "] for input [", s, ", ", nh, ", ", d, "]");
   const double sign = inverse ? -1.0 : 1.0;
   // One thread per (token, frequency): the angle's FP64 sin and cos once for
   // all heads (they were recomputed per head: 5x the byte floor on the H200),
   // then the heads in a loop; consecutive threads take consecutive
-  // frequencies, so every head's accesses stay coalesced.
+  // frequencies, so every head's accesses stay coalesced. Each thread reads
+  // its pair before writing it, so y may alias x.
   Kokkos::parallel_for(
       "burst::rope_apply", Kokkos::RangePolicy<Exec>(0, s * half), KOKKOS_LAMBDA(const long idx) {
         const long e = idx % half, i = idx / half;
@@ -63,10 +70,17 @@ void rope_apply(Kokkos::View<T***, Layout, Mem> x, Kokkos::View<const long*, Lay
         const Acc c = Acc(kx::cos(ang) * attention_factor), sn = Acc(sign * kx::sin(ang) * attention_factor);
         for (long h = 0; h < nh; ++h) {
           const Acc a = Acc(x(i, h, e)), b = Acc(x(i, h, e + half));
-          x(i, h, e) = T(a * c - b * sn);
-          x(i, h, e + half) = T(b * c + a * sn);
+          y(i, h, e) = TO(a * c - b * sn);
+          y(i, h, e + half) = TO(b * c + a * sn);
         }
       });
+}
+
+// x [s, heads, d] rotated in place.
+template <class T, class Mem>
+void rope_apply(Kokkos::View<T***, Layout, Mem> x, Kokkos::View<const long*, Layout, Mem> pos,
+                Kokkos::View<const double*, Layout, Mem> inv_freq, double attention_factor, bool inverse) {
+  rope_apply_to<T, T, Mem>(x, x, pos, inv_freq, attention_factor, inverse);
 }
 
 }  // namespace burst::kernels

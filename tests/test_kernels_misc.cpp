@@ -187,6 +187,38 @@ Vec rope_run(const Vec& x, long s, long nh, long d, const std::vector<long>& pos
 }
 }  // namespace
 
+// rope_apply_to: out of place and converting (double -> float here; the model's backward runs fp32 -> bf16):
+// the in-place rotation rounded once, the input untouched; a wrong output shape is refused.
+TEST(Rope, OutOfPlaceConvertingEqualsInPlaceRounded) {
+  const long s = 5, nh = 3, d = 8;
+  RopeConfig cfg;
+  cfg.head_dim = d;
+  RopeTable t = rope_table(cfg, s);
+  const std::vector<long> pos = {7, 0, 123456, 2, 99};
+  const Vec x = randn(s * nh * d);
+  for (bool inverse : {false, true}) {
+    const Vec ref = rope_run(x, s, nh, d, pos, t, inverse);
+    Kokkos::View<double***, Layout, Mem> v("act/x", s, nh, d);
+    auto hv = Kokkos::create_mirror_view(v);
+    for (size_t e = 0; e < x.size(); ++e) hv.data()[e] = x[e];
+    Kokkos::deep_copy(v, hv);
+    Kokkos::View<long*, Layout, Mem> p("act/pos", s);
+    auto hp = Kokkos::create_mirror_view(p);
+    for (long i = 0; i < s; ++i) hp(i) = pos[i];
+    Kokkos::deep_copy(p, hp);
+    Kokkos::View<float***, Layout, Mem> y("act/y", s, nh, d);
+    rope_apply_to<double, float, Mem>(v, y, p, dev1(t.inv_freq), t.attention_factor, inverse);
+    auto hy = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), y);
+    Kokkos::deep_copy(hv, v);
+    for (size_t e = 0; e < x.size(); ++e) {
+      EXPECT_EQ(hy.data()[e], float(ref[e])) << e << (inverse ? " inverse" : "");
+      EXPECT_EQ(hv.data()[e], x[e]) << "the input changed at " << e;
+    }
+    Kokkos::View<float***, Layout, Mem> bad("act/bad", s, nh + 1, d);
+    EXPECT_THROW((rope_apply_to<double, float, Mem>(v, bad, p, dev1(t.inv_freq), t.attention_factor, inverse)), Error);
+  }
+}
+
 TEST(Rope, RotationPropertiesAndBackward) {
   const long s = 6, nh = 2, d = 8;
   RopeConfig cfg;

@@ -159,6 +159,23 @@ Kokkos::View<T**, Layout, Mem> to_storage(const char* name, const Kokkos::View<a
     return y;
   }
 }
+// The backward's dq / dk (accum_t<T>, [s, heads * d]) rotated by RoPE's transpose into the storage type
+// T: in place when the types agree, else into a new T view in the same pass as the conversion.
+template <class T, class Mem>
+Kokkos::View<T**, Layout, Mem> rope_to_storage(const char* name, const Kokkos::View<accum_t<T>**, Layout, Mem>& x, long heads,
+                                               long d, Kokkos::View<const long*, Layout, Mem> pos,
+                                               Kokkos::View<const double*, Layout, Mem> freqs, double af) {
+  const long s = long(x.extent(0));
+  if constexpr (std::is_same<accum_t<T>, T>::value) {
+    (void)name;
+    kernels::rope_apply<T, Mem>(as3(x, s, heads, d), pos, freqs, af, true);
+    return x;
+  } else {
+    auto y = uninit_view<Kokkos::View<T**, Layout, Mem>>(mem_label(MemCategory::Activations, name), s, x.extent(1));
+    kernels::rope_apply_to<accum_t<T>, T, Mem>(as3(x, s, heads, d), as3(y, s, heads, d), pos, freqs, af, true);
+    return y;
+  }
+}
 }  // namespace
 
 template <class T, class Mem>
@@ -344,15 +361,18 @@ void LlamaModel<T, Mem>::layer_backward(int l, const TokenBatch<Mem>& b, LayerAc
   attn_->backward(l, b, as3(a.q, s, n, d), as3(a.k, s, nkv, d), as3(a.v, s, nkv, d), as3(a.o, s, n, d), a.lse,
                   as3(dO, s, n, d), as3(dqa, s, n, d), as3(dka, s, nkv, d), as3(dva, s, nkv, d));
   if (cfg_.attn_log_scale > 0) log_length_scale<A, Mem>(dqa, b.index, cfg_.attn_log_scale);
+  // The projections' backward reads the gradients in T (bf16: converted copies); dq and dk are rotated
+  // back (RoPE's transpose) on the way, in one pass (in place when T is the accumulation type).
+  V2 dq, dk;
   if (cfg_.uses_rope(l)) {
     double af = 1;
     auto freqs = rope_freqs(s, &af);
-    kernels::rope_apply<A, Mem>(as3(dqa, s, n, d), b.positions, freqs, af, true);
-    kernels::rope_apply<A, Mem>(as3(dka, s, nkv, d), b.positions, freqs, af, true);
+    dq = rope_to_storage<T, Mem>("d.q_storage", dqa, n, d, b.positions, freqs, af);
+    dk = rope_to_storage<T, Mem>("d.k_storage", dka, nkv, d, b.positions, freqs, af);
+  } else {
+    dq = to_storage<T, Mem>("d.q_storage", dqa), dk = to_storage<T, Mem>("d.k_storage", dka);
   }
-  // The projections' backward reads them in T (bf16: converted copies).
-  const V2 dq = to_storage<T, Mem>("d.q_storage", dqa), dk = to_storage<T, Mem>("d.k_storage", dka),
-           dv = to_storage<T, Mem>("d.v_storage", dva);
+  const V2 dv = to_storage<T, Mem>("d.v_storage", dva);
   V2 dh1 = act2<T, Mem>("d.h1", s, H);
   gemm('N', 'N', 1, dq, params_.mat(p + "self_attn.q_proj.weight"), 0, dh1);
   gemm('N', 'N', 1, dk, params_.mat(p + "self_attn.k_proj.weight"), 1, dh1);
