@@ -102,4 +102,31 @@ void gemm(char ta, char tb, accum_t<typename CV::non_const_value_type> alpha, co
   gemm_portable(ta, tb, alpha, A, B, beta, C);
 }
 
+// D = alpha * op(A) * op(B) + beta * C into a separate D of C's shape and
+// type; C is only read. The model's residual x2 = x + o_proj(o) without
+// copying x into x2 first: cuBLASLt reads C and writes D in the one pass
+// (same row stride); everywhere else D = C is copied, then the GEMM runs in D.
+template <class AV, class BV, class CV, class DV>
+void gemm(char ta, char tb, accum_t<typename DV::non_const_value_type> alpha, const AV& A, const BV& B,
+          accum_t<typename DV::non_const_value_type> beta, const CV& C, const DV& D) {
+  static_assert(std::is_same<typename CV::non_const_value_type, typename DV::non_const_value_type>::value,
+                "gemm: C and D hold the same type");
+  BURST_CHECK_INPUT(C.extent(0) == D.extent(0) && C.extent(1) == D.extent(1), "gemm: D is ", D.extent(0), " x ",
+                    D.extent(1), ", C is ", C.extent(0), " x ", C.extent(1));
+  if (C.data() == D.data()) return gemm(ta, tb, alpha, A, B, beta, D);
+  const GemmShape shape = gemm_shape(ta, tb, A, B, D);
+  (void)shape;
+#ifdef BURST_HAVE_CUDA
+  if constexpr (cuda::gemm_dispatches<AV, BV, DV>() && std::is_same<typename CV::memory_space, Kokkos::CudaSpace>::value) {
+    if (cuda::gemm_usable(shape, A, B, D) && cuda::unit_column_stride(C) &&
+        (C.extent(0) <= 1 || cuda::row_stride(C) == cuda::row_stride(D))) {
+      cuda::gemm_lt(ta, tb, shape, double(alpha), A, B, double(beta), C, D);
+      return;
+    }
+  }
+#endif
+  Kokkos::deep_copy(D, C);
+  gemm(ta, tb, alpha, A, B, beta, D);
+}
+
 }  // namespace burst::kernels

@@ -78,3 +78,36 @@ TEST(Gemm, ShapeMismatchIsAnInputError) {
   EXPECT_THROW(kernels::gemm('N', 'N', 1.0, A, B2, 0.0, C2), Error);
   EXPECT_THROW(kernels::gemm('X', 'N', 1.0, A, B2, 0.0, C), Error);
 }
+
+// D = alpha op(A) op(B) + beta C into a separate D: C untouched, D as the in-place result; D = C is the
+// in-place GEMM; a D of another shape is an input error.
+TEST(Gemm, SeparateOutputLeavesCUntouched) {
+  for (char ta : {'N', 'T'}) {
+    const long m = 23, n = 17, k = 31;
+    auto A = ta == 'N' ? random_view<double>(m, k, 11) : random_view<double>(k, m, 11);
+    auto B = random_view<double>(k, n, 12);
+    auto C = random_view<double>(m, n, 13);
+    View2<double> D("work/d", m, n), ref("work/ref", m, n);
+    Kokkos::deep_copy(D, std::nan(""));  // poisoned: every element must be written
+    Kokkos::deep_copy(ref, C);
+    kernels::gemm(ta, 'N', 1.5, A, B, 1.0, C, D);
+    kernels::gemm(ta, 'N', 1.5, A, B, 1.0, ref);  // the in-place result
+    auto hC0 = Kokkos::create_mirror(Kokkos::HostSpace(), C);
+    auto c0 = random_view<double>(m, n, 13);
+    Kokkos::deep_copy(hC0, c0);
+    auto hC = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), C);
+    auto hD = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), D);
+    auto hR = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), ref);
+    for (long i = 0; i < m; ++i)
+      for (long j = 0; j < n; ++j) {
+        EXPECT_EQ(hC(i, j), hC0(i, j)) << "C changed at " << i << "," << j;
+        EXPECT_NEAR(hD(i, j), hR(i, j), 1e-13) << ta << " " << i << "," << j;
+      }
+    kernels::gemm(ta, 'N', 1.5, A, B, 1.0, C, C);  // D = C: in place
+    auto hC2 = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), C);
+    for (long i = 0; i < m; ++i)
+      for (long j = 0; j < n; ++j) EXPECT_NEAR(hC2(i, j), hR(i, j), 1e-13);
+    View2<double> D2("work/d2", m, n + 1);
+    EXPECT_THROW(kernels::gemm(ta, 'N', 1.0, A, B, 1.0, C, D2), Error);
+  }
+}

@@ -141,6 +141,33 @@ TEST(GemmCuda, AccumulateOddAndStrided) {
   gemm_case<bf16, bf16>('N', 'T', 1024, 1024, 1024, 0.0, false, 1e-2);
 }
 
+// D = 1.5 A B^T + C into a separate D (the model's residual GEMMs): one cuBLASLt call reading C and writing
+// D; C untouched; D poisoned first, so every element must be written.
+TEST(GemmCuda, SeparateOutput) {
+  for (int t = 0; t < 2; ++t) {
+    const long m = t ? 300 : 33, n = t ? 256 : 7, k = t ? 512 : 13;  // 16-byte aligned, and not
+    D2<bf16> A("A", m, k), B("B", n, k), C("C", m, n), D("D", m, n);
+    fill_random(A, 1.0), fill_random(B, 1.0), fill_random(C, 1.0);
+    poison(D);
+    auto hA = host(A), hB = host(B), hC0 = host(C);
+    const long calls = lt::call_count();
+    gemm('N', 'T', 1.5, A, B, 1.0, C, D);
+    Kokkos::fence();
+    EXPECT_EQ(lt::call_count(), calls + 1) << "the call did not reach cuBLASLt as one GEMM";
+    auto hC = host(C), hD = host(D);
+    std::vector<double> got, ref;
+    for (long i = 0; i < m; ++i)
+      for (long j = 0; j < n; ++j) {
+        double acc = 0;
+        for (long p = 0; p < k; ++p) acc += double(hA(i, p)) * double(hB(j, p));
+        ref.push_back(1.5 * acc + double(hC0(i, j)));
+        got.push_back(double(hD(i, j)));
+        EXPECT_EQ(float(hC(i, j)), float(hC0(i, j))) << "C changed at " << i << "," << j;
+      }
+    EXPECT_LE(rel_err(got, ref), 1e-2);
+  }
+}
+
 // ---------------------------------------------------------------- cross-entropy
 
 template <class T> void ce_case(long N, long V, bool in_place) {

@@ -50,8 +50,10 @@ bool gemm_usable(const GemmShape& s, const AV& A, const BV& B, const CV& C) {
   return s.m > 0 && s.n > 0 && s.k > 0 && unit_column_stride(A) && unit_column_stride(B) && unit_column_stride(C);
 }
 
-template <class AV, class BV, class CV>
-void gemm_lt(char ta, char tb, const GemmShape& s, double alpha, const AV& A, const BV& B, double beta, const CV& C) {
+// D = alpha op(A) op(B) + beta C into D (D may be C; a separate D has C's type and row stride).
+template <class AV, class BV, class CV, class DV>
+void gemm_lt(char ta, char tb, const GemmShape& s, double alpha, const AV& A, const BV& B, double beta, const CV& C,
+             const DV& D) {
   gemm_lt_finalize_hook();
   lt::Gemm g;
   g.ta = ta, g.tb = tb, g.m = s.m, g.n = s.n, g.k = s.k;
@@ -62,8 +64,12 @@ void gemm_lt(char ta, char tb, const GemmShape& s, double alpha, const AV& A, co
   g.a_type = lt::DType(lt_type<typename AV::value_type>());
   g.b_type = lt::DType(lt_type<typename BV::value_type>());
   g.c_type = lt::DType(lt_type<typename CV::value_type>());
-  const char* err = lt::gemm(g, alpha, A.data(), B.data(), beta, C.data(), Kokkos::Cuda().cuda_stream());
+  const char* err = lt::gemm(g, alpha, A.data(), B.data(), beta, C.data(), D.data(), Kokkos::Cuda().cuda_stream());
   if (err) gemm_lt_fail(err, g);
+}
+template <class AV, class BV, class CV>
+void gemm_lt(char ta, char tb, const GemmShape& s, double alpha, const AV& A, const BV& B, double beta, const CV& C) {
+  gemm_lt(ta, tb, s, alpha, A, B, beta, C, C);
 }
 
 }  // namespace burst::kernels::cuda

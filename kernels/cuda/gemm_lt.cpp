@@ -24,7 +24,7 @@ std::uint32_t alignment(const void* p, long ld, DType t) {
 }
 
 using Key = std::tuple<char, char, long, long, long, long, long, long, int, int, int, std::uint32_t, std::uint32_t,
-                       std::uint32_t>;
+                       std::uint32_t, std::uint32_t>;
 
 struct Plan {
   cublasLtMatmulDesc_t op = nullptr;
@@ -60,7 +60,8 @@ void destroy(Plan& p) {
   } while (0)
 
 // Column-major problem: D'[n, m] = op'(B) op'(A), op' = the row-major op.
-const char* make_plan(State& s, const Gemm& g, std::uint32_t al_a, std::uint32_t al_b, std::uint32_t al_c, Plan& p) {
+const char* make_plan(State& s, const Gemm& g, std::uint32_t al_a, std::uint32_t al_b, std::uint32_t al_c,
+                      std::uint32_t al_d, Plan& p) {
   const cublasComputeType_t compute = g.a_type == kF64 ? CUBLAS_COMPUTE_64F : CUBLAS_COMPUTE_32F;
   const cudaDataType_t scale = g.a_type == kF64 ? CUDA_R_64F : CUDA_R_32F;
   LT_TRY(cublasLtMatmulDescCreate(&p.op, compute, scale), "cublasLtMatmulDescCreate failed");
@@ -82,7 +83,7 @@ const char* make_plan(State& s, const Gemm& g, std::uint32_t al_a, std::uint32_t
   cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &al_b, sizeof al_b);
   cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &al_a, sizeof al_a);
   cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &al_c, sizeof al_c);
-  cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &al_c, sizeof al_c);
+  cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &al_d, sizeof al_d);
   cublasLtMatmulHeuristicResult_t res{};
   int found = 0;
   const cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic(s.handle, p.op, p.a, p.b, p.c, p.c, pref, 1, &res, &found);
@@ -100,7 +101,8 @@ bool supported(DType a, DType b, DType c) {
   return c == a;
 }
 
-const char* gemm(const Gemm& g, double alpha, const void* A, const void* B, double beta, void* C, cudaStream_t stream) {
+const char* gemm(const Gemm& g, double alpha, const void* A, const void* B, double beta, const void* C, void* D,
+                 cudaStream_t stream) {
   if (!supported(g.a_type, g.b_type, g.c_type)) return "unsupported type combination";
   if (g.m <= 0 || g.n <= 0 || g.k <= 0) return "empty GEMM (handled by the caller)";
   State& s = state();
@@ -110,13 +112,14 @@ const char* gemm(const Gemm& g, double alpha, const void* A, const void* B, doub
     if (cudaMalloc(&s.ws, kWorkspace) != cudaSuccess) return "cudaMalloc of the cuBLASLt workspace failed";
     s.ws_bytes = kWorkspace;
   }
+  if (!D) D = const_cast<void*>(C);
   const std::uint32_t al_a = alignment(A, g.lda, g.a_type), al_b = alignment(B, g.ldb, g.b_type),
-                      al_c = alignment(C, g.ldc, g.c_type);
-  const Key key{g.ta, g.tb, g.m, g.n, g.k, g.lda, g.ldb, g.ldc, int(g.a_type), int(g.b_type), int(g.c_type), al_a, al_b, al_c};
+                      al_c = alignment(C, g.ldc, g.c_type), al_d = alignment(D, g.ldc, g.c_type);
+  const Key key{g.ta, g.tb, g.m, g.n, g.k, g.lda, g.ldb, g.ldc, int(g.a_type), int(g.b_type), int(g.c_type), al_a, al_b, al_c, al_d};
   auto it = s.plans.find(key);
   if (it == s.plans.end()) {
     Plan p;
-    if (const char* err = make_plan(s, g, al_a, al_b, al_c, p)) {
+    if (const char* err = make_plan(s, g, al_a, al_b, al_c, al_d, p)) {
       destroy(p);
       return err;
     }
@@ -125,10 +128,10 @@ const char* gemm(const Gemm& g, double alpha, const void* A, const void* B, doub
   Plan& p = it->second;
   cublasStatus_t st;
   if (g.a_type == kF64) {
-    st = cublasLtMatmul(s.handle, p.op, &alpha, B, p.a, A, p.b, &beta, C, p.c, C, p.c, &p.algo, s.ws, s.ws_bytes, stream);
+    st = cublasLtMatmul(s.handle, p.op, &alpha, B, p.a, A, p.b, &beta, C, p.c, D, p.c, &p.algo, s.ws, s.ws_bytes, stream);
   } else {
     const float af = float(alpha), bf = float(beta);
-    st = cublasLtMatmul(s.handle, p.op, &af, B, p.a, A, p.b, &bf, C, p.c, C, p.c, &p.algo, s.ws, s.ws_bytes, stream);
+    st = cublasLtMatmul(s.handle, p.op, &af, B, p.a, A, p.b, &bf, C, p.c, D, p.c, &p.algo, s.ws, s.ws_bytes, stream);
   }
   if (st != CUBLAS_STATUS_SUCCESS) return "cublasLtMatmul failed";
   ++s.calls;

@@ -41,7 +41,13 @@ struct Gemm {
 bool supported(DType a, DType b, DType c);
 
 // Returns a short message (static storage) on failure, nullptr on success.
-const char* gemm(const Gemm& g, double alpha, const void* A, const void* B, double beta, void* C, cudaStream_t stream);
+// D (nullptr: C) receives alpha op(A) op(B) + beta C; a separate D has C's type
+// and row stride (ldc), and C is then only read.
+const char* gemm(const Gemm& g, double alpha, const void* A, const void* B, double beta, const void* C, void* D,
+                 cudaStream_t stream);
+inline const char* gemm(const Gemm& g, double alpha, const void* A, const void* B, double beta, void* C, cudaStream_t stream) {
+  return gemm(g, alpha, A, B, beta, C, C, stream);
+}
 
 // Workspace bytes held (0 before the first call): counted by the benches.
 size_t workspace_bytes();

@@ -222,10 +222,9 @@ void LlamaModel<T, Mem>::layer_forward(int l, const TokenBatch<Mem>& b, V2 x, La
     a.o = o, a.lse = lse;
   }  // AttnSource::Cached: a.o, a.lse are the forward's own
   a.ob = to_storage<T, Mem>("attn.o_storage", a.o);
-  // x2 = x + o_proj(o)
+  // x2 = x + o_proj(o): the GEMM reads x and writes x2 (no copy of x first)
   a.x2 = act2<T, Mem>("x2", s, H);
-  Kokkos::deep_copy(a.x2, x);
-  gemm('N', 'T', 1, a.ob, params_.mat(p + "self_attn.o_proj.weight"), 1, a.x2);
+  gemm('N', 'T', 1, a.ob, params_.mat(p + "self_attn.o_proj.weight"), 1, x, a.x2);
   a.h2 = act2<T, Mem>("h2", s, H);
   a.rstd2 = act1<A, Mem>("rstd2", s);
   kernels::rmsnorm_forward<T, Mem>(a.x2, params_.vec(p + "post_attention_layernorm.weight"), cfg_.rms_eps, a.h2, a.rstd2);
@@ -240,8 +239,7 @@ void LlamaModel<T, Mem>::layer_forward(int l, const TokenBatch<Mem>& b, V2 x, La
     kernels::gelu_forward<T, Mem>(a.up, cfg_.mlp == MlpKind::Gelu ? kernels::Gelu::Erf : kernels::Gelu::Tanh, a.m);
   }
   if (x_out.extent(0) == 0) return;
-  Kokkos::deep_copy(x_out, a.x2);
-  gemm('N', 'T', 1, a.m, params_.mat(p + "mlp.down_proj.weight"), 1, x_out);
+  gemm('N', 'T', 1, a.m, params_.mat(p + "mlp.down_proj.weight"), 1, a.x2, x_out);  // x_out = x2 + down(m)
 }
 
 template <class T, class Mem> void LlamaModel<T, Mem>::keep_for_backward(int l, LayerActs& a) {
