@@ -9,6 +9,7 @@
 // count derived from the schedule, the exposed communication time (time
 // blocked in waits) and the time. Exit status 1 past tolerance, on a byte
 // mismatch, or when a payload carried the wrong block id.
+#include "cli/bench_common.hpp"
 #include "cli/commands.hpp"
 #include "comm/communicator.hpp"
 #include "core/error.hpp"
@@ -42,6 +43,7 @@ template <class T> int run(Runtime& rt, const AttnCheckOptions& opt) {
   if (!opt.doc_lengths.empty()) pb.doc_lengths = parse_doc_lengths(opt.doc_lengths, opt.seq);
   pb.heads = opt.heads, pb.kv_heads = opt.kv_heads, pb.head_dim = opt.head_dim;
   BURST_CHECK_CONFIG(opt.seq >= 1, "--seq ", opt.seq, " must be >= 1");
+  if (!opt.output.empty()) check_bench_output(rt, opt.output, opt.output);
   validate_attention(ao, pb, P, rt.topology().ranks_per_node);
   const Tensors in = make_inputs(pb, opt.input, opt.seed);
   const CheckResult r = check_attention<T>(ao, pb, rt.world(), rt.topology(), in);

@@ -253,6 +253,8 @@ int cmd_bench_gemm(Runtime& rt, const BenchGemmOptions& opt) {
   const std::string output = opt.output.empty() ? cfg.get_string("bench.output") : opt.output;
   const std::string dt = cfg.get_string("bench.dtype"), out = cfg.get_string("bench.out_dtype");
   BURST_CHECK_CONFIG(out == "same" || dt == "bf16", "bench.out_dtype = float needs bench.dtype = bf16");
+  shapes_of(cfg);  // the shapes' errors first (the same on every rank)
+  check_bench_output(rt, opt.output, output);
   if (dt == "float") run<float, float>(rt, cfg, output);
   else if (dt == "double") run<double, double>(rt, cfg, output);
   else if (out == "float") run<bf16, float>(rt, cfg, output);

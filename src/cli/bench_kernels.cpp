@@ -141,6 +141,7 @@ int cmd_bench_kernels(Runtime& rt, const BenchGemmOptions& opt) {
   ConfigSchema schema = bench_kernels_schema();
   const Config cfg = schema.load(opt.config, opt.sets);
   const std::string output = opt.output.empty() ? cfg.get_string("bench.output") : opt.output;
+  check_bench_output(rt, opt.output, output);
   if (cfg.get_string("bench.dtype") == "bf16") run<bf16>(rt, cfg, output);
   else run<float>(rt, cfg, output);
   return 0;

@@ -3,6 +3,8 @@
 // the points the model is calibrated on (--table calibration).
 #include "cli/simulate.hpp"
 
+#include "cli/output_path.hpp"
+
 #include "core/error.hpp"
 #include "io/h5.hpp"
 #include "parallel/layout.hpp"
@@ -331,6 +333,10 @@ void table_h200_layer(io::H5File& f, const Ctx& x, const std::string& data_dir) 
 
 int cmd_simulate(const SimulateOptions& o) {
   const std::string dir = o.data_dir.empty() ? default_data_dir() : o.data_dir;
+  BURST_CHECK_CONFIG(std::isfinite(o.host_cpu) && o.host_cpu >= 0 && o.host_cpu <= 1e6, "--host-cpu ", o.host_cpu,
+                     " must be a positive number of CPU seconds per wall second (at most 1e6)");
+  // The output file before any work.
+  if (!o.output.empty()) check_output_path("--output", o.output);
   Ctx x;
   x.cl = load_cluster(o.cluster, dir);
   if (o.gpus_per_node > 0) {
@@ -352,6 +358,7 @@ int cmd_simulate(const SimulateOptions& o) {
   if (!o.table.empty()) {
     x.m14 = shape_of("14B"), x.m7 = shape_of("7B");
     const std::string out = o.output.empty() ? "experiments/results/simulate_" + o.table + ".h5" : o.output;
+    check_output_path(o.output.empty() ? "the --table output (default; give --output)" : "--output", out);
     io::H5File f = io::H5File::create(out);
     f.set_attr("/", "cluster", x.cl.name);
     f.set_attr("/", "cluster_file", x.cl.file);
