@@ -36,7 +36,11 @@ double parse_seq(const std::string& text) {
   else if (suffix == "M" || suffix == "m") mult = 1048576;
   else BURST_CHECK_CONFIG(suffix.empty(), "--seq '", text, "': expected a token count like 32768, 128K or 1M (K = 1024)");
   BURST_CHECK_CONFIG(end != text.c_str() && v > 0 && std::isfinite(v), "--seq '", text, "' must be a positive number of tokens");
-  return std::round(v * mult);
+  // The model's arithmetic (and token counts held as long) stays meaningful
+  // far below this; beyond it the step times overflow to inf / nan.
+  const double S = std::round(v * mult), kMaxSeq = 1099511627776.0;  // 2^40 = 1024G tokens
+  BURST_CHECK_CONFIG(S <= kMaxSeq, "--seq '", text, "' = ", S, " tokens is out of range: at most 2^40 = ", kMaxSeq, " tokens");
+  return S;
 }
 
 ModelShape shape_of(const std::string& name) {
@@ -333,6 +337,12 @@ void table_h200_layer(io::H5File& f, const Ctx& x, const std::string& data_dir) 
 
 int cmd_simulate(const SimulateOptions& o) {
   const std::string dir = o.data_dir.empty() ? default_data_dir() : o.data_dir;
+  // Overrides are given or not (0); a negative or non-finite one is a mistake, not "not given".
+  BURST_CHECK_CONFIG(o.gpus_per_node >= 0, "--gpus-per-node ", o.gpus_per_node, " must be >= 1");
+  BURST_CHECK_CONFIG(o.hp >= 0, "--hp ", o.hp, " must be >= 1 (default: GPUs per node)");
+  BURST_CHECK_CONFIG(o.inner >= 0, "--inner ", o.inner, " must be >= 1 (default: GPUs per node)");
+  BURST_CHECK_CONFIG(std::isfinite(o.host_cores) && o.host_cores >= 0 && o.host_cores <= 1e6, "--host-cores ", o.host_cores,
+                     " must be a positive number of cores (at most 1e6)");
   BURST_CHECK_CONFIG(std::isfinite(o.host_cpu) && o.host_cpu >= 0 && o.host_cpu <= 1e6, "--host-cpu ", o.host_cpu,
                      " must be a positive number of CPU seconds per wall second (at most 1e6)");
   // The output file before any work.
@@ -391,7 +401,7 @@ int cmd_simulate(const SimulateOptions& o) {
   s.model = shape_of(o.model);
   s.S = parse_seq(o.seq);
   s.P = o.gpus;
-  BURST_CHECK_CONFIG(s.P >= 1, "--gpus ", s.P, " must be >= 1");
+  BURST_CHECK_CONFIG(s.P >= 1 && s.P <= kMaxGpus, "--gpus ", s.P, " is out of range: must be in [1, ", kMaxGpus, "]");
   s.attn.method = o.method, s.attn.ring = o.ring, s.attn.backward = o.backward, s.attn.usp_inner = o.usp_inner;
   s.attn.placement = o.placement, s.attn.hp = o.hp, s.attn.inner = o.inner;
   BURST_CHECK_CONFIG(o.partial == "fp32" || o.partial == "bf16", "--partial '", o.partial, "': expected fp32 or bf16");
