@@ -40,9 +40,12 @@ template <class T> int run(Runtime& rt, const AttnCheckOptions& opt) {
   pb.mask.type = parse_mask(opt.mask);
   pb.mask.window = opt.window;
   pb.seq = opt.seq;
+  BURST_CHECK_CONFIG(opt.seq >= 1, "--seq ", opt.seq, " must be >= 1");
+  BURST_CHECK_CONFIG(opt.doc_lengths.empty() || pb.layout == LayoutKind::Document || pb.mask.type == MaskType::Document,
+                     "--doc-lengths is used by --mask document or --layout document only (here --mask ", opt.mask, ", --layout ",
+                     opt.layout, ")");
   if (!opt.doc_lengths.empty()) pb.doc_lengths = parse_doc_lengths(opt.doc_lengths, opt.seq);
   pb.heads = opt.heads, pb.kv_heads = opt.kv_heads, pb.head_dim = opt.head_dim;
-  BURST_CHECK_CONFIG(opt.seq >= 1, "--seq ", opt.seq, " must be >= 1");
   if (!opt.output.empty()) check_bench_output(rt, opt.output, opt.output);
   validate_attention(ao, pb, P, rt.topology().ranks_per_node);
   const Tensors in = make_inputs(pb, opt.input, opt.seed);

@@ -415,6 +415,9 @@ int cmd_simulate(const SimulateOptions& o) {
   s.attn.layout = o.layout;
   BURST_CHECK_CONFIG(o.attention_only || (o.layout.empty() && !s.attn.document),
                      "--layout and --mask document are modelled for --attention-only (one layer's distributed attention)");
+  BURST_CHECK_CONFIG(o.doc_lengths.empty() || s.attn.document || o.layout == "document",
+                     "--doc-lengths is used by --mask document or --layout document only (here --mask ", o.mask,
+                     o.layout.empty() ? "" : ", --layout " + o.layout, ")");
   if (!o.doc_lengths.empty()) s.attn.doc_lengths = parallel::parse_doc_lengths(o.doc_lengths, long(s.S));
   s.policy = o.policy;
   s.fused_loss = on_off(o.fused_loss, "--fused-loss");
