@@ -557,6 +557,8 @@ void validate_attention(const AttnConfig& a, const AttnProblem& p, int G) {
 
 AttnCost attention_cost(const Cluster& cluster, const AttnConfig& a, const AttnProblem& p) {
   validate_attention(a, p, cluster.gpus_per_node);
+  BURST_CHECK_CONFIG(p.P <= cluster.gpus_per_node || cluster.hcas_per_node > 0, cluster.file, ": node.ib_hcas = 0, but ", p.P,
+                     " GPUs span more than one node of ", cluster.gpus_per_node, " (no links between nodes)");
   const Cluster c = cluster.shared_by(p.P);
   const int P = p.P, G = c.gpus_per_node;
   const double s = p.S / P, nd = double(p.n) * double(p.d), kvd = double(p.nkv) * double(p.d);
