@@ -341,10 +341,10 @@ int cmd_simulate(const SimulateOptions& o) {
   BURST_CHECK_CONFIG(o.gpus_per_node >= 0, "--gpus-per-node ", o.gpus_per_node, " must be >= 1");
   BURST_CHECK_CONFIG(o.hp >= 0, "--hp ", o.hp, " must be >= 1 (default: GPUs per node)");
   BURST_CHECK_CONFIG(o.inner >= 0, "--inner ", o.inner, " must be >= 1 (default: GPUs per node)");
-  BURST_CHECK_CONFIG(std::isfinite(o.host_cores) && o.host_cores >= 0 && o.host_cores <= 1e6, "--host-cores ", o.host_cores,
-                     " must be a positive number of cores (at most 1e6)");
-  BURST_CHECK_CONFIG(std::isfinite(o.host_cpu) && o.host_cpu >= 0 && o.host_cpu <= 1e6, "--host-cpu ", o.host_cpu,
-                     " must be a positive number of CPU seconds per wall second (at most 1e6)");
+  // The range of the cluster file's host.cores (hardware.cpp): fewer cores scale the rates to denormals (times of 1e300 s).
+  const auto cores_ok = [](double v) { return v == 0 || (v >= 0.01 && v <= 1e6); };  // NaN fails
+  BURST_CHECK_CONFIG(cores_ok(o.host_cores), "--host-cores ", o.host_cores, " must be a number of cores in [0.01, 1e6]");
+  BURST_CHECK_CONFIG(cores_ok(o.host_cpu), "--host-cpu ", o.host_cpu, " must be CPU seconds per wall second in [0.01, 1e6]");
   // The output file before any work.
   if (!o.output.empty()) check_output_path("--output", o.output);
   Ctx x;
