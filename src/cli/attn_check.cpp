@@ -9,6 +9,7 @@
 // count derived from the schedule, the exposed communication time (time
 // blocked in waits) and the time. Exit status 1 past tolerance, on a byte
 // mismatch, or when a payload carried the wrong block id.
+#include "cli/bench_common.hpp"
 #include "cli/commands.hpp"
 #include "comm/communicator.hpp"
 #include "core/error.hpp"
@@ -27,6 +28,8 @@ using namespace burst::parallel;
 
 namespace {
 
+constexpr double kMaxCheckElems = 134217728;  // 2^27 per [S, heads, d] tensor: 1 GiB in double
+
 template <class T> int run(Runtime& rt, const AttnCheckOptions& opt) {
   using Acc = accum_t<T>;
   const int P = rt.size(), me = rt.rank();
@@ -39,9 +42,25 @@ template <class T> int run(Runtime& rt, const AttnCheckOptions& opt) {
   pb.mask.type = parse_mask(opt.mask);
   pb.mask.window = opt.window;
   pb.seq = opt.seq;
+  BURST_CHECK_CONFIG(opt.seq >= 1, "--seq ", opt.seq, " must be >= 1");
+  BURST_CHECK_CONFIG(opt.doc_lengths.empty() || pb.layout == LayoutKind::Document || pb.mask.type == MaskType::Document,
+                     "--doc-lengths is used by --mask document or --layout document only (here --mask ", opt.mask, ", --layout ",
+                     opt.layout, ")");
   if (!opt.doc_lengths.empty()) pb.doc_lengths = parse_doc_lengths(opt.doc_lengths, opt.seq);
   pb.heads = opt.heads, pb.kv_heads = opt.kv_heads, pb.head_dim = opt.head_dim;
-  BURST_CHECK_CONFIG(opt.seq >= 1, "--seq ", opt.seq, " must be >= 1");
+  // Overrides are given or not (0); a negative one is a mistake.
+  BURST_CHECK_CONFIG(opt.hp >= 0, "--hp ", opt.hp, " must be >= 1 (default: ranks per node)");
+  BURST_CHECK_CONFIG(opt.inner >= 0, "--inner ", opt.inner, " must be >= 1 (default: ranks per node)");
+  BURST_CHECK_CONFIG(std::isfinite(opt.tolerance) && opt.tolerance >= 0, "--tolerance ", opt.tolerance,
+                     " must be a relative error > 0 (or 0: the dtype's default)");
+  // Every rank holds the global inputs and the double reference their outputs:
+  // the problem must fit a host's memory (a bad_alloc otherwise).
+  const double elems = double(opt.seq) * double(std::max(opt.heads, opt.kv_heads)) * double(opt.head_dim);
+  BURST_CHECK_CONFIG(opt.heads < 1 || opt.kv_heads < 1 || opt.head_dim < 1 || elems <= kMaxCheckElems, "--seq ", opt.seq,
+                     " x heads ", std::max(opt.heads, opt.kv_heads), " x --head-dim ", opt.head_dim, " = ", elems,
+                     " elements per tensor is beyond attn-check's ", kMaxCheckElems,
+                     " (every rank holds the whole problem in double, the reference runs on one rank)");
+  if (!opt.output.empty()) check_bench_output(rt, opt.output, opt.output);
   validate_attention(ao, pb, P, rt.topology().ranks_per_node);
   const Tensors in = make_inputs(pb, opt.input, opt.seed);
   const CheckResult r = check_attention<T>(ao, pb, rt.world(), rt.topology(), in);

@@ -3,6 +3,7 @@
 // 4 S^2 n d, halved for causal; backward 2.5 x forward), against a peak.
 // With bench.methods, the distributed methods under mpiexec instead
 // (bench_attention_dist.cpp).
+#include "cli/bench_common.hpp"
 #include "cli/commands.hpp"
 #include "core/config.hpp"
 #include "core/error.hpp"
@@ -70,6 +71,7 @@ int cmd_bench_attention(Runtime& rt, const BenchGemmOptions& opt) {
   const Config cfg = schema.load(opt.config, opt.sets);
   if (!cfg.get_string_list("bench.methods").empty()) return bench_attention_methods(rt, cfg, opt.output);
   if (cfg.get_bool("bench.tile_costs")) return bench_attention_tiles(rt, cfg, opt.output);
+  check_bench_output(rt, opt.output, opt.output.empty() ? cfg.get_string("bench.output") : opt.output);
   using Mem = DeviceMem;
   const long n = cfg.get_int("bench.heads"), nkv = cfg.get_int("bench.kv_heads"), d = cfg.get_int("bench.head_dim");
   const bool causal = cfg.get_bool("bench.causal");

@@ -167,6 +167,7 @@ template <class T> int run_all(Runtime& rt, const Config& cfg, const std::string
                           : cfg.origin("bench.output") == "default"
                               ? "experiments/results/attention_dist_np" + std::to_string(P) + ".h5"
                               : cfg.get_string("bench.output");
+  check_bench_output(rt, output, out);
   if (rt.rank() == 0) {
     h5 = std::make_unique<io::H5File>(io::H5File::create(out));
     std::printf("distributed attention, %s, %ld heads (kv %ld) x %ld, %d ranks (%s), %d warm-up + %d repeats, on %s\n",

@@ -204,6 +204,7 @@ int cmd_bench_ce(Runtime& rt, const BenchGemmOptions& opt) {
   ConfigSchema schema = bench_ce_schema();
   const Config cfg = schema.load(opt.config, opt.sets);
   const std::string output = opt.output.empty() ? cfg.get_string("bench.output") : opt.output;
+  check_bench_output(rt, opt.output, output);
   return with_bench_dtype(cfg.get_string("bench.dtype"), [&](auto t) {
     run<decltype(t)>(rt, cfg, output);
     return 0;

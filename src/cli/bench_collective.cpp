@@ -21,6 +21,7 @@
 // a send of the chunk to the next rank of the group and a receive from the
 // previous one, posted before the compute, completed by wait_all_bounded
 // after it (so the compute can hide the transfer and the partner's turn).
+#include "cli/bench_common.hpp"
 #include "cli/commands.hpp"
 #include "comm/collectives.hpp"
 #include "comm/communicator.hpp"
@@ -99,6 +100,7 @@ int cmd_bench_collective(Runtime& rt, const BenchGemmOptions& opt) {
   // (every group at once); the compute, barriers and shares stay world-wide.
   const int G = cfg.get_int("bench.group") > 0 ? int(cfg.get_int("bench.group")) : P;
   BURST_CHECK_CONFIG(P % G == 0 && G >= 2, "bench.group ", G, " must be >= 2 and divide the ", P, " ranks");
+  check_bench_output(rt, opt.output, opt.output.empty() ? cfg.get_string("bench.output") : opt.output);
   MPI_Comm group_comm = MPI_COMM_NULL;
   MPI_Comm_split(rt.world(), me / G, me, &group_comm);
   auto world = Communicator::create(group_comm, G == P ? "world" : "group");  // duplicates it

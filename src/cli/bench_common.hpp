@@ -4,6 +4,7 @@
 // file (execution space, host, the resolved config, UTC date).
 #pragma once
 
+#include "cli/output_path.hpp"
 #include "comm/runtime.hpp"
 #include "core/config.hpp"
 #include "core/memory.hpp"
@@ -72,6 +73,18 @@ template <class F> int with_bench_dtype(const std::string& dtype, F&& f) {
 inline double median(std::vector<double> x) {
   std::sort(x.begin(), x.end());
   return x.empty() ? 0.0 : x[x.size() / 2];
+}
+
+// The bench's output file checked on rank 0 (which writes it) before any
+// work; every rank raises the same error (bad input, status 2). `flag` is
+// --output when given, else the config key the path came from.
+inline void check_bench_output(Runtime& rt, const std::string& cli_output, const std::string& path) {
+  std::string p = rt.rank() == 0 ? output_path_problem(cli_output.empty() ? "bench.output" : "--output", path) : "";
+  int n = int(p.size());
+  MPI_Bcast(&n, 1, MPI_INT, 0, rt.world());
+  p.resize(size_t(n));
+  if (n > 0) MPI_Bcast(&p[0], n, MPI_CHAR, 0, rt.world());
+  BURST_CHECK_CONFIG(p.empty(), p);
 }
 
 inline void set_bench_provenance(io::H5File& f, Runtime& rt, const Config& cfg) {

@@ -59,6 +59,11 @@ Shape parse_shape(const std::string& s) {
                          used == int(s.size()) && (ta == 'N' || ta == 'T') && (tb == 'N' || tb == 'T') && m > 0 &&
                          n > 0 && k > 0,
                      "bench.shapes: '", s, "' is not TATB:MxNxK (TA, TB in N/T; M, N, K > 0)");
+  // An overflowing number reads as LONG_MAX: views of that size wrap around
+  // (a hang or a crash), so each extent is bounded (bench.tokens' bound x 4).
+  const long kMaxExtent = 1L << 24;
+  BURST_CHECK_CONFIG(m <= kMaxExtent && n <= kMaxExtent && k <= kMaxExtent, "bench.shapes: '", s, "': M, N and K must be <= ",
+                     kMaxExtent);
   r.label = s, r.ta = ta, r.tb = tb, r.m = m, r.n = n, r.k = k;
   return r;
 }
@@ -253,6 +258,8 @@ int cmd_bench_gemm(Runtime& rt, const BenchGemmOptions& opt) {
   const std::string output = opt.output.empty() ? cfg.get_string("bench.output") : opt.output;
   const std::string dt = cfg.get_string("bench.dtype"), out = cfg.get_string("bench.out_dtype");
   BURST_CHECK_CONFIG(out == "same" || dt == "bf16", "bench.out_dtype = float needs bench.dtype = bf16");
+  shapes_of(cfg);  // the shapes' errors first (the same on every rank)
+  check_bench_output(rt, opt.output, output);
   if (dt == "float") run<float, float>(rt, cfg, output);
   else if (dt == "double") run<double, double>(rt, cfg, output);
   else if (out == "float") run<bf16, float>(rt, cfg, output);

@@ -141,6 +141,10 @@ int cmd_bench_kernels(Runtime& rt, const BenchGemmOptions& opt) {
   ConfigSchema schema = bench_kernels_schema();
   const Config cfg = schema.load(opt.config, opt.sets);
   const std::string output = opt.output.empty() ? cfg.get_string("bench.output") : opt.output;
+  // RoPE rotates pairs: found before RMSNorm and SwiGLU are timed, not after.
+  BURST_CHECK_CONFIG(cfg.get_int("bench.head_dim") % 2 == 0, "bench.head_dim = ", cfg.get_int("bench.head_dim"),
+                     " must be even (RoPE rotates pairs of elements)");
+  check_bench_output(rt, opt.output, output);
   if (cfg.get_string("bench.dtype") == "bf16") run<bf16>(rt, cfg, output);
   else run<float>(rt, cfg, output);
   return 0;

@@ -302,13 +302,14 @@ template BlockCheck check_block_against_double<float>(const ModelConfig&, long, 
 template BlockCheck check_block_against_double<double>(const ModelConfig&, long, unsigned);
 template BlockCheck check_block_against_double<bf16>(const ModelConfig&, long, unsigned);
 
-template <class T> static int run(Runtime& rt, const Config& cfg, const std::string& output) {
+template <class T> static int run(Runtime& rt, const Config& cfg, const std::string& cli_output, const std::string& output) {
   using A = accum_t<T>;
   const long S = cfg.get_int("bench.tokens");
   const std::string preset = cfg.get_string("bench.preset");
   const ModelConfig mc = bench_layer_model(preset, cfg.get_int("bench.hidden"), cfg.get_int("bench.heads"),
                                            cfg.get_int("bench.kv_heads"), cfg.get_int("bench.head_dim"),
                                            cfg.get_int("bench.ffn"), S);
+  check_bench_output(rt, cli_output, output);  // after the widths' errors, before any work
   const int repeats = int(cfg.get_int("bench.repeats")), warmup = int(cfg.get_int("bench.warmup"));
   g_cpu_clock = cfg.get_string("bench.clock") == "cpu";
   const long check = std::min(cfg.get_int("bench.check_tokens"), S);
@@ -494,7 +495,7 @@ int cmd_bench_layer(Runtime& rt, const BenchGemmOptions& opt) {
   const Config cfg = schema.load(opt.config, opt.sets);
   const std::string output = opt.output.empty() ? cfg.get_string("bench.output") : opt.output;
   return with_bench_dtype(cfg.get_string("bench.dtype"),
-                          [&](auto t) { return run<decltype(t)>(rt, cfg, output); });
+                          [&](auto t) { return run<decltype(t)>(rt, cfg, opt.output, output); });
 }
 
 }  // namespace burst::cli

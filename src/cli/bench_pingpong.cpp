@@ -7,6 +7,7 @@
 // holds scheduler waits, which the model prices per collective round from
 // `burst bench collective`, and the ring's transfers hide); the medians are
 // written beside them.
+#include "cli/bench_common.hpp"
 #include "cli/commands.hpp"
 #include "core/config.hpp"
 #include "core/error.hpp"
@@ -48,6 +49,7 @@ void fit_alpha_beta(const std::vector<double>& bytes, const std::vector<double>&
 int cmd_bench_pingpong(Runtime& rt, const BenchGemmOptions& opt) {
   const Config cfg = bench_pingpong_schema().load(opt.config, opt.sets);
   BURST_CHECK_CONFIG(rt.size() >= 2, "bench pingpong needs at least 2 ranks (mpiexec -n 2)");
+  check_bench_output(rt, opt.output, opt.output.empty() ? cfg.get_string("bench.output") : opt.output);
   const auto& sizes = cfg.get_int_list("bench.bytes");
   const int reps = int(cfg.get_int("bench.repeats")), warm = int(cfg.get_int("bench.warmup"));
   const int me = rt.rank();

@@ -197,7 +197,7 @@ template <class T> StepResult run_one(const Config& cfg, ModelConfig mc, long S)
   return r;
 }
 
-template <class T> int run(Runtime& rt, const Config& cfg, const std::string& output) {
+template <class T> int run(Runtime& rt, const Config& cfg, const std::string& cli_output, const std::string& output) {
   const ModelConfig mc = model_preset(cfg.get_string("bench.preset"));
   const double peak = cfg.get_real("bench.peak_tflops") * 1e12;
   std::vector<long> sizes;
@@ -209,6 +209,7 @@ template <class T> int run(Runtime& rt, const Config& cfg, const std::string& ou
   for (size_t i = 0; i < sizes.size(); ++i)
     for (size_t j = 0; j < i; ++j)
       BURST_CHECK_CONFIG(sizes[i] != sizes[j], "bench step: bench.tokens lists ", sizes[i], " twice");
+  check_bench_output(rt, cli_output, output);
   // The file first: a bad path fails before any step runs; each size's group
   // is written as soon as it is measured.
   std::unique_ptr<io::H5File> h;
@@ -294,7 +295,7 @@ int cmd_bench_step(Runtime& rt, const BenchGemmOptions& opt) {
   const Config cfg = schema.load(opt.config, opt.sets);
   const std::string output = opt.output.empty() ? cfg.get_string("bench.output") : opt.output;
   return with_bench_dtype(cfg.get_string("bench.dtype"),
-                          [&](auto t) { return run<decltype(t)>(rt, cfg, output); });
+                          [&](auto t) { return run<decltype(t)>(rt, cfg, opt.output, output); });
 }
 
 }  // namespace burst::cli

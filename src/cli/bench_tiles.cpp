@@ -121,6 +121,7 @@ int bench_attention_tiles(Runtime& rt, const Config& cfg, const std::string& out
 
   std::unique_ptr<io::H5File> h5;
   const std::string out = output.empty() ? cfg.get_string("bench.output") : output;
+  check_bench_output(rt, output, out);
   if (rt.rank() == 0) {
     h5 = std::make_unique<io::H5File>(io::H5File::create(out));
     std::printf("attention tile costs (host kernel, float, %ld heads (kv %ld) x %ld, %ld x %ld tiles), CPU seconds, median of %d\n"

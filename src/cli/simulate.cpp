@@ -3,6 +3,8 @@
 // the points the model is calibrated on (--table calibration).
 #include "cli/simulate.hpp"
 
+#include "cli/output_path.hpp"
+
 #include "core/error.hpp"
 #include "io/h5.hpp"
 #include "parallel/layout.hpp"
@@ -34,7 +36,11 @@ double parse_seq(const std::string& text) {
   else if (suffix == "M" || suffix == "m") mult = 1048576;
   else BURST_CHECK_CONFIG(suffix.empty(), "--seq '", text, "': expected a token count like 32768, 128K or 1M (K = 1024)");
   BURST_CHECK_CONFIG(end != text.c_str() && v > 0 && std::isfinite(v), "--seq '", text, "' must be a positive number of tokens");
-  return std::round(v * mult);
+  // The model's arithmetic (and token counts held as long) stays meaningful
+  // far below this; beyond it the step times overflow to inf / nan.
+  const double S = std::round(v * mult), kMaxSeq = 1099511627776.0;  // 2^40 = 1024G tokens
+  BURST_CHECK_CONFIG(S <= kMaxSeq, "--seq '", text, "' = ", S, " tokens is out of range: at most 2^40 = ", kMaxSeq, " tokens");
+  return S;
 }
 
 ModelShape shape_of(const std::string& name) {
@@ -331,6 +337,16 @@ void table_h200_layer(io::H5File& f, const Ctx& x, const std::string& data_dir) 
 
 int cmd_simulate(const SimulateOptions& o) {
   const std::string dir = o.data_dir.empty() ? default_data_dir() : o.data_dir;
+  // Overrides are given or not (0); a negative or non-finite one is a mistake, not "not given".
+  BURST_CHECK_CONFIG(o.gpus_per_node >= 0, "--gpus-per-node ", o.gpus_per_node, " must be >= 1");
+  BURST_CHECK_CONFIG(o.hp >= 0, "--hp ", o.hp, " must be >= 1 (default: GPUs per node)");
+  BURST_CHECK_CONFIG(o.inner >= 0, "--inner ", o.inner, " must be >= 1 (default: GPUs per node)");
+  // The range of the cluster file's host.cores (hardware.cpp): fewer cores scale the rates to denormals (times of 1e300 s).
+  const auto cores_ok = [](double v) { return v == 0 || (v >= 0.01 && v <= 1e6); };  // NaN fails
+  BURST_CHECK_CONFIG(cores_ok(o.host_cores), "--host-cores ", o.host_cores, " must be a number of cores in [0.01, 1e6]");
+  BURST_CHECK_CONFIG(cores_ok(o.host_cpu), "--host-cpu ", o.host_cpu, " must be CPU seconds per wall second in [0.01, 1e6]");
+  // The output file before any work.
+  if (!o.output.empty()) check_output_path("--output", o.output);
   Ctx x;
   x.cl = load_cluster(o.cluster, dir);
   if (o.gpus_per_node > 0) {
@@ -352,6 +368,7 @@ int cmd_simulate(const SimulateOptions& o) {
   if (!o.table.empty()) {
     x.m14 = shape_of("14B"), x.m7 = shape_of("7B");
     const std::string out = o.output.empty() ? "experiments/results/simulate_" + o.table + ".h5" : o.output;
+    check_output_path(o.output.empty() ? "the --table output (default; give --output)" : "--output", out);
     io::H5File f = io::H5File::create(out);
     f.set_attr("/", "cluster", x.cl.name);
     f.set_attr("/", "cluster_file", x.cl.file);
@@ -384,7 +401,7 @@ int cmd_simulate(const SimulateOptions& o) {
   s.model = shape_of(o.model);
   s.S = parse_seq(o.seq);
   s.P = o.gpus;
-  BURST_CHECK_CONFIG(s.P >= 1, "--gpus ", s.P, " must be >= 1");
+  BURST_CHECK_CONFIG(s.P >= 1 && s.P <= kMaxGpus, "--gpus ", s.P, " is out of range: must be in [1, ", kMaxGpus, "]");
   s.attn.method = o.method, s.attn.ring = o.ring, s.attn.backward = o.backward, s.attn.usp_inner = o.usp_inner;
   s.attn.placement = o.placement, s.attn.hp = o.hp, s.attn.inner = o.inner;
   BURST_CHECK_CONFIG(o.partial == "fp32" || o.partial == "bf16", "--partial '", o.partial, "': expected fp32 or bf16");
@@ -398,6 +415,9 @@ int cmd_simulate(const SimulateOptions& o) {
   s.attn.layout = o.layout;
   BURST_CHECK_CONFIG(o.attention_only || (o.layout.empty() && !s.attn.document),
                      "--layout and --mask document are modelled for --attention-only (one layer's distributed attention)");
+  BURST_CHECK_CONFIG(o.doc_lengths.empty() || s.attn.document || o.layout == "document",
+                     "--doc-lengths is used by --mask document or --layout document only (here --mask ", o.mask,
+                     o.layout.empty() ? "" : ", --layout " + o.layout, ")");
   if (!o.doc_lengths.empty()) s.attn.doc_lengths = parallel::parse_doc_lengths(o.doc_lengths, long(s.S));
   s.policy = o.policy;
   s.fused_loss = on_off(o.fused_loss, "--fused-loss");

@@ -16,7 +16,12 @@ Tensors make_inputs(const AttnProblem& pb, const std::string& input, unsigned lo
   Tensors t;
   const long S = pb.seq, n = pb.heads, m = pb.kv_heads, d = pb.head_dim;
   if (!input.empty()) {
-    auto f = io::H5File::open(input);
+    io::H5File f;
+    try {
+      f = io::H5File::open(input);
+    } catch (const Error& e) {  // bad input, not an I/O fault: status 2 on every rank
+      BURST_FAIL(ErrorKind::Input, "--input '", input, "' cannot be read: ", e.message());
+    }
     auto load = [&](const char* name, long heads) {
       BURST_CHECK_INPUT(f.exists(name), "--input ", input, ": no dataset '", name, "'");
       io::Dims dims;

@@ -2,6 +2,7 @@
 
 #include "core/error.hpp"
 
+#include <cerrno>
 #include <algorithm>
 #include <cmath>
 #include <numeric>
@@ -242,9 +243,11 @@ std::vector<long> parse_doc_lengths(const std::string& csv, long seq) {
   std::string item;
   while (std::getline(ss, item, ',')) {
     char* end = nullptr;
+    errno = 0;
     const long v = std::strtol(item.c_str(), &end, 10);
-    BURST_CHECK_CONFIG(!item.empty() && end && *end == '\0' && v >= 1, "--doc-lengths: '", item,
+    BURST_CHECK_CONFIG(!item.empty() && end && *end == '\0' && v >= 1 && errno != ERANGE, "--doc-lengths: '", item,
                        "' is not a positive integer");
+    BURST_CHECK_CONFIG(v <= seq, "--doc-lengths: '", item, "' is longer than --seq ", seq);
     out.push_back(v);
   }
   BURST_CHECK_CONFIG(!out.empty(), "--doc-lengths: no lengths given");

@@ -517,13 +517,15 @@ void validate_attention(const AttnConfig& a, const AttnProblem& p, int G) {
   BURST_CHECK_CONFIG(a.placement == "head-first" || a.placement == "ring-first", "--placement '", a.placement,
                      "': expected head-first or ring-first");
   BURST_CHECK_CONFIG(a.usp_inner == "ring" || a.usp_inner == "burst", "--usp-inner '", a.usp_inner, "': expected ring or burst");
-  BURST_CHECK_CONFIG(p.P >= 1, "--gpus ", p.P, " must be >= 1");
+  BURST_CHECK_CONFIG(p.P >= 1 && p.P <= kMaxGpus, "--gpus ", p.P, " is out of range: must be in [1, ", kMaxGpus, "]");
   BURST_CHECK_CONFIG(a.window >= 0, "--window ", a.window, " must be >= 0");
   BURST_CHECK_CONFIG(a.window == 0 || a.causal, "a sliding window is causal");
   if (!a.layout.empty() || a.document) {
     BURST_CHECK_CONFIG(a.method == "ring" || a.method == "burst" || a.method == "loongtrain", a.method,
                        ": only the ring methods are modelled on a chosen layout or the document mask (--layout, --mask document)");
     if (!a.layout.empty()) parallel::parse_layout(a.layout);  // Error(Config) naming the known ones
+    BURST_CHECK_CONFIG(p.S <= kMaxLayoutSeq, "--seq ", p.S, " tokens with --layout / --mask document: the layout is costed tile by "
+                       "tile (memory ~ S, time ~ (S / 64)^2), up to ", kMaxLayoutSeq, " tokens (4M)");
     BURST_CHECK_CONFIG(!a.document || (a.causal && a.window == 0), "the document mask is causal, without a window");
     if (a.document || a.layout == "document") {
       double sum = 0;
@@ -555,6 +557,8 @@ void validate_attention(const AttnConfig& a, const AttnProblem& p, int G) {
 
 AttnCost attention_cost(const Cluster& cluster, const AttnConfig& a, const AttnProblem& p) {
   validate_attention(a, p, cluster.gpus_per_node);
+  BURST_CHECK_CONFIG(p.P <= cluster.gpus_per_node || cluster.hcas_per_node > 0, cluster.file, ": node.ib_hcas = 0, but ", p.P,
+                     " GPUs span more than one node of ", cluster.gpus_per_node, " (no links between nodes)");
   const Cluster c = cluster.shared_by(p.P);
   const int P = p.P, G = c.gpus_per_node;
   const double s = p.S / P, nd = double(p.n) * double(p.d), kvd = double(p.nkv) * double(p.d);

@@ -33,6 +33,12 @@ struct AttnConfig {
   std::vector<long> doc_lengths;     // documents (natural order), summing to S; with `document` or layout document
 };
 
+// The largest problems the model takes: GPUs in the group (it keeps
+// per-rank tables), and tokens of a layout costed tile by tile (--layout,
+// --mask document: memory grows with S and time with (S / 64)^2).
+constexpr int kMaxGpus = 1 << 20;
+constexpr double kMaxLayoutSeq = 4194304;  // 4M tokens
+
 struct AttnProblem {
   int P = 1;       // ranks
   double S = 0;    // tokens

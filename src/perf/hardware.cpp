@@ -97,10 +97,19 @@ toml::table parse_file(const std::string& path) {
 // A required number at "table.key"; the file must name it.
 double num(const toml::table& t, const std::string& key, const std::string& file, double lo, double hi) {
   auto node = t.at_path(key);
-  BURST_CHECK_CONFIG(node && (node.is_floating_point() || node.is_integer()), file, ": required number '", key, "' is missing");
+  BURST_CHECK_CONFIG(node, file, ": required number '", key, "' is missing");
+  BURST_CHECK_CONFIG(node.is_floating_point() || node.is_integer(), file, ": '", key, "' must be a number, got a TOML ",
+                     node.type());
   const double v = node.is_integer() ? double(node.as_integer()->get()) : node.as_floating_point()->get();
   BURST_CHECK_CONFIG(v >= lo && v <= hi, file, ": ", key, " = ", v, " is out of range [", lo, ", ", hi, "]");
   return v;
+}
+
+// A required whole number (a count: GPUs, HCAs).
+int whole(const toml::table& t, const std::string& key, const std::string& file, int lo, int hi) {
+  const double v = num(t, key, file, lo, hi);
+  BURST_CHECK_CONFIG(v == std::floor(v), file, ": ", key, " = ", v, " must be a whole number");
+  return int(v);
 }
 
 }  // namespace
@@ -127,8 +136,8 @@ Cluster load_cluster(const std::string& name_or_path, const std::string& dir) {
   Cluster c;
   c.file = file;
   c.name = t["name"].value_or(name_or_path);
-  c.gpus_per_node = int(num(t, "node.gpus", file, 1, 64));
-  c.hcas_per_node = int(num(t, "node.ib_hcas", file, 0, 64));
+  c.gpus_per_node = whole(t, "node.gpus", file, 1, 64);
+  c.hcas_per_node = whole(t, "node.ib_hcas", file, 0, 64);
   c.peak_flops = num(t, "gpu.peak_bf16_tflops", file, 1e-6, 1e5) * 1e12;
   c.gemm_fraction = num(t, "gpu.gemm_fraction", file, 0.01, 1);
   c.hbm_bw = num(t, "gpu.hbm_tb_per_s", file, 1e-6, 1e3) * 1e12;

@@ -1,0 +1,35 @@
+// Output files of the commands (`--output`, `bench.output`): checked before
+// any work, so that a run is not thrown away at the end for a path that
+// could never be written (bad input: status 2).
+#pragma once
+
+#include "core/error.hpp"
+
+#include <filesystem>
+#include <string>
+#include <system_error>
+#include <unistd.h>
+
+namespace burst::cli {
+
+// What is wrong with `path` as a file to create ("" when nothing is): the
+// directory must exist and be writable, and the path must not be a directory.
+inline std::string output_path_problem(const std::string& what, const std::string& path) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (path.empty()) return what + " is empty: give the file to write";
+  if (fs::is_directory(path, ec)) return what + " = '" + path + "' is a directory, not a file";
+  const fs::path dir = fs::path(path).parent_path();
+  if (!dir.empty() && !fs::is_directory(dir, ec))
+    return what + " = '" + path + "': the directory '" + dir.string() + "' does not exist";
+  const std::string d = dir.empty() ? std::string(".") : dir.string();
+  if (::access(d.c_str(), W_OK | X_OK) != 0) return what + " = '" + path + "': the directory '" + d + "' is not writable";
+  return "";
+}
+
+inline void check_output_path(const std::string& what, const std::string& path) {
+  const std::string p = output_path_problem(what, path);
+  BURST_CHECK_CONFIG(p.empty(), p);
+}
+
+}  // namespace burst::cli
