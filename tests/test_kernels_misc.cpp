@@ -13,6 +13,7 @@
 
 #include <cmath>
 #include <functional>
+#include <utility>
 #include <random>
 #include <string>
 #include <vector>
@@ -173,7 +174,9 @@ TEST(Activations, GeluGradientsBothForms) {
 }
 
 namespace {
-Vec rope_run(const Vec& x, long s, long nh, long d, const std::vector<long>& pos, const RopeTable& t, bool inverse) {
+// x [s, nh, d] and the positions as device views.
+std::pair<Kokkos::View<double***, Layout, Mem>, Kokkos::View<long*, Layout, Mem>> rope_inputs(const Vec& x, long s, long nh, long d,
+                                                                                             const std::vector<long>& pos) {
   Kokkos::View<double***, Layout, Mem> v("act/x", s, nh, d);
   auto h = Kokkos::create_mirror_view(v);
   for (size_t e = 0; e < x.size(); ++e) h.data()[e] = x[e];
@@ -182,6 +185,10 @@ Vec rope_run(const Vec& x, long s, long nh, long d, const std::vector<long>& pos
   auto hp = Kokkos::create_mirror_view(p);
   for (long i = 0; i < s; ++i) hp(i) = pos[i];
   Kokkos::deep_copy(p, hp);
+  return {v, p};
+}
+Vec rope_run(const Vec& x, long s, long nh, long d, const std::vector<long>& pos, const RopeTable& t, bool inverse) {
+  auto [v, p] = rope_inputs(x, s, nh, d, pos);
   rope_apply<double, Mem>(v, p, dev1(t.inv_freq), t.attention_factor, inverse);
   return host(v);
 }
@@ -198,18 +205,11 @@ TEST(Rope, OutOfPlaceConvertingEqualsInPlaceRounded) {
   const Vec x = randn(s * nh * d);
   for (bool inverse : {false, true}) {
     const Vec ref = rope_run(x, s, nh, d, pos, t, inverse);
-    Kokkos::View<double***, Layout, Mem> v("act/x", s, nh, d);
-    auto hv = Kokkos::create_mirror_view(v);
-    for (size_t e = 0; e < x.size(); ++e) hv.data()[e] = x[e];
-    Kokkos::deep_copy(v, hv);
-    Kokkos::View<long*, Layout, Mem> p("act/pos", s);
-    auto hp = Kokkos::create_mirror_view(p);
-    for (long i = 0; i < s; ++i) hp(i) = pos[i];
-    Kokkos::deep_copy(p, hp);
+    auto [v, p] = rope_inputs(x, s, nh, d, pos);
     Kokkos::View<float***, Layout, Mem> y("act/y", s, nh, d);
     rope_apply_to<double, float, Mem>(v, y, p, dev1(t.inv_freq), t.attention_factor, inverse);
     auto hy = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), y);
-    Kokkos::deep_copy(hv, v);
+    auto hv = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), v);
     for (size_t e = 0; e < x.size(); ++e) {
       EXPECT_EQ(hy.data()[e], float(ref[e])) << e << (inverse ? " inverse" : "");
       EXPECT_EQ(hv.data()[e], x[e]) << "the input changed at " << e;
