@@ -63,8 +63,8 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(__file__))
 import common as C  # noqa: E402
 
-HEADS, KVH, D = 8, 8, 16          # experiments/configs/exp_model.json
-HIDDEN, FFN, LAYERS = 128, 256, 2
+B = C.EXP_BLOCK  # experiments/configs/exp_model.json
+HEADS, KVH, D, HIDDEN, FFN, LAYERS = B["heads"], B["kv_heads"], B["head_dim"], B["hidden"], B["ffn"], B["layers"]
 ATTN_SEQ = [256, 512, 1024, 2048]  # the per-rank block sizes of the runs (S / P)
 LAYER_SEQ = [256, 512, 1024, 2048]  # bench layer, one rank: tokens per rank of the runs
 CONC_RANKS = [2, 4, 8]  # bench layer copies at once (the runs' rank counts)
@@ -73,7 +73,6 @@ STEP_SEQ = [1024, 2048]  # one-rank training steps (no experiment runs one rank 
 STEPS = 8               # train steps of each, the first dropped
 REPEATS = 5             # timed repeats of the kernel benchmarks
 SAMPLES = int(os.environ.get("BURST_CALIB_SAMPLES", "3"))  # independent samples per calibration point (median kept)
-assert dict(hidden=HIDDEN, heads=HEADS, kv_heads=KVH, head_dim=D, ffn=FFN) == C.EXP_BLOCK, "exp_model.json widths"
 assert C.PROBE_TOKENS in LAYER_SEQ, "the speed probe is a calibrated one-rank block point"
 
 
@@ -291,12 +290,6 @@ def bench_layer(d, tokens, ranks, tag):
                     flops_fwd=float(a["flops_fwd"]), **{k: float(v) for k, v in ph.items()})
 
 
-def block_gemm_flops_fwd(t):
-    """Forward GEMM FLOPs of one block at t tokens (perf::ModelShape::gemm_flops_per_token)."""
-    q = kv = HEADS * D
-    return 2.0 * t * (HIDDEN * q + 2 * HIDDEN * kv + q * HIDDEN + 3 * HIDDEN * FFN)
-
-
 def layer_terms(d):
     """One rank: GEMM rate at the block's shapes, the rest as a + b t.
     P copies: CPU seconds per block against one copy (concurrency).
@@ -311,7 +304,8 @@ def layer_terms(d):
             raw_conc[P].append(bench_layer(d, CONC_SEQ, P, f"np{P}_t{CONC_SEQ}_s{i}"))
     one = [median_of(raw_one[t]) for t in LAYER_SEQ]
     # the phase times are CPU seconds of the process (bench.clock = cpu)
-    gemm_rates = [3 * block_gemm_flops_fwd(r["tokens"]) / (r["gemm_fwd"] + r["gemm_bwd"]) for r in one]
+    gemm_rates = [3 * C.block_gemm_flops_fwd(r["tokens"], HIDDEN, HEADS, KVH, D, FFN) / (r["gemm_fwd"] + r["gemm_bwd"])
+                  for r in one]
     gemm_rate = float(np.median(gemm_rates))
     t = np.array([r["tokens"] for r in one], dtype=float)
     rest = np.array([r["rest_fwd"] + r["rest_bwd"] for r in one])

@@ -30,6 +30,9 @@ import tomllib
 import h5py
 import numpy as np
 
+sys.path.insert(0, os.path.dirname(__file__))
+import common as C  # noqa: E402
+
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 CLUSTER = os.path.join(ROOT, "experiments", "clusters", "h200_engine.toml")
 BASE_CAL = os.path.join(ROOT, "experiments", "perf_calibration.toml")
@@ -77,8 +80,7 @@ def main():
         if not os.path.exists(path):
             fail(f"no {path} (run_h200.sh PART 6 writes it)")
         ph, S = phases(path, (h, n, d, ffn))
-        q = n * d
-        flops_fwd = 2.0 * S * (h * q + 2 * h * q + q * h + 3 * h * ffn)
+        flops_fwd = C.block_gemm_flops_fwd(S, h, n, n, d, ffn)
         gemm = ph["gemm_fwd"] + ph["gemm_bwd"]
         rest = ph["rest_fwd"] + ph["rest_bwd"]
         rates.append(3 * flops_fwd / gemm)

@@ -75,9 +75,6 @@ last_foreign_cores = float("nan")  # CPU (cores) that processes other than this 
 last_attempts = 0                   # runs of the last command (1 + quiet retries)
 call_log = []                       # one dict per command run (every attempt): log, wall, share, foreign, steal
 
-# A run is retaken when other processes used more than this fraction of the
-# machine's cores during it (BURST_FOREIGN_MAX), at most BURST_QUIET_RETRIES
-# more times (0 = never).
 def _env_number(name, default, kind, lo, hi):
     raw = os.environ.get(name, default)
     try:
@@ -89,6 +86,9 @@ def _env_number(name, default, kind, lo, hi):
     return v
 
 
+# A run is retaken when other processes used more than this fraction of the
+# machine's cores during it (BURST_FOREIGN_MAX), at most BURST_QUIET_RETRIES
+# more times (0 = never).
 FOREIGN_MAX = _env_number("BURST_FOREIGN_MAX", "0.10", float, 0.0, 1.0)
 QUIET_RETRIES = _env_number("BURST_QUIET_RETRIES", "2", int, 0, 100)
 QUIET_WAIT_S = _env_number("BURST_QUIET_WAIT_S", "60", float, 0.0, 3600.0)
@@ -141,16 +141,33 @@ def own_cpu_seconds():
     return s.ru_utime + s.ru_stime + c.ru_utime + c.ru_stime
 
 
+class ForeignMeter:
+    """The CPU that processes other than this one and its waited-for children
+    used since the meter started: /proc/stat's busy time of our CPUs less our
+    own (getrusage), per second of wall, in cores; steal (the hypervisor's)
+    counts as foreign and is also given alone. nan without /proc/stat."""
+
+    def __init__(self):
+        self.t0, self.own0 = time.time(), own_cpu_seconds()
+        self.busy0, self.steal0 = host_cpu_seconds()
+
+    def read(self):
+        """(foreign cores, steal cores, wall seconds) since the start."""
+        busy, steal = host_cpu_seconds()
+        wall = max(time.time() - self.t0, 1e-9)
+        return max(0.0, (busy - self.busy0) - (own_cpu_seconds() - self.own0)) / wall, (steal - self.steal0) / wall, wall
+
+
 def wait_for_quiet(limit_s=None, interval_s=1.0):
     """Wait (at most limit_s) until other processes use at most FOREIGN_MAX of
     the cores over one interval; returns the seconds waited."""
     limit_s = QUIET_WAIT_S if limit_s is None else limit_s
     t0 = time.time()
     while time.time() - t0 < limit_s:
-        b0, o0, w0 = host_cpu_seconds()[0], own_cpu_seconds(), time.time()
+        m = ForeignMeter()
         time.sleep(interval_s)
-        b1, o1, w1 = host_cpu_seconds()[0], own_cpu_seconds(), time.time()
-        if not (b1 == b1) or (b1 - b0 - (o1 - o0)) / (w1 - w0) / NCPU <= FOREIGN_MAX:
+        foreign = m.read()[0]
+        if not (foreign == foreign) or foreign / NCPU <= FOREIGN_MAX:
             break
     return time.time() - t0
 
@@ -171,9 +188,8 @@ def run_measured(cmd, log_path, env=None, timeout=900, retries=None):
     global last_foreign_cores, last_attempts, quiet_spent_s
     last_attempts = 0
     for attempt in range(retries + 1):
-        t0 = time.time()
         ru0 = resource.getrusage(resource.RUSAGE_CHILDREN)
-        own0, (busy0, steal0) = own_cpu_seconds(), host_cpu_seconds()
+        meter = ForeignMeter()
         with open(log_path, "w" if attempt == 0 else "a") as f:
             f.write(("" if attempt == 0 else f"# run_measured: retake {attempt} of the command\n")
                     + "$ " + " ".join(shlex.quote(c) for c in cmd) + "\n")
@@ -183,11 +199,8 @@ def run_measured(cmd, log_path, env=None, timeout=900, retries=None):
             tail = open(log_path).read()[-3000:]
             raise RuntimeError(f"command failed ({r.returncode}): {' '.join(cmd)}\n{tail}")
         ru1 = resource.getrusage(resource.RUSAGE_CHILDREN)
-        busy1, steal1 = host_cpu_seconds()
-        wall = time.time() - t0
+        foreign, steal, wall = meter.read()
         cpu = ru1.ru_utime + ru1.ru_stime - ru0.ru_utime - ru0.ru_stime
-        foreign = max(0.0, (busy1 - busy0) - (own_cpu_seconds() - own0)) / wall
-        steal = (steal1 - steal0) / wall
         last_attempts = attempt + 1
         last_foreign_cores = foreign
         quiet = not (foreign > FOREIGN_MAX * NCPU)
@@ -229,13 +242,30 @@ def mpiexec(n, args, log_path, gpus_per_node=0, timeout=900, retries=None):
 # CPU clock, median of 5 -- the calibration's one-rank point at that size
 # (calibrate_cpu.py stores its median as calibration.h5 attribute probe_fwd_bwd_s).
 PROBE_TOKENS = 512
-EXP_BLOCK = dict(hidden=128, heads=8, kv_heads=8, head_dim=16, ffn=256)  # experiments/configs/exp_model.json
+
+
+def _exp_block():
+    """The widths of the experiments' model (experiments/configs/exp_model.json), one block."""
+    with open(os.path.join(CONFIGS, "exp_model.json")) as f:
+        m = json.load(f)
+    return dict(hidden=m["hidden_size"], heads=m["num_attention_heads"], kv_heads=m["num_key_value_heads"],
+                head_dim=m["head_dim"], ffn=m["intermediate_size"], layers=m["num_hidden_layers"])
+
+
+EXP_BLOCK = _exp_block()
+
+
+def block_gemm_flops_fwd(tokens, hidden, heads, kv_heads, head_dim, ffn):
+    """Forward GEMM FLOPs of one SwiGLU block (q, k, v, o, gate, up, down) at `tokens` tokens:
+    perf::ModelShape::gemm_flops_per_token x tokens."""
+    q, kv = heads * head_dim, kv_heads * head_dim
+    return 2.0 * tokens * (hidden * q + 2 * hidden * kv + q * hidden + 3 * hidden * ffn)
 
 
 def block_bench_args(tokens, repeats=5):
     """`burst bench layer` of the experiments' block (float, CPU clock, no check) at `tokens` tokens:
     calibrate_cpu.py's block points and the speed probe."""
-    b = EXP_BLOCK
+    b = EXP_BLOCK  # bench layer's block has no layer count
     return ["bench", "layer", "--set", "bench.preset=\"custom\"", "--set", f"bench.hidden={b['hidden']}", "--set",
             f"bench.heads={b['heads']}", "--set", f"bench.kv_heads={b['kv_heads']}", "--set", f"bench.head_dim={b['head_dim']}",
             "--set", f"bench.ffn={b['ffn']}", "--set", f"bench.tokens={tokens}", "--set", "bench.dtype=\"float\"", "--set",

@@ -26,9 +26,9 @@ def main():
         #    measured over a second before it: this machine may be busy with something else)
         C.call_log.clear()
         C.QUIET_WAIT_S = 0.5  # should this machine be loaded after all: do not wait long for quiet
-        b0, o0, t0 = C.host_cpu_seconds()[0], C.own_cpu_seconds(), time.time()
+        meter = C.ForeignMeter()
         time.sleep(1.0)
-        background = (C.host_cpu_seconds()[0] - b0 - (C.own_cpu_seconds() - o0)) / (time.time() - t0)
+        background = meter.read()[0]
         wall, cpu, foreign = C.run_measured(SPIN, log, retries=2)
         assert cpu >= 1.4, f"the command's own CPU not accounted: {cpu:.3f} s"
         assert foreign < background + 0.5, \
