@@ -4,7 +4,7 @@
 // file (execution space, host, the resolved config, UTC date).
 #pragma once
 
-#include "cli/output_path.hpp"
+#include "core/output_path.hpp"
 #include "comm/runtime.hpp"
 #include "core/config.hpp"
 #include "core/memory.hpp"

@@ -3,7 +3,7 @@
 // the points the model is calibrated on (--table calibration).
 #include "cli/simulate.hpp"
 
-#include "cli/output_path.hpp"
+#include "core/output_path.hpp"
 
 #include "core/error.hpp"
 #include "io/h5.hpp"

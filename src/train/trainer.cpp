@@ -3,6 +3,7 @@
 #include "comm/collectives.hpp"
 #include "comm/watchdog.hpp"
 #include "core/error.hpp"
+#include "core/output_path.hpp"
 #include "core/memory.hpp"
 #include "core/signals.hpp"
 #include "core/timer.hpp"
@@ -143,14 +144,12 @@ namespace {
 // 2: every dataset carries an fnv1a64 checksum attribute (train/weights.hpp).
 constexpr std::int64_t kCheckpointFormat = kCheckpointFormatVersion;
 
-// Output files go into directories that must exist: found before training
-// (bad input, status 2) rather than at the first checkpoint (an abort).
+// Output files go into writable directories that exist, and are not
+// directories themselves: found before training (bad input, status 2) rather
+// than at the first checkpoint (an abort). An empty path writes nothing.
 void check_output_dir(const Config& cfg, const std::string& key) {
   const std::string path = cfg.get_string(key);
-  if (path.empty()) return;
-  const std::filesystem::path dir = std::filesystem::path(path).parent_path();
-  BURST_CHECK_CONFIG(dir.empty() || std::filesystem::is_directory(dir), key, " = '", path, "': the directory '",
-                     dir.string(), "' does not exist");
+  if (!path.empty()) check_output_path(key, path);
 }
 
 template <class T> struct TrainerImpl {

@@ -1,6 +1,7 @@
-// Output files of the commands (`--output`, `bench.output`): checked before
-// any work, so that a run is not thrown away at the end for a path that
-// could never be written (bad input: status 2).
+// Output files (the commands' `--output` and `bench.output`, the trainer's
+// io.run_log and io.checkpoint): checked before any work, so that a run is not
+// thrown away at the end, or at its first checkpoint, for a path that could
+// never be written (bad input: status 2).
 #pragma once
 
 #include "core/error.hpp"
@@ -10,7 +11,7 @@
 #include <system_error>
 #include <unistd.h>
 
-namespace burst::cli {
+namespace burst {
 
 // What is wrong with `path` as a file to create ("" when nothing is): the
 // directory must exist and be writable, and the path must not be a directory.
@@ -32,4 +33,4 @@ inline void check_output_path(const std::string& what, const std::string& path) 
   BURST_CHECK_CONFIG(p.empty(), p);
 }
 
-}  // namespace burst::cli
+}  // namespace burst
