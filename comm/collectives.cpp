@@ -2,7 +2,12 @@
 
 #include "core/error.hpp"
 
+#include <sched.h>
+#include <unistd.h>
+
 #include <chrono>
+#include <cstdlib>
+#include <string>
 #include <thread>
 
 namespace burst {
@@ -14,6 +19,40 @@ std::int64_t& mpi_bytes_sent() {
 
 namespace {
 double g_timeout_s = 0;
+WaitMode g_wait = WaitMode::Yield;  // until configure_wait_mode: right on shared cores, near spinning on free ones
+}
+
+void set_wait_mode(WaitMode m) { g_wait = m; }
+WaitMode wait_mode() { return g_wait; }
+const char* wait_mode_name(WaitMode m) { return m == WaitMode::Spin ? "spin" : m == WaitMode::Yield ? "yield" : "nap"; }
+
+int configure_wait_mode(MPI_Comm world) {
+  // The node's ranks and the union of their CPU affinities.
+  int rank = 0;
+  MPI_Comm_rank(world, &rank);
+  MPI_Comm node;
+  MPI_Comm_split_type(world, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node);
+  int local = 1;
+  MPI_Comm_size(node, &local);
+  cpu_set_t mine, all;
+  CPU_ZERO(&mine);
+  if (sched_getaffinity(0, sizeof mine, &mine) != 0) {
+    const long n = sysconf(_SC_NPROCESSORS_ONLN);
+    for (long c = 0; c < n && c < CPU_SETSIZE; ++c) CPU_SET(int(c), &mine);
+  }
+  MPI_Allreduce(&mine, &all, int(sizeof(cpu_set_t)), MPI_BYTE, MPI_BOR, node);
+  MPI_Comm_free(&node);
+  const int cores = CPU_COUNT(&all);
+  const char* env = std::getenv("BURST_WAIT");
+  const std::string want = env ? env : "auto";
+  BURST_CHECK_CONFIG(want == "auto" || want == "spin" || want == "yield" || want == "nap", "BURST_WAIT='", want,
+                     "': expected spin, yield, nap or auto");
+  g_wait = want == "spin"    ? WaitMode::Spin
+           : want == "yield" ? WaitMode::Yield
+           : want == "nap"   ? WaitMode::Nap
+           : local > cores   ? WaitMode::Yield
+                             : WaitMode::Spin;
+  return cores;
 }
 
 void set_comm_timeout(double seconds) { g_timeout_s = seconds; }
@@ -40,10 +79,14 @@ void wait_all_bounded(MPI_Request* reqs, int n, const char* what, std::int64_t b
       BURST_FAIL(ErrorKind::Comm, what, " (", bytes, " bytes) on rank ", rank, " waited ", limit,
                  " s (comm.timeout_s) for the other ranks: one of them died, stalls or took another path");
     }
-    // Spin first (a healthy transfer completes in microseconds), then sleep
-    // with a growing nap: ranks may share cores, and a waiting rank must not
-    // take the core from the one it waits for (MPICH's own wait busy-polls).
-    // MPI_Testall drives progress, so the nap stays short (at most 1 ms).
+    // Spin / yield (wait_mode): poll; yielding, a rank that shares this core
+    // runs between polls. Nap: spin first (a healthy transfer completes in
+    // microseconds), then sleep with a growing nap of at most 1 ms. Every
+    // mode naps past 100 ms.
+    if (waited < 0.1 && g_wait != WaitMode::Nap) {
+      if (g_wait == WaitMode::Yield) sched_yield();
+      continue;
+    }
     if (polls > 200) nap = std::min(std::chrono::microseconds(1000), nap * 2 + std::chrono::microseconds(10));
     if (nap.count() > 0) std::this_thread::sleep_for(nap);
   }

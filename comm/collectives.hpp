@@ -45,6 +45,33 @@ std::int64_t& mpi_bytes_sent();
 void set_comm_timeout(double seconds);
 double comm_timeout();
 
+// How a rank waits for a transfer or collective to complete (MPI_Testall
+// drives MPI's progress in every mode):
+// - Spin: poll; for ranks that each have a core.
+// - Yield: poll, calling sched_yield() between polls, so that a rank sharing
+//   the core runs instead (the rank this one waits for, often); for ranks that
+//   share cores. Measured at 4 ranks on 2 cores (NOTES, "Waits: spin, yield,
+//   nap"): a 4-rank all-reduce after 10 ms of compute cost 10.2-12.1 ms per
+//   iteration against 18.0-21.5 ms napping, and a 1K-token burst training
+//   step 0.073-0.077 s against 0.095 s.
+// - Nap: spin briefly, then sleep with a growing nap of at most 1 ms (the
+//   engine's only mode before; kept for comparison). A nap only delays the
+//   completion: MPICH's non-blocking all-reduce advances one step per poll on
+//   each side, and 1 ms naps stretched a 1.4 MB gradient all-reduce between 2
+//   ranks on 2 cores from 0.77 to 5.4 ms.
+// Chosen per process at start-up (Runtime): Yield when this node has more
+// ranks than CPUs in the union of their affinities, else Spin. BURST_WAIT =
+// spin | yield | nap | auto overrides it. Past 100 ms of waiting every mode
+// naps (a long wait for a stalled or checkpointing rank need not burn a core).
+enum class WaitMode { Spin, Yield, Nap };
+void set_wait_mode(WaitMode m);
+WaitMode wait_mode();
+const char* wait_mode_name(WaitMode m);
+// Decides the mode for the ranks of `world` (collective over it): BURST_WAIT
+// when set (anything but the four is Error(Config)), else from the node's
+// ranks and cores as above. Returns the CPUs the node's ranks have.
+int configure_wait_mode(MPI_Comm world);
+
 // Completes `req` or throws Error(Comm) after comm_timeout() seconds. `what`
 // names the collective in the message ("gradient all-reduce").
 void wait_bounded(MPI_Request& req, const char* what, std::int64_t bytes);

@@ -232,8 +232,8 @@ class MpiCommunicator final : public Communicator {
   void all_to_all(ByteView send, ByteView recv) override {
     const std::int64_t chunk = chunk_of(send, recv, "all_to_all");
     count("all_to_all", chunk * (size_ - 1));
-    collective(send, recv, [&](const void* s, void* r) {
-      MPI_Alltoall(s, int(chunk), MPI_BYTE, r, int(chunk), MPI_BYTE, comm_);
+    collective(send, recv, "all-to-all", chunk * size_, [&](const void* s, void* r, MPI_Request* q) {
+      MPI_Ialltoall(s, int(chunk), MPI_BYTE, r, int(chunk), MPI_BYTE, comm_, q);
     });
   }
 
@@ -243,8 +243,8 @@ class MpiCommunicator final : public Communicator {
                 " bytes, expected ", chunk * size_);
     BURST_ASSERT(chunk <= INT_MAX, "all_gather: chunk of ", chunk, " bytes exceeds MPI's int count");
     count("all_gather", chunk * (size_ - 1));
-    collective(send_chunk, recv, [&](const void* s, void* r) {
-      MPI_Allgather(s, int(chunk), MPI_BYTE, r, int(chunk), MPI_BYTE, comm_);
+    collective(send_chunk, recv, "all-gather", chunk * size_, [&](const void* s, void* r, MPI_Request* q) {
+      MPI_Iallgather(s, int(chunk), MPI_BYTE, r, int(chunk), MPI_BYTE, comm_, q);
     });
   }
 
@@ -256,7 +256,7 @@ class MpiCommunicator final : public Communicator {
   }
   void all_reduce_sum(Kokkos::View<float*, Layout, DeviceMem> b) override { all_reduce_impl(b, MPI_FLOAT); }
   void all_reduce_sum(Kokkos::View<double*, Layout, DeviceMem> b) override { all_reduce_impl(b, MPI_DOUBLE); }
-  void barrier() override { MPI_Barrier(comm_); }
+  void barrier() override { barrier_bounded(comm_, "barrier"); }
 
  private:
   void check_peer(int peer, const char* what) const {
@@ -277,17 +277,26 @@ class MpiCommunicator final : public Communicator {
     explicit Exposed(const std::string& g) : group(g) {}
     ~Exposed() { CommStats::get().add_wait(group, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count()); }
   };
-  // Run an MPI collective on host pointers, staging device buffers.
-  template <class F> void collective(ByteView send, ByteView recv, F f) {
+  // Run an MPI collective on host pointers, staging device buffers: `post`
+  // starts it non-blocking, and wait_bounded completes it (bounded by
+  // comm.timeout_s, and waiting as wait_mode() says: MPI's blocking
+  // collectives busy-poll, which on shared cores keeps the core from the
+  // rank being waited for).
+  template <class F> void collective(ByteView send, ByteView recv, const char* what, std::int64_t bytes, F post) {
     Exposed timed(group_);
+    auto run = [&](const void* s, void* r) {
+      MPI_Request q;
+      post(s, r, &q);
+      wait_bounded(q, what, bytes);
+    };
     if (kDeviceIsHost) {
       Kokkos::fence();
-      f(send.data(), recv.data());
+      run(send.data(), recv.data());
       return;
     }
     auto hs = Kokkos::create_mirror_view_and_copy(HostMem(), send);
     HostBytes hr(Kokkos::view_alloc(Kokkos::WithoutInitializing, "comm/staging_recv"), recv.extent(0));
-    f(hs.data(), hr.data());
+    run(hs.data(), hr.data());
     Kokkos::deep_copy(recv, hr);
   }
   template <class T>
@@ -297,14 +306,20 @@ class MpiCommunicator final : public Communicator {
     BURST_ASSERT(r.extent(0) <= size_t(INT_MAX), "reduce_scatter: chunk exceeds MPI's int count");
     count("reduce_scatter", std::int64_t(r.extent(0) * sizeof(T)) * (size_ - 1));
     Exposed timed(group_);
+    const std::int64_t bytes = std::int64_t(s.extent(0) * sizeof(T));
+    auto run = [&](const T* sp, T* rp) {
+      MPI_Request q;
+      MPI_Ireduce_scatter_block(sp, rp, int(r.extent(0)), type, MPI_SUM, comm_, &q);
+      wait_bounded(q, "reduce-scatter", bytes);
+    };
     if (kDeviceIsHost) {
       Kokkos::fence();
-      MPI_Reduce_scatter_block(s.data(), r.data(), int(r.extent(0)), type, MPI_SUM, comm_);
+      run(s.data(), r.data());
       return;
     }
     auto hs = Kokkos::create_mirror_view_and_copy(HostMem(), s);
     auto hr = Kokkos::create_mirror_view(r);
-    MPI_Reduce_scatter_block(hs.data(), hr.data(), int(r.extent(0)), type, MPI_SUM, comm_);
+    run(hs.data(), hr.data());
     Kokkos::deep_copy(r, hr);
   }
   template <class T> void all_reduce_impl(Kokkos::View<T*, Layout, DeviceMem> b, MPI_Datatype type) {
@@ -313,8 +328,11 @@ class MpiCommunicator final : public Communicator {
     count("all_reduce", size_ > 1 ? 2 * (size_ - 1) * n * std::int64_t(sizeof(T)) / size_ : 0);
     Exposed timed(group_);
     auto run = [&](T* p) {
-      for (std::int64_t off = 0; off < n; off += kMaxMsg)
-        MPI_Allreduce(MPI_IN_PLACE, p + off, int(std::min(kMaxMsg, n - off)), type, MPI_SUM, comm_);
+      for (std::int64_t off = 0; off < n; off += kMaxMsg) {
+        MPI_Request q;
+        MPI_Iallreduce(MPI_IN_PLACE, p + off, int(std::min(kMaxMsg, n - off)), type, MPI_SUM, comm_, &q);
+        wait_bounded(q, "all-reduce", std::int64_t(std::min(kMaxMsg, n - off)) * std::int64_t(sizeof(T)));
+      }
     };
     if (kDeviceIsHost) {
       Kokkos::fence();

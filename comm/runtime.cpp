@@ -1,5 +1,7 @@
 #include "comm/runtime.hpp"
 
+#include "comm/collectives.hpp"
+
 #include "core/error.hpp"
 #include "core/kokkos_compat.hpp"
 #include "core/memory.hpp"
@@ -42,6 +44,7 @@ Runtime::Runtime(int* argc, char*** argv) {
   g_runtime = this;
   try {
     topo_ = Topology::detect(world_, std::getenv("BURST_GPUS_PER_NODE"));
+    node_cores_ = configure_wait_mode(world_);
   } catch (...) {
     g_runtime = nullptr;
     throw;

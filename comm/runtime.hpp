@@ -36,6 +36,9 @@ class Runtime {
   int hw_local_size() const { return hw_local_size_; }
   int device_id() const { return device_id_; }      // -1 on host builds
   int device_count() const { return device_count_; }  // 0 on host builds
+  // CPUs in the union of this node's ranks' affinities (collectives.hpp,
+  // configure_wait_mode: more ranks than these share cores and nap in waits).
+  int node_cores() const { return node_cores_; }
   std::string hostname() const;
 
  private:
@@ -43,6 +46,7 @@ class Runtime {
   Topology topo_;
   int hw_local_rank_ = 0, hw_local_size_ = 1;
   int device_id_ = -1, device_count_ = 0;
+  int node_cores_ = 0;
   bool owns_mpi_ = false;
 };
 

@@ -1,11 +1,15 @@
 // Topology at every registered rank count: the arithmetic, detection on the
 // real world, BURST_GPUS_PER_NODE emulation, and the intra/inter rings.
+#include "comm/collectives.hpp"
 #include "comm/runtime.hpp"
 #include "comm/topology.hpp"
 #include "core/error.hpp"
 
 #include <gtest/gtest.h>
 
+#include <sched.h>
+
+#include <cstdlib>
 #include <set>
 
 using namespace burst;
@@ -82,4 +86,41 @@ TEST(Topology, EmulatedNodesFormIntraAndInterRings) {
     MPI_Comm_free(&intra);
     MPI_Comm_free(&inter);
   }
+}
+
+// Waits spin when every rank of the node has a core, and yield when ranks
+// share cores: the cores are the union of the node's ranks' CPU affinities.
+TEST(Topology, WaitModeFollowsTheCoresTheRanksHave) {
+  auto& rt = Runtime::current();
+  cpu_set_t mine;
+  CPU_ZERO(&mine);
+  ASSERT_EQ(sched_getaffinity(0, sizeof mine, &mine), 0);
+  EXPECT_GE(rt.node_cores(), CPU_COUNT(&mine));  // the union holds this rank's own CPUs
+  const char* env = std::getenv("BURST_WAIT");
+  if (env == nullptr || std::string(env) == "auto")
+    EXPECT_EQ(wait_mode(), rt.hw_local_size() > rt.node_cores() ? WaitMode::Yield : WaitMode::Spin)
+        << rt.hw_local_size() << " ranks, " << rt.node_cores() << " cores";
+  // The override, and a value it refuses (collective: every rank sees the same environment).
+  const WaitMode before = wait_mode();
+  setenv("BURST_WAIT", "nap", 1);
+  EXPECT_EQ(configure_wait_mode(rt.world()), rt.node_cores());
+  EXPECT_EQ(wait_mode(), WaitMode::Nap);
+  setenv("BURST_WAIT", "spin", 1);
+  configure_wait_mode(rt.world());
+  EXPECT_EQ(wait_mode(), WaitMode::Spin);
+  setenv("BURST_WAIT", "yield", 1);
+  configure_wait_mode(rt.world());
+  EXPECT_EQ(wait_mode(), WaitMode::Yield);
+  EXPECT_STREQ(wait_mode_name(WaitMode::Yield), "yield");
+  setenv("BURST_WAIT", "fast", 1);
+  try {
+    configure_wait_mode(rt.world());
+    ADD_FAILURE() << "BURST_WAIT=fast was accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.exit_code(), 2);
+    EXPECT_STREQ(e.what(), "BURST_WAIT='fast': expected spin, yield, nap or auto");
+  }
+  if (env) setenv("BURST_WAIT", env, 1);
+  else unsetenv("BURST_WAIT");
+  set_wait_mode(before);
 }

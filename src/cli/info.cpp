@@ -2,6 +2,7 @@
 // binds to, the launcher environment, and the version of every dependency.
 #include "cli/commands.hpp"
 #include "cli/versions.hpp"
+#include "comm/collectives.hpp"
 #include "core/blas_core.hpp"
 #include "core/kokkos_compat.hpp"
 
@@ -49,8 +50,10 @@ int cmd_info(Runtime& rt) {
   std::printf("  intra-node ring: %d ranks per node; inter-node ring: %d ranks with the same local index\n",
               t.ranks_per_node, t.nodes);
   for (int r = 0; r < rt.size(); ++r) std::printf("  %s\n", &all[sizeof line * r]);
+  std::printf("waits: %s (%d ranks on this node, %d CPUs in their affinities; BURST_WAIT overrides)\n",
+              wait_mode_name(wait_mode()), rt.hw_local_size(), rt.node_cores());
   std::printf("environment:\n");
-  for (const char* v : {"BURST_GPUS_PER_NODE", "OMP_NUM_THREADS", "OMP_PROC_BIND", "CUDA_DEVICE_MAX_CONNECTIONS",
+  for (const char* v : {"BURST_GPUS_PER_NODE", "BURST_WAIT", "OMP_NUM_THREADS", "OMP_PROC_BIND", "CUDA_DEVICE_MAX_CONNECTIONS",
                         "CUDA_VISIBLE_DEVICES", "SLURM_JOB_ID", "SLURM_NTASKS_PER_NODE", "NCCL_NVLS_ENABLE", "OPENBLAS_CORETYPE"}) {
     const char* s = std::getenv(v);
     std::printf("  %s=%s\n", v, s ? s : "(unset)");
