@@ -18,6 +18,14 @@ std::int64_t& mpi_bytes_sent() {
 }
 
 namespace {
+// Yielding waits nap after this long. A wait for a partner's turn on a shared
+// core lasts a scheduler slice or two (a few ms); a longer one is for the
+// partner's own work (an unbalanced layout), and there a yielding rank still
+// took much of its core from the rank it shares it with: 4 ranks on 2 cores,
+// burst on the contiguous causal layout at 2048 tokens, 0.110 s yielding up to
+// 100 ms, 0.097 s up to 5 ms, 0.106 s up to 10 ms, while balanced runs kept
+// their times (zigzag 0.069-0.071 s; training steps within 3%).
+constexpr double kYieldS = 0.005;
 double g_timeout_s = 0;
 WaitMode g_wait = WaitMode::Yield;  // until configure_wait_mode: right on shared cores, near spinning on free ones
 }
@@ -80,10 +88,10 @@ void wait_all_bounded(MPI_Request* reqs, int n, const char* what, std::int64_t b
                  " s (comm.timeout_s) for the other ranks: one of them died, stalls or took another path");
     }
     // Spin / yield (wait_mode): poll; yielding, a rank that shares this core
-    // runs between polls. Nap: spin first (a healthy transfer completes in
-    // microseconds), then sleep with a growing nap of at most 1 ms. Every
-    // mode naps past 100 ms.
-    if (waited < 0.1 && g_wait != WaitMode::Nap) {
+    // runs between polls, for kYieldS, then naps. Nap: spin first (a healthy
+    // transfer completes in microseconds), then sleep with a growing nap of
+    // at most 1 ms. Spin naps past 100 ms.
+    if (g_wait == WaitMode::Spin ? waited < 0.1 : g_wait == WaitMode::Yield && waited < kYieldS) {
       if (g_wait == WaitMode::Yield) sched_yield();
       continue;
     }

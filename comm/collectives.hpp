@@ -49,8 +49,9 @@ double comm_timeout();
 // drives MPI's progress in every mode):
 // - Spin: poll; for ranks that each have a core.
 // - Yield: poll, calling sched_yield() between polls, so that a rank sharing
-//   the core runs instead (the rank this one waits for, often); for ranks that
-//   share cores. Measured at 4 ranks on 2 cores (NOTES, "Waits: spin, yield,
+//   the core runs instead (the rank this one waits for, often), and nap (as
+//   below) once the wait passes 5 ms (the partner is busy, not off its core);
+//   for ranks that share cores. Measured at 4 ranks on 2 cores (NOTES, "Waits: spin, yield,
 //   nap"): a 4-rank all-reduce after 10 ms of compute cost 10.2-12.1 ms per
 //   iteration against 18.0-21.5 ms napping, and a 1K-token burst training
 //   step 0.073-0.077 s against 0.095 s.
@@ -61,8 +62,8 @@ double comm_timeout();
 //   ranks on 2 cores from 0.77 to 5.4 ms.
 // Chosen per process at start-up (Runtime): Yield when this node has more
 // ranks than CPUs in the union of their affinities, else Spin. BURST_WAIT =
-// spin | yield | nap | auto overrides it. Past 100 ms of waiting every mode
-// naps (a long wait for a stalled or checkpointing rank need not burn a core).
+// spin | yield | nap | auto overrides it. Spinning naps past 100 ms of
+// waiting (a long wait for a stalled or checkpointing rank need not burn a core).
 enum class WaitMode { Spin, Yield, Nap };
 void set_wait_mode(WaitMode m);
 WaitMode wait_mode();

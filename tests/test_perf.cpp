@@ -272,6 +272,64 @@ TEST(PerfModel, LayoutRoundsOnTheCpuARunUsed) {
   EXPECT_GT(avail.bwd.compute, 1.05 * got.bwd.compute);
   EXPECT_NEAR(got.bwd.compute, zig.bwd.compute, 1e-9 * zig.bwd.compute);  // the same tiles over the same cores
   EXPECT_DOUBLE_EQ(attention_cost(used, zz, p).bwd.compute, attention_cost(c, zz, p).bwd.compute);  // balanced: no change
+
+  // Ranks bound to cores (host.binding = "core": rank r on core r mod 2): a
+  // waiting rank's core goes only to the rank bound with it. The forward's
+  // contiguous rounds, in blocks of whole-core time: cores {0, 2} and {1, 3}
+  // carry 1/2 + 1/2, then 0 + 1 and 1 + 1, then 1 and 1, then 0 and 1: 1 +
+  // 2 + 1 + 1 = 5 against zigzag's 4 x 1 (the mean's 4 as well).
+  Cluster bound = used;
+  bound.ranks_bound = true;
+  const AttnCost bct = attention_cost(bound, ct, p), bzz = attention_cost(bound, zz, p);
+  EXPECT_NEAR(bzz.fwd.compute, zig.fwd.compute, 1e-9 * zig.fwd.compute);  // balanced: every core carries the mean
+  EXPECT_NEAR(bzz.bwd.compute, zig.bwd.compute, 1e-9 * zig.bwd.compute);
+  EXPECT_GT(bct.fwd.compute, 1.15 * got.fwd.compute);
+  EXPECT_LT(bct.fwd.compute, 1.35 * got.fwd.compute);
+  EXPECT_GT(bct.bwd.compute, 1.05 * got.bwd.compute);
+  // Read from the cluster file; anything but "core" or "none" is refused.
+  const std::string dir = std::string(BURST_FIXTURE_DIR), file = ::testing::TempDir() + "cpu_bound.toml";
+  for (const char* v : {"core", "none", "socket"}) {
+    {
+      std::ifstream in(dir + "/cpu_cluster_test.toml");
+      std::ofstream out(file);
+      out << in.rdbuf() << "\nbinding = \"" << v << "\"\n";
+    }
+    if (std::string(v) == "socket") {
+      EXPECT_THROW(load_cluster(file, default_data_dir()), Error);
+    } else {
+      EXPECT_EQ(load_cluster(file, default_data_dir()).ranks_bound, std::string(v) == "core") << v;
+    }
+  }
+}
+
+// The all-gather method's one kernel call per pass (its queries against all S
+// keys) is priced by its tiles on a host with tile costs, as ring rounds on a
+// layout are: the calibration block's diagonal element mask is taken out of
+// the rate and the call pays for its own diagonal tiles, which are the same
+// number over P times the area: cheaper per pair than the block's rate says.
+TEST(PerfModel, AllGatherCallPricedByItsTiles) {
+  const Cluster c = load_cluster(std::string(BURST_FIXTURE_DIR) + "/cpu_cluster_test.toml", default_data_dir());
+  Cluster diag = c;
+  diag.tile_fwd.causal_diag = 2e-6, diag.tile_bwd.causal_diag = 3e-6;
+  const AttnProblem p{4, 2048.0, 8, 8, 16};
+  AttnConfig ag;
+  ag.method = "allgather";
+  const AttnCost plain = attention_cost(c, ag, p), tiled = attention_cost(diag, ag, p);
+  EXPECT_LT(tiled.fwd.compute, plain.fwd.compute);
+  EXPECT_LT(tiled.bwd.compute, plain.bwd.compute);
+  // The block (t = 512) computes its 16 diagonal tiles in full: 512 x 544 / 2
+  // = 139264 pairs for 131072 visible; the call, the same 16 over 4 x the
+  // area: 524288 + 16 x 512 = 532480. So it pays 532480 / 139264 = 3.82
+  // blocks, not 4, each less the block's 16 x 8 diagonal (tile, head) masks
+  // (its own partly visible tiles cost partial_causal = 0 here), stretched
+  // as every host term by the share of 4 ranks on the cores.
+  const double blocks = 532480.0 / 139264.0, masks = blocks * 16 * 8 * diag.shared_by(4).tile_fwd.causal_diag;
+  EXPECT_NEAR(tiled.fwd.compute, plain.fwd.compute * blocks / 4 - masks, 1e-9 * plain.fwd.compute);
+  EXPECT_DOUBLE_EQ(attention_cost(a800(), ag, {8, 65536.0, 8, 8, 64}).fwd.compute,
+                   attention_cost(a800(), ag, {8, 65536.0, 8, 8, 64}).fwd.compute);
+  AttnConfig full = ag;
+  full.causal = false;  // no mask: nothing to take out
+  EXPECT_DOUBLE_EQ(attention_cost(diag, full, p).fwd.compute, attention_cost(c, full, p).fwd.compute);
 }
 
 TEST(PerfModel, RefusesImpossibleConfigurations) {
@@ -473,7 +531,7 @@ TEST(PerfModel, CollectivesOnSharedCoresWaitForTheirMembers) {
   EXPECT_DOUBLE_EQ(c.off_core_ratio(2), 0);  // 2 ranks, 2 cores
   EXPECT_DOUBLE_EQ(c.off_core_ratio(4), 1);  // half a core each: one slice off per slice on
   EXPECT_DOUBLE_EQ(c.off_core_ratio(8), 3);
-  EXPECT_DOUBLE_EQ(a800().spin_collective_wait(64), 0);
+  EXPECT_DOUBLE_EQ(a800().spin_collective_wait(64, 64), 0);
   Cluster loaded = c;
   loaded.host_cores = 0.5;  // a run whose 2 ranks got a quarter of a core each
   EXPECT_DOUBLE_EQ(loaded.off_core_ratio(2), 3);
@@ -504,7 +562,7 @@ TEST(PerfModel, CollectivesOnSharedCoresWaitForTheirMembers) {
   EXPECT_NEAR(u.bwd.sync, 4 * 3 * 5e-3, 1e-12);
   EXPECT_NEAR(u.rebuild.sync, u.fwd.sync, 1e-12);
   Cluster free_cores = c;
-  free_cores.coll_wait_spin = free_cores.coll_wait_nap = 0;
+  free_cores.coll_wait_spin = free_cores.coll_wait_spin_fit = free_cores.coll_wait_follow = free_cores.coll_wait_nap = 0;
   const AttnCost u0 = attention_cost(free_cores, uly, p4);
   EXPECT_NEAR(u.fwd.time - u0.fwd.time, u.fwd.sync, 1e-12);
   EXPECT_NEAR(u.bwd.time - u0.bwd.time, u.bwd.sync, 1e-12);
@@ -591,7 +649,7 @@ TEST(PerfModel, SubGroupCollectivesBackToBackDoNotWaitAgain) {
   EXPECT_NEAR(u.rebuild.sync, 0, 1e-12);     // (was 5 x)
   EXPECT_NEAR(u.half_fwd.sync, 2 * 5e-3, 1e-12);
   Cluster free_cores = c;
-  free_cores.coll_wait_spin = free_cores.coll_wait_nap = 0;
+  free_cores.coll_wait_spin = free_cores.coll_wait_spin_fit = free_cores.coll_wait_follow = free_cores.coll_wait_nap = 0;
   EXPECT_NEAR(u.fwd.time - attention_cost(free_cores, usp, p4).fwd.time, u.fwd.sync, 1e-12);
   // A run that got 1.5 of the 2 cores (--host-cores 1.5): the pairs still fit
   // on the machine's cores; the wait per call grows with 1 / s - 1 = 5 / 3.
@@ -615,6 +673,42 @@ TEST(PerfModel, SubGroupCollectivesBackToBackDoNotWaitAgain) {
   EXPECT_NEAR(u4.fwd.sync, want4, 1e-12);
   EXPECT_NEAR(u2.fwd.sync, 2 * 3 * 5e-3, 1e-12);
   EXPECT_NEAR(u2.rebuild.sync, 0, 1e-12);
+
+  // Groups that fit on the cores have their own constant
+  // (host.collective_wait_fit_ms; without it, collective_wait_ms): USP's
+  // pairs take it, Ulysses and USP's groups of 4 keep collective_wait_ms.
+  EXPECT_DOUBLE_EQ(c.coll_wait_spin_fit, c.coll_wait_spin);
+  const std::string fit_file = ::testing::TempDir() + "cpu_fit_wait.toml";
+  {
+    std::ifstream in(std::string(BURST_FIXTURE_DIR) + "/cpu_cluster_test.toml");
+    std::ofstream out(fit_file);
+    out << in.rdbuf() << "\ncollective_wait_fit_ms = 2\n";
+  }
+  const Cluster cf = load_cluster(fit_file, default_data_dir());
+  EXPECT_DOUBLE_EQ(cf.coll_wait_spin_fit, 2e-3);
+  EXPECT_DOUBLE_EQ(cf.spin_collective_wait(4, 2), 2e-3);
+  EXPECT_DOUBLE_EQ(cf.spin_collective_wait(4, 4), 5e-3);
+  EXPECT_NEAR(attention_cost(cf, usp, p8).fwd.sync, 2 * 3 * 2e-3, 1e-12);  // pairs
+  EXPECT_NEAR(attention_cost(cf, usp, p4).fwd.sync, 2 * 2e-3, 1e-12);
+  EXPECT_NEAR(attention_cost(cf, uly, p4).fwd.sync, (4 * 3 + 1) * 5e-3, 1e-12);  // a group of 4 on 2 cores
+  usp.hp = 4;
+  EXPECT_NEAR(attention_cost(cf, usp, p8).fwd.sync, want4, 1e-12);
+  usp.hp = 2;
+  // A call right after another of a group that does not fit waits
+  // host.collective_wait_follow_ms per round (default: collective_wait_ms):
+  // Ulysses' forward over 4 ranks on 2 cores, q and o first (3 rounds each),
+  // k and v after q (3 each) and lse after o (1).
+  EXPECT_DOUBLE_EQ(c.coll_wait_follow, c.coll_wait_spin);
+  Cluster cw = c;
+  cw.coll_wait_follow = 1e-3;
+  EXPECT_NEAR(attention_cost(cw, uly, p4).fwd.sync, (3 + 3) * 5e-3 + (3 + 3 + 1) * 1e-3, 1e-12);
+  EXPECT_NEAR(attention_cost(cw, usp, p4).fwd.sync, 2 * 5e-3, 1e-12);  // pairs fit: their follows wait nothing
+  {
+    std::ifstream in(std::string(BURST_FIXTURE_DIR) + "/cpu_cluster_test.toml");
+    std::ofstream out(fit_file);
+    out << in.rdbuf() << "\ncollective_wait_follow_ms = 0.5\n";
+  }
+  EXPECT_DOUBLE_EQ(load_cluster(fit_file, default_data_dir()).coll_wait_follow, 0.5e-3);
 
   // A training step (2 layers, `whole`): USP's pairs wait 4 times per layer
   // (q, o, dO, dq) of the 14 calls; before this rule all 14 were charged.

@@ -30,9 +30,9 @@ microbenchmarks, measured now, before any experiment is compared:
   compute alone); the wall time per collective beyond the compute, over
   rounds x (1/s - 1) (the dependent rounds of MPICH's algorithm for that
   size, the ranks' off-core ratio), fitted through the origin: one constant
-  per round for the busy-polling blocking collectives (all-to-all,
-  all-gather, reduce-scatter), one per call for the engine's napping
-  all-reduce;
+  per round for the attention methods' collectives (all-to-all,
+  all-gather, reduce-scatter), one per call for the trainer's all-reduce
+  (all of them non-blocking, completed by the engine's yielding wait);
 - memory bandwidth (the unit of the elementwise passes): a 64 MiB copy;
 - the step outside the layers (data, embedding, the trainer's bookkeeping):
   no microbenchmark isolates it, so what one-rank training steps of the
@@ -93,48 +93,76 @@ def median_of(samples):
 
 
 COLL_RANKS = [2, 4, 8]  # the runs' rank counts (scaling goes to 8)
-SPIN_KINDS = ["all_to_all", "all_gather", "reduce_scatter"]  # blocking MPI collectives (busy-polling waits)
-NAP_KINDS = ["all_reduce"]  # MPI_Iallreduce + wait_all_bounded (napping waits)
+SPIN_KINDS = ["all_to_all", "all_gather", "reduce_scatter"]  # the attention methods' collectives (per round; "spin": the historical name)
+NAP_KINDS = ["all_reduce"]  # the trainer's all-reduce (per call)
 COLL_CHUNKS = [8192, 65536, 262144]  # bytes per peer: both sides of MPICH's size thresholds, the runs' sizes
 
 
+FIT_GROUP = 2          # ranks per collective of the groups that fit on the host's cores (USP's head-parallel pairs)
+FIT_RANKS = [4, 8]     # the runs' rank counts past the cores, where such groups wait for their members
+FIT_WORK_US = [3000, 10000]  # compute between collectives: the runs' 1K-2K token passes span about this
+FOLLOW_RANKS = [4, 8]  # two calls back to back over all the ranks (a group that does not fit on the cores)
+
+
 def collective_waits(d, alpha, beta):
-    """`burst bench collective` at COLL_RANKS: per case the wall time per
-    collective beyond the compute the ranks' share pays for, less the
-    alpha-beta time of its bytes (the model prices those separately), against
-    x = rounds (1/s - 1) (rounds of MPICH's algorithm for that size; 1 for the
-    napping all-reduce); tau by least squares through the origin, one for the
-    busy-polling kinds (per round) and one for the napping all-reduce (per call)."""
-    xs = {"spin": [], "nap": []}
-    ys = {"spin": [], "nap": []}
+    """`burst bench collective` at COLL_RANKS (each collective over all the
+    ranks) and at FIT_RANKS with bench.group = FIT_GROUP (groups of ranks that
+    fit on the cores at once, every group calling its own collective): per
+    case the wall time per collective beyond the compute the ranks' share
+    pays for, less the alpha-beta time of its bytes (the model prices those
+    separately), against x = rounds (1/s - 1) (rounds of MPICH's algorithm
+    for that size; 1 for the all-reduce); tau by least squares through
+    the origin, one for the attention methods' kinds over all the ranks (per round),
+    one for them within groups that fit on the cores (their members can be on
+    the cores together, so a member is waited for less often: the 2-rank
+    all-to-all waited 0.3-0.5 ms at 4 ranks on 2 cores where the 4-rank one
+    waited 0.5-0.9 ms for its 3 rounds, NOTES), one for the all-reduce
+    (per call), and one for a call right after another of a group that does
+    not fit (at FOLLOW_RANKS with bench.calls = 2: the second call's excess,
+    the pair's less the single call's of the same case)."""
+    xs = {"spin": [], "nap": [], "spin_fit": [], "follow": []}
+    ys = {"spin": [], "nap": [], "spin_fit": [], "follow": []}
     rows = []
     kinds = SPIN_KINDS + NAP_KINDS
-    for P in COLL_RANKS:
+    first = {}  # (P, kind, chunk) -> the single call's median excess over all the ranks
+    runs = ([(P, P, kinds, [10000], 1) for P in COLL_RANKS] + [(P, FIT_GROUP, SPIN_KINDS, FIT_WORK_US, 1) for P in FIT_RANKS]
+            + [(P, P, SPIN_KINDS, [10000], 2) for P in FOLLOW_RANKS])
+    for P, G, run_kinds, work, calls in runs:
         # SAMPLES independent runs; per case the median excess and share (the spread is kept per case)
         per_case = {}
+        tag = f"collective_np{P}" + (f"_g{G}" if G != P else "") + (f"_calls{calls}" if calls != 1 else "")
         for i in range(SAMPLES):
-            h5 = os.path.join(d, f"collective_np{P}_s{i}.h5")
-            C.mpiexec(P, ["bench", "collective", "--set", "bench.kinds=[" + ",".join(f'"{k}"' for k in kinds) + "]",
-                          "--set", f"bench.chunk_bytes={COLL_CHUNKS}".replace(" ", ""), "--set", "bench.work_us=[10000]",
-                          "--set", "bench.iterations=6", "--set", "bench.rounds=2", "--output", h5],
-                      os.path.join(d, f"collective_np{P}_s{i}.log"))
+            h5 = os.path.join(d, f"{tag}_s{i}.h5")
+            C.mpiexec(P, ["bench", "collective", "--set", "bench.kinds=[" + ",".join(f'"{k}"' for k in run_kinds) + "]",
+                          "--set", f"bench.chunk_bytes={COLL_CHUNKS}".replace(" ", ""),
+                          "--set", f"bench.work_us={work}".replace(" ", ""), "--set", f"bench.group={G}",
+                          "--set", f"bench.calls={calls}", "--set", "bench.iterations=6", "--set", "bench.rounds=2", "--output", h5],
+                      os.path.join(d, f"{tag}_s{i}.log"))
             with h5py.File(h5, "r") as f:
-                for k in kinds:
+                for k in run_kinds:
                     g = f["collective/" + k]
                     # rounds: of MPICH's algorithm for the size, as the model counts them (the bench writes them)
-                    for chunk, sh, ex, rounds in zip(g["chunk_bytes"][:], g["cpu_share"][:], g["excess_seconds"][:], g["rounds"][:]):
-                        c = per_case.setdefault((k, float(chunk)), dict(share=[], excess=[], rounds=int(rounds)))
+                    # one entry per (chunk, compute) case, in the same order in every sample
+                    for j, (chunk, sh, ex, rounds) in enumerate(zip(g["chunk_bytes"][:], g["cpu_share"][:], g["excess_seconds"][:],
+                                                                    g["rounds"][:])):
+                        c = per_case.setdefault((k, j), dict(chunk=float(chunk), share=[], excess=[], rounds=int(rounds)))
                         c["share"].append(float(sh)), c["excess"].append(float(ex))
-        for (k, chunk), c in per_case.items():
-            s, ex, rounds = float(np.median(c["share"])), float(np.median(c["excess"])), c["rounds"]
-            moved = chunk * (P - 1) * (2 if k == "all_reduce" else 1)
-            y = ex - (alpha + moved / beta)
+        for (k, _), c in per_case.items():
+            chunk, s, ex, rounds = c["chunk"], float(np.median(c["share"])), float(np.median(c["excess"])), c["rounds"]
+            moved = chunk * (G - 1) * (2 if k == "all_reduce" else 1)
             x = rounds * max(0.0, 1.0 / min(1.0, s) - 1.0)
-            w = "nap" if k in NAP_KINDS else "spin"
+            if calls == 1:
+                y = ex - (alpha + moved / beta)
+                w = "nap" if k in NAP_KINDS else "spin" if G == P else "spin_fit"
+                if G == P:
+                    first[(P, k, chunk)] = ex
+            else:  # the second call of the pair: the pair's excess less the single call's
+                y = ex - first[(P, k, chunk)] - (alpha + moved / beta)
+                w = "follow"
             xs[w].append(x), ys[w].append(y)
-            rows.append((P, k, chunk, s, x, ex, y, rounds, spread(c["excess"]), c["excess"]))
+            rows.append((P, k, chunk, s, x, ex, y, rounds, spread(c["excess"]), c["excess"], G, calls))
     tau = {}
-    for w in ("spin", "nap"):
+    for w in xs:
         x, y = np.array(xs[w]), np.array(ys[w])
         tau[w] = max(0.0, float((x * y).sum() / (x * x).sum())) if (x * x).sum() > 0 else 0.0
     return tau, rows
@@ -471,6 +499,7 @@ def main():
     rest_txt = ", ".join(f"{r * 1e3:.2f}" for r in lay["rest"])
 
     def write_cluster(step_a, step_b, note):
+        binding = "core" if C.mpi_flavour() == "mpich" and C.BIND == "core" else "none"
         text = f"""# THIS machine (the CPU the experiments run on), written by experiments/runners/calibrate_cpu.py
 # at {time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())} from microbenchmarks run just before, one thread per rank.
 # "gpu" = one MPI rank; every rank of a run shares host.cores cores. Load average at the start {load_start[0]:.2f}.
@@ -510,9 +539,12 @@ pcie_latency_us = 0
 [host]
 memory_gb_per_s = {bw / 1e9:.6g}
 cores = {cores}                 # ranks of a run share these cores (one OpenMP thread each); runs pass --host-cores = the cores they got
+binding = "{binding}"   # the runners' mpiexec: rank r bound to core r mod cores (common.mpiexec), or placed by the kernel
 collective_wait_ms = {tau["spin"] * 1e3:.4g}   # measured: bench collective at P = {COLL_RANKS}, all-to-all/all-gather/reduce-scatter: wait per round of MPICH's algorithm / (1/s - 1), least squares
 element_bytes = 4               # the host build moves float tensors
-nap_wait_ms = {tau["nap"] * 1e3:.4g}          # measured: the same for the engine's all-reduce (nonblocking, napping wait)
+nap_wait_ms = {tau["nap"] * 1e3:.4g}          # measured: the same for the trainer's all-reduce (per call)
+collective_wait_follow_ms = {tau["follow"] * 1e3:.4g}   # measured: the blocking kinds over all the ranks at P = {FOLLOW_RANKS}, two calls back to back (bench.calls = 2): the second call's wait, the same fit
+collective_wait_fit_ms = {tau["spin_fit"] * 1e3:.4g}   # measured: the blocking kinds within groups of {FIT_GROUP} (which fit on the cores) at P = {FIT_RANKS}, {FIT_WORK_US} us of compute between calls, the same fit
 # measured: bench layer at t = {CONC_SEQ} as P copies at once: CPU seconds per block alone / at P (shares {', '.join(f'{c["share"]:.2f}' for c in conc)})
 # spread of the block's CPU time: one copy at t = {CONC_SEQ} {sp["fb"][LAYER_SEQ.index(CONC_SEQ)]:.2f}, P copies {fmt_sp(sp["conc_fb"])}
 concurrency_ranks = [{', '.join(str(c["ranks"]) for c in conc)}]
@@ -598,6 +630,10 @@ step_overhead_us_per_token = {step_b * 1e6:.4g}
         f.attrs["mem_bandwidth_bytes_per_s"] = bw
         f.attrs["collective_wait_spin_s"] = tau["spin"]
         f.attrs["collective_wait_nap_s"] = tau["nap"]
+        f.attrs["collective_wait_fit_s"] = tau["spin_fit"]
+        f.attrs["collective_wait_follow_s"] = tau["follow"]
+        f["collective_calls"] = np.array([r[11] for r in coll_rows], dtype=float)
+        f["collective_group"] = np.array([r[10] for r in coll_rows], dtype=float)
         f["collective_ranks"] = np.array([r[0] for r in coll_rows], dtype=float)
         f["collective_kind"] = np.array([r[1] for r in coll_rows], dtype=h5py.string_dtype())
         f["collective_cpu_share"] = np.array([r[3] for r in coll_rows])
@@ -673,15 +709,18 @@ step_overhead_us_per_token = {step_b * 1e6:.4g}
     print(f"attention r_inf {r_inf / 1e9:.2f} GFLOP/s t0 {t0:.0f} "
           f"(combined {', '.join(f'{c / 1e9:.2f}' for c in comb)} at {LAYER_SEQ}), fwd/bwd {fwd_over_bwd:.3f}; "
           f"MPI alpha {alpha * 1e6:.1f} us beta {beta / 1e9:.2f} GB/s; memory {bw / 1e9:.1f} GB/s; cores {cores}; "
-          f"collective wait per unit of 1/s - 1: blocking {tau['spin'] * 1e3:.2f} ms, napping {tau['nap'] * 1e3:.2f} ms")
+          f"collective wait per unit of 1/s - 1: blocking {tau['spin'] * 1e3:.2f} ms, within groups of {FIT_GROUP} "
+          f"{tau['spin_fit'] * 1e3:.2f} ms, a second call back to back {tau['follow'] * 1e3:.2f} ms, all-reduce {tau['nap'] * 1e3:.2f} ms")
     print("one-rank steps: " + ", ".join(f"{p['seq']} tokens {p['step_s']:.4f} s at share {p['share']:.2f}, model {p['model_s']:.4f} "
                                          f"CPU-s, residual {p['residual'] * 1e3:+.2f} ms" for p in step_pts)
           + f" -> step overhead {step_a * 1e3:.2f} ms + {step_b * 1e6:.2f} us/token")
-    for P in COLL_RANKS:
-        for w, kinds in (("blocking", SPIN_KINDS), ("napping", NAP_KINDS)):
-            sel = [r for r in coll_rows if r[0] == P and r[1] in kinds]
+    for P, G, calls in [(P, P, 1) for P in COLL_RANKS] + [(P, FIT_GROUP, 1) for P in FIT_RANKS] + [(P, P, 2) for P in FOLLOW_RANKS]:
+        for w, kinds in (("blocking" if calls == 1 else "second of two", SPIN_KINDS), ("all-reduce", NAP_KINDS)):
+            sel = [r for r in coll_rows if r[0] == P and r[10] == G and r[11] == calls and r[1] in kinds]
+            if not sel:
+                continue
             x = np.array([r[4] for r in sel]); y = np.array([r[6] for r in sel])
-            print(f"  P={P} {w}: share {np.mean([r[3] for r in sel]):.2f}, wait {1e3 * y.mean():.2f} ms"
+            print(f"  P={P} groups of {G} {w}: share {np.mean([r[3] for r in sel]):.2f}, wait {1e3 * y.mean():.2f} ms"
                   f" = {1e3 * (x * y).sum() / max(1e-12, (x * x).sum()):.2f} ms x rounds x (1/s - 1)"
                   f" (cases: {', '.join(f'{r[1]} {r[2] / 1024:.0f}K {r[7]}r {1e3 * r[6]:.1f}' for r in sel)})")
     print(f"spreads (max / min over {SAMPLES} samples per point): block fwd+bwd {fmt_sp(sp['fb'])}, attention rate "

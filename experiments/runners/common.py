@@ -218,15 +218,36 @@ def run_measured(cmd, log_path, env=None, timeout=900, retries=None):
     return wall, cpu, foreign
 
 
+BIND = os.environ.get("BURST_MPI_BIND", "core")
+if BIND not in ("core", "none"):
+    sys.exit(f"BURST_MPI_BIND={BIND!r}: expected core or none")
+_flavour = None
+
+
+def mpi_flavour():
+    """'openmpi' or 'mpich' (hydra), from `mpiexec --version`, asked once."""
+    global _flavour
+    if _flavour is None:
+        v = subprocess.run(["mpiexec", "--version"], capture_output=True, text=True).stdout
+        _flavour = "openmpi" if ("Open MPI" in v or "OpenRTE" in v) else "mpich"
+    return _flavour
+
+
 def mpiexec(n, args, log_path, gpus_per_node=0, timeout=900, retries=None):
     """Run `mpiexec -n n burst args...` through run_measured (stdout+stderr to
     log_path; a retake when other processes loaded the machine). Returns wall seconds."""
     cmd = ["mpiexec", "-n", str(n)]
-    if n > os.cpu_count():
-        # MPICH's hydra accepts any n; Open MPI needs --oversubscribe.
-        v = subprocess.run(["mpiexec", "--version"], capture_output=True, text=True).stdout
-        if "Open MPI" in v or "OpenRTE" in v:
-            cmd.append("--oversubscribe")
+    if mpi_flavour() == "openmpi":
+        if n > os.cpu_count():
+            cmd.append("--oversubscribe")  # MPICH's hydra accepts any n; Open MPI needs this
+    elif BIND == "core":
+        # MPICH: ranks bound to the cores round-robin (rank r on core r mod
+        # cores). Unbound, the kernel placed 4 ranks on 2 cores as it liked, and
+        # whether two ranks that talk shared a core changed from run to run: a
+        # 2-rank all-to-all waited 0.6-2.5 ms per call across cores and 2.5-6.6 ms
+        # on one core, and unbound runs of the same case drew from both (NOTES,
+        # "Pinned ranks"). BURST_MPI_BIND=none launches them unbound.
+        cmd += ["-bind-to", "core"]
     cmd += [burst_bin()] + args
     wall, cpu, _ = run_measured(cmd, log_path, env=env_for(gpus_per_node), timeout=timeout, retries=retries)
     global last_cpu_share
@@ -309,7 +330,8 @@ def cluster_without_waits(work):
     import re
     c, _ = cpu_cluster_paths()
     text = open(c).read()
-    text = re.sub(r"(?m)^(collective_wait_ms|nap_wait_ms) = .*$", r"\1 = 0   # zeroed: the model without collective waits", text)
+    text = re.sub(r"(?m)^(collective_wait_ms|collective_wait_fit_ms|collective_wait_follow_ms|nap_wait_ms) = .*$",
+                  r"\1 = 0   # zeroed: the model without collective waits", text)
     out = os.path.join(work, "cpu_without_waits.toml")
     with open(out, "w") as f:
         f.write(text)

@@ -7,16 +7,17 @@
 // interleaved with it, "compute W" alone. Per case (kind x chunk x W):
 //   t_coll, t_none  wall per iteration (the slowest rank's block time / iterations)
 //   share           CPU seconds per wall second of a rank in the collective
-//                   block (mean over ranks; a busy-polling wait counts as CPU,
+//                   block (mean over ranks; a yielding wait counts as CPU,
 //                   as in the training runs' shares)
 //   excess          t_coll - W / share: the wall time per collective beyond
 //                   the compute the rank's share pays for
 //   rounds          the dependent rounds of MPICH's algorithm for the size
-//                   (perf::mpi_collective_rounds; 1 for the napping all-reduce)
+//                   (perf::mpi_collective_rounds; 1 for the all-reduce)
 // The kinds are the engine's own calls: all_to_all, all_gather and
-// reduce_scatter through the MPI Communicator (blocking MPI collectives,
-// whose waits busy-poll), and all_reduce through comm::allreduce_sum
-// (MPI_Iallreduce completed by wait_all_bounded, which naps while it waits).
+// reduce_scatter through the MPI Communicator, and all_reduce through
+// comm::allreduce_sum, each a non-blocking MPI collective completed by
+// wait_all_bounded (spinning on a core of its own, yielding then napping on
+// shared cores: comm/collectives.hpp).
 // `ring` is one round of the ring methods' program (parallel/ring_executor):
 // a send of the chunk to the next rank of the group and a receive from the
 // previous one, posted before the compute, completed by wait_all_bounded
@@ -180,7 +181,7 @@ int cmd_bench_collective(Runtime& rt, const BenchGemmOptions& opt) {
         // (posting, polling, MPI's copies), beyond the same compute alone.
         const double extra_cpu = allreduce_sum(coll.cpu - none.cpu, rt.world(), "bench collective: extra CPU") / P / n;
         // Dependent rounds of MPICH's algorithm for this size, as the model
-        // counts them (the napping all-reduce: one wait per call).
+        // counts them (the all-reduce: one wait per call).
         using K = perf::Collective;
         const double rounds = kind == "all_to_all"       ? perf::mpi_collective_rounds({K::AllToAll, double(chunk)}, G)
                               : kind == "all_gather"     ? perf::mpi_collective_rounds({K::AllGather, double(total)}, G)

@@ -264,28 +264,41 @@ LayoutWork layout_work(const parallel::SeqLayout& L, parallel::MaskType type, lo
 // time from every rank's time in it, cost(rank, block, round). A round
 // lasts as long as its busiest rank (one GPU each). On a host whose ranks
 // share fewer cores than ranks (share = cores / P < 1; the rates are
-// already scaled by it), a rank with less to do waits napping and frees its
-// core: given the cores available (host.cores, --host-cores) the round costs
-// the ranks' mean time spread over the cores but no less than the busiest
-// rank alone on a whole core, max(mean, max x share); given the CPU the run
-// actually got (--host-cpu: CPU seconds per wall second, which already
-// leaves out the ranks' idle waits), the mean.
+// already scaled by it), a rank with less to do waits (yielding, then
+// napping: comm/collectives.hpp) and frees its core:
+// - ranks bound to cores (core_of: the core of each ring position; empty:
+//   unbound), only to the ranks of its own core: the round costs its busiest
+//   core, the sum of its ranks' times there, each at the whole core's rate
+//   (x cores / P: the cost is at a share cores / P of one, less when the run
+//   got less of the machine, and each core is then available as much less);
+// - unbound, given the cores available (host.cores, --host-cores), the
+//   ranks' mean time spread over the cores but no less than the busiest rank
+//   alone on a whole core, max(mean, max x share); given the CPU the run
+//   actually got (--host-cpu: CPU seconds per wall second, which already
+//   leaves out the ranks' idle waits), the mean.
 template <class Cost>
 std::vector<double> ring_round_times(const std::vector<std::vector<BlockWork>>& work, const RingGeometry& g, double share,
-                                     bool cpu_used, const Cost& cost) {
+                                     bool cpu_used, const std::vector<int>& core_of, double core_scale, const Cost& cost) {
   const int W = g.size();
   const parallel::RingRounds rr =
       parallel::plan_ring_rounds(g, [&](int r, int b) { return work[size_t(r)][size_t(b)].called; });
   std::vector<double> time;
+  const int cores = core_of.empty() ? 0 : 1 + *std::max_element(core_of.begin(), core_of.end());
+  std::vector<double> core(size_t(std::max(1, cores)), 0.0);
+  BURST_ASSERT(core_of.empty() || int(core_of.size()) == W, "ring_round_times: a core for each of the ", W, " ranks");
   for (int k = 0; k < rr.rounds; ++k) {
     double mx = 0, sum = 0;
+    std::fill(core.begin(), core.end(), 0.0);
     for (int r = 0; r < W; ++r) {
       const int b = g.nodes == 1 ? (rr.mirror ? (r + k) % W : (r - k + W) % W) : parallel::ring_block_at(g, r, k);
       const double t = cost(r, b, k);
       mx = std::max(mx, t);
       sum += t;
+      if (cores > 0) core[size_t(core_of[size_t(r)])] += t;
     }
-    time.push_back(share < 1 ? (cpu_used ? sum / W : std::max(sum / W, mx * share)) : mx);
+    if (share >= 1) time.push_back(mx);
+    else if (cores > 0) time.push_back(*std::max_element(core.begin(), core.end()) * core_scale);
+    else time.push_back(cpu_used ? sum / W : std::max(sum / W, mx * share));
   }
   return time;
 }
@@ -328,16 +341,21 @@ RingResult ring_cost(const Cluster& c, const RingSetup& r) {
     // per head), so that tile area prices whole tiles only; every call then
     // adds what its own tiles cost beyond that (tile_overhead).
     const double share = c.host_cores > 0 ? std::min(1.0, c.host_cores / double(P)) : 1.0;
+    // Bound ranks: world rank m on core m mod the machine's cores.
+    std::vector<int> bound;
+    if (c.ranks_bound && c.machine_cores >= 1)
+      for (int m : r.members) bound.push_back(m % int(c.machine_cores));
+    const double core_scale = c.machine_cores / double(P);
     const double diag_tiles = std::ceil(t / double(kernels::AttnTiles{}.br)) * double(r.nh);
     const double block_fwd = std::max(0.0, 4 * (t * t / 2) * nd / c.attn_rate_fwd(t) - diag_tiles * c.tile_fwd.causal_diag);
     const double block_bwd = std::max(0.0, 2.5 * 4 * (t * t / 2) * nd / c.attn_rate_bwd(t) - diag_tiles * c.tile_bwd.causal_diag);
-    fwd_times = ring_round_times(r.work.fwd, g, share, c.host_cpu_used, [&](int q, int b, int k) {
+    fwd_times = ring_round_times(r.work.fwd, g, share, c.host_cpu_used, bound, core_scale, [&](int q, int b, int k) {
       const BlockWork& w = r.work.fwd[size_t(q)][size_t(b)];
       return w.area / r.work.causal_area * block_fwd + (k > 0 && w.called ? merge : 0.0) +
              tile_overhead(c.tile_fwd, w, r.work.type, double(r.nh));
     });
     const auto& bw = r.kv_backward ? r.work.fwd : r.work.qtravel;
-    bwd_times = ring_round_times(bw, g, share, c.host_cpu_used, [&](int q, int b, int) {
+    bwd_times = ring_round_times(bw, g, share, c.host_cpu_used, bound, core_scale, [&](int q, int b, int) {
       const BlockWork& w = bw[size_t(q)][size_t(b)];
       return w.area / r.work.causal_area * block_bwd + tile_overhead(c.tile_bwd, w, r.work.type, double(r.nh));
     });
@@ -491,14 +509,15 @@ int mpi_collective_rounds(const Collective& c, int P) {
 namespace {
 
 // The scheduling wait of a pass's blocking collectives on shared cores: per
-// dependent round of each call, except a call that follows another of a
-// group that fits on the host's cores (its members are still on them).
+// dependent round of each call; a call that follows another of its group
+// waits nothing when the group fits on the host's cores (its members are
+// still on them) and follow_per_round when it does not.
 void add_collective_waits(PassCost& pass, const std::vector<Collective>& calls, int group, double wait_per_round,
-                          bool group_fits) {
+                          double follow_per_round, bool group_fits) {
   for (const Collective& c : calls) {
     pass.collectives += 1;
     if (c.follows && group_fits) continue;
-    const double w = mpi_collective_rounds(c, group) * wait_per_round;
+    const double w = mpi_collective_rounds(c, group) * (c.follows ? follow_per_round : wait_per_round);
     pass.sync += w, pass.time += w;
   }
 }
@@ -602,13 +621,44 @@ AttnCost attention_cost(const Cluster& cluster, const AttnConfig& a, const AttnP
       return t;
     };
     const double area = visible_area(p.S, a.causal, double(a.window)) / P, f = 4 * area * nd;
-    const double fwd_k = f / c.attn_rate_fwd(s), bwd_k = 2.5 * f / c.attn_rate_bwd(s);
+    double fwd_k = f / c.attn_rate_fwd(s), bwd_k = 2.5 * f / c.attn_rate_bwd(s);
+    // CPU hosts with tile costs: the one kernel call per pass (the rank's
+    // queries against all S keys, slots in layout order) priced by its tiles,
+    // as the ring rounds of a layout are: whole-tile area at the
+    // calibration's causal block rate less that block's diagonal element
+    // mask, plus the call's own tile costs. The call has the block's diagonal
+    // tiles over P times its area, so its share of masked tiles is smaller.
+    if (c.tile_fwd.any() && a.causal && p.S <= kAllGatherTileSeq) {
+      const parallel::SeqLayout L =
+          parallel::make_layout(a.window > 0 ? parallel::LayoutKind::Contiguous : parallel::LayoutKind::Zigzag, long(p.S), P, {});
+      const parallel::MaskType type = a.window > 0 ? parallel::MaskType::Window : parallel::MaskType::Causal;
+      const kernels::AttnTiles tiles;
+      const std::vector<long> pos = L.mask_positions();
+      const std::vector<int> doc = L.mask_docs();
+      const auto keys = tile_bounds(pos, doc, 0, long(p.S), tiles.bc);
+      std::vector<long> cpos(size_t(L.local));
+      for (long i = 0; i < L.local; ++i) cpos[size_t(i)] = i;
+      const std::vector<int> cdoc(size_t(L.local), 0);
+      const double causal_area = computed_work(tile_bounds(cpos, cdoc, 0, L.local, tiles.br), L.local,
+                                               tile_bounds(cpos, cdoc, 0, L.local, tiles.bc), L.local, true, 0, false).area;
+      const double t = double(L.local), diag_tiles = std::ceil(t / double(tiles.br)) * double(p.n);
+      const double block_fwd = std::max(0.0, 4 * (t * t / 2) * nd / c.attn_rate_fwd(t) - diag_tiles * c.tile_fwd.causal_diag);
+      const double block_bwd = std::max(0.0, 2.5 * 4 * (t * t / 2) * nd / c.attn_rate_bwd(t) - diag_tiles * c.tile_bwd.causal_diag);
+      double tf = 0, tb = 0;  // the busiest rank's call
+      for (int r = 0; r < P; ++r) {
+        const BlockWork w = computed_work(tile_bounds(pos, doc, long(r) * L.local, L.local, tiles.br), L.local, keys, long(p.S), true,
+                                          long(a.window), false);
+        tf = std::max(tf, w.area / causal_area * block_fwd + tile_overhead(c.tile_fwd, w, type, double(p.n)));
+        tb = std::max(tb, w.area / causal_area * block_bwd + tile_overhead(c.tile_bwd, w, type, double(p.n)));
+      }
+      fwd_k = tf, bwd_k = tb;
+    }
     const double gk = coll(chunk), rs = coll(2 * s * kvd * 4);
     out.fwd.time = gk + fwd_k, out.fwd.compute = fwd_k, out.fwd.a2a_bytes = Pm1 * chunk;
     out.bwd.time = gk + bwd_k + rs, out.bwd.compute = bwd_k, out.bwd.a2a_bytes = Pm1 * (chunk + 2 * s * kvd * 4);
-    const double hf = (f / 4) / c.attn_rate_fwd(s / 2);
+    const double hf = (f / 4) / c.attn_rate_fwd(s / 2) * fwd_k / (f / c.attn_rate_fwd(s));  // as the full pass priced it
     out.half_fwd.time = coll(chunk / 2) + hf, out.half_fwd.compute = hf;
-    const double w = c.spin_collective_wait(P), e = c.elem_bytes;
+    const double w = c.spin_collective_wait(P, P), wf = c.follow_collective_wait(P), e = c.elem_bytes;
     // CPU hosts: the local memory work around the collectives (fresh gathered
     // K,V; zero-filled dK,dV accumulators), per byte of those buffers.
     if (c.allgather_local > 0) {
@@ -619,9 +669,9 @@ AttnCost attention_cost(const Cluster& cluster, const AttnConfig& a, const AttnP
     }
     const BlockingCollectives bc = blocking_collectives(a.method, P, s, p.n, p.nkv, p.d, e);
     const bool fits = c.group_fits_cores(P);
-    add_collective_waits(out.fwd, bc.fwd, P, w, fits);
-    add_collective_waits(out.bwd, bc.bwd, P, w, fits);
-    add_collective_waits(out.half_fwd, blocking_collectives(a.method, P, s / 2, p.n, p.nkv, p.d, e).fwd, P, w, fits);
+    add_collective_waits(out.fwd, bc.fwd, P, w, wf, fits);
+    add_collective_waits(out.bwd, bc.bwd, P, w, wf, fits);
+    add_collective_waits(out.half_fwd, blocking_collectives(a.method, P, s / 2, p.n, p.nkv, p.d, e).fwd, P, w, wf, fits);
     out.buffer_bytes = 2 * p.S * kvd * 2 + 2 * p.S * kvd * 4;
     out.describe = "allgather: K,V gathered from " + std::to_string(P) + " ranks, dK,dV reduce-scattered";
     return out;
@@ -669,7 +719,7 @@ AttnCost attention_cost(const Cluster& cluster, const AttnConfig& a, const AttnP
   out.bwd.time += a2a_bwd, out.bwd.a2a_bytes = frac * (s * nd * 2 + qkv);
   out.half_fwd.time += a2a_fwd / 2;
   out.rebuild.time = a2a_fwd, out.rebuild.a2a_bytes = frac * (qkv + o);
-  const double w = c.spin_collective_wait(P), e = c.elem_bytes;
+  const double w = c.spin_collective_wait(P, hp), wf = c.follow_collective_wait(P), e = c.elem_bytes;
   // CPU hosts: the local memory work of seq_to_heads / heads_to_seq (fresh
   // buffers, pack / unpack, MPI's shared-memory copies, the head-layout
   // state), per byte of the local tensors they convert: q, k, v (elements),
@@ -684,10 +734,10 @@ AttnCost attention_cost(const Cluster& cluster, const AttnConfig& a, const AttnP
   }
   const BlockingCollectives bc = blocking_collectives(a.method, hp, s, p.n, p.nkv, p.d, e);
   const bool fits = c.group_fits_cores(hp);  // USP's head-parallel pairs on 2 cores: yes; Ulysses over 4: no
-  add_collective_waits(out.fwd, bc.fwd, hp, w, fits);
-  add_collective_waits(out.bwd, bc.bwd, hp, w, fits);
-  add_collective_waits(out.rebuild, bc.rebuild, hp, w, fits);
-  add_collective_waits(out.half_fwd, blocking_collectives(a.method, hp, s / 2, p.n, p.nkv, p.d, e).fwd, hp, w, fits);
+  add_collective_waits(out.fwd, bc.fwd, hp, w, wf, fits);
+  add_collective_waits(out.bwd, bc.bwd, hp, w, wf, fits);
+  add_collective_waits(out.rebuild, bc.rebuild, hp, w, wf, fits);
+  add_collective_waits(out.half_fwd, blocking_collectives(a.method, hp, s / 2, p.n, p.nkv, p.d, e).fwd, hp, w, wf, fits);
   // Head-layout copies of q, k, v (bf16), o and lse (fp32), and one pair of
   // all-to-all send/receive buffers of the largest tensor.
   out.buffer_bytes = rr.buffers + qkv + s * nd * 4 + s * double(p.n) * 4 + 2 * s * nd * 4;

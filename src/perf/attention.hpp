@@ -38,6 +38,9 @@ struct AttnConfig {
 // --mask document: memory grows with S and time with (S / 64)^2).
 constexpr int kMaxGpus = 1 << 20;
 constexpr double kMaxLayoutSeq = 4194304;  // 4M tokens
+// The all-gather method's kernel call is priced by its tiles on CPU hosts
+// (Cluster::tile_fwd) up to this many tokens ((S / 32)^2 / P tiles per rank).
+constexpr double kAllGatherTileSeq = 262144;
 
 struct AttnProblem {
   int P = 1;       // ranks
@@ -83,7 +86,10 @@ struct AttnCost {
 // first (dO), so all five are marked: the group meets once for the six, and
 // the wait is charged at dO. On shared cores such a call waits for no
 // member's turn when the whole group fits on the host's cores at once: the
-// previous call ended with every member on a core (Cluster::group_fits_cores).
+// previous call ended with every member on a core (Cluster::group_fits_cores);
+// in a group that does not fit it waits Cluster::coll_wait_follow per round
+// (measured with `bench collective` bench.calls = 2: the second of two
+// back-to-back calls waits less than the first).
 struct Collective {
   enum Kind { AllToAll, AllGather, ReduceScatter } kind = AllToAll;
   double bytes = 0;  // all-to-all: the chunk for one peer; all-gather: the gathered buffer; reduce-scatter: the send buffer

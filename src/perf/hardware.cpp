@@ -154,9 +154,19 @@ Cluster load_cluster(const std::string& name_or_path, const std::string& dir) {
   c.pcie_latency = num(t, "links.pcie_latency_us", file, 0, 1e6) * 1e-6;
   c.host_mem_bw = num(t, "host.memory_gb_per_s", file, 0.1, 1e5) * 1e9;
   if (t.at_path("host.cores")) c.host_cores = c.machine_cores = num(t, "host.cores", file, 0.01, 1e6);
+  if (t.at_path("host.binding")) {
+    const auto b = t.at_path("host.binding").value<std::string>();
+    BURST_CHECK_CONFIG(b && (*b == "core" || *b == "none"), file, ": host.binding must be \"core\" (rank r on core r mod ",
+                       "host.cores) or \"none\"");
+    c.ranks_bound = *b == "core";
+  }
   if (t.at_path("host.collective_wait_ms")) c.coll_wait_spin = num(t, "host.collective_wait_ms", file, 0, 1e4) * 1e-3;
   if (t.at_path("host.element_bytes")) c.elem_bytes = num(t, "host.element_bytes", file, 1, 16);
   if (t.at_path("host.nap_wait_ms")) c.coll_wait_nap = num(t, "host.nap_wait_ms", file, 0, 1e4) * 1e-3;
+  c.coll_wait_spin_fit = t.at_path("host.collective_wait_fit_ms") ? num(t, "host.collective_wait_fit_ms", file, 0, 1e4) * 1e-3
+                                                                  : c.coll_wait_spin;
+  c.coll_wait_follow = t.at_path("host.collective_wait_follow_ms") ? num(t, "host.collective_wait_follow_ms", file, 0, 1e4) * 1e-3
+                                                                    : c.coll_wait_spin;
   if (t.at_path("host.layer_overhead_ms")) c.layer_overhead = num(t, "host.layer_overhead_ms", file, 0, 1e6) * 1e-3;
   if (t.at_path("host.step_overhead_ms")) c.step_overhead = num(t, "host.step_overhead_ms", file, 0, 1e6) * 1e-3;
   if (t.at_path("host.a2a_local_ns_per_byte")) c.a2a_local = num(t, "host.a2a_local_ns_per_byte", file, 0, 1e6) * 1e-9;

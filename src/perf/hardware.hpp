@@ -50,6 +50,12 @@ struct Cluster {
   // the ring rounds of an unbalanced layout cost the ranks' mean work at
   // that rate (perf/attention.cpp, ring_round_times).
   bool host_cpu_used = false;
+  // CPU machines (optional key host.binding = "core"): the runs bind rank r
+  // to core r mod machine_cores (mpiexec -bind-to core), so a waiting rank's
+  // core goes to the ranks bound to the same core only, not to any rank
+  // (perf/attention.cpp, ring_round_times). "none" (the default): the kernel
+  // places and moves the ranks.
+  bool ranks_bound = false;
   // The host's cores as the cluster file names them (host.cores), which a
   // run's --host-cores (the share it got) does not change: whether a group of
   // ranks can be on the cores all at once (group_fits_cores).
@@ -59,14 +65,25 @@ struct Cluster {
   // every member has been scheduled and reached it. A rank that gets a share
   // s < 1 of a core is off it (1/s - 1) time slices per slice on it, and the
   // collective waits for the last member's turn: wait = tau (1/s - 1) per
-  // dependent round of the collective's algorithm (a blocking collective of
-  // MPICH: 1 to P - 1 rounds by size, perf/attention.hpp), tau one constant
-  // per way of waiting: `spin` for the blocking
-  // MPI collectives (MPI_Alltoall, MPI_Allgather, MPI_Reduce_scatter_block:
-  // their waits busy-poll, so a waiting rank keeps its slices), `nap` for the
-  // engine's nonblocking collectives completed by wait_all_bounded (which
-  // sleeps, giving the core to the rank it waits for). 0 on GPU clusters.
+  // dependent round of the collective's algorithm (MPICH's algorithm for the
+  // size: 1 to P - 1 rounds, perf/attention.hpp), tau one constant per kind
+  // of call, as the engine waits (comm/collectives.hpp: every collective is
+  // non-blocking and completed by wait_all_bounded, which yields the core
+  // and then naps on shared cores): `spin` (the historical name) for the
+  // all-to-all, all-gather and reduce-scatter of the attention methods, per
+  // round; `nap` for the trainer's all-reduces, per call. The same calls
+  // within groups that fit on the host's cores (USP's head-parallel pairs on
+  // 2 cores) have their own constant (host.collective_wait_fit_ms, measured
+  // with `bench collective` bench.group; default: collective_wait_ms): their
+  // members can be on the cores together, and a member is waited for less
+  // often than in a group that can never be on the cores at once. 0 on GPU
+  // clusters.
   double coll_wait_spin = 0, coll_wait_nap = 0;  // s (spin: per dependent round of the collective's algorithm)
+  double coll_wait_spin_fit = 0;                 // s per round, groups that fit on the cores
+  // A call right after another of its group that does not fit on the cores
+  // (perf::Collective::follows; host.collective_wait_follow_ms, measured with
+  // `bench collective` bench.calls = 2; default: collective_wait_ms).
+  double coll_wait_follow = 0;  // s per round
   // Bytes per element of the tensors the engine moves (host.element_bytes:
   // the host build runs float; bf16 on GPUs). Sizes the collectives for the
   // MPI algorithm they get (mpi_collective_rounds).
@@ -146,8 +163,13 @@ struct Cluster {
   // host_cores: 1/s - 1 with s = min(1, host_cores / P); 0 for one rank or
   // a device per rank.
   double off_core_ratio(int P) const;
-  double spin_collective_wait(int P) const { return coll_wait_spin * off_core_ratio(P); }
+  // The wait per round of a blocking collective of a group of `group` of the
+  // P ranks sharing the host.
+  double spin_collective_wait(int P, int group) const {
+    return (group_fits_cores(group) ? coll_wait_spin_fit : coll_wait_spin) * off_core_ratio(P);
+  }
   double nap_collective_wait(int P) const { return coll_wait_nap * off_core_ratio(P); }
+  double follow_collective_wait(int P) const { return coll_wait_follow * off_core_ratio(P); }
   // Whether a collective's group of `group` ranks fits on the host's cores
   // at once (machine_cores; always on a device per rank). Then a collective
   // issued right after another of the same group finds every member still on
