@@ -53,8 +53,13 @@ int configure_wait_mode(MPI_Comm world) {
   const int cores = CPU_COUNT(&all);
   const char* env = std::getenv("BURST_WAIT");
   const std::string want = env ? env : "auto";
-  BURST_CHECK_CONFIG(want == "auto" || want == "spin" || want == "yield" || want == "nap", "BURST_WAIT='", want,
-                     "': expected spin, yield, nap or auto");
+  // Every rank agrees before any throws (the environment may differ between
+  // ranks: one that stopped alone would leave the others waiting unbounded).
+  const int bad = want == "auto" || want == "spin" || want == "yield" || want == "nap" ? 0 : 1;
+  int any_bad = 0;
+  MPI_Allreduce(&bad, &any_bad, 1, MPI_INT, MPI_MAX, world);
+  BURST_CHECK_CONFIG(!bad, "BURST_WAIT='", want, "': expected spin, yield, nap or auto");
+  BURST_CHECK_CONFIG(!any_bad, "BURST_WAIT is not spin, yield, nap or auto on another rank");
   g_wait = want == "spin"    ? WaitMode::Spin
            : want == "yield" ? WaitMode::Yield
            : want == "nap"   ? WaitMode::Nap
@@ -95,7 +100,7 @@ void wait_all_bounded(MPI_Request* reqs, int n, const char* what, std::int64_t b
       if (g_wait == WaitMode::Yield) sched_yield();
       continue;
     }
-    if (polls > 200) nap = std::min(std::chrono::microseconds(1000), nap * 2 + std::chrono::microseconds(10));
+    if (polls > 200 || g_wait != WaitMode::Nap) nap = std::min(std::chrono::microseconds(1000), nap * 2 + std::chrono::microseconds(10));
     if (nap.count() > 0) std::this_thread::sleep_for(nap);
   }
 }

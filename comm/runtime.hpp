@@ -37,7 +37,7 @@ class Runtime {
   int device_id() const { return device_id_; }      // -1 on host builds
   int device_count() const { return device_count_; }  // 0 on host builds
   // CPUs in the union of this node's ranks' affinities (collectives.hpp,
-  // configure_wait_mode: more ranks than these share cores and nap in waits).
+  // configure_wait_mode: more ranks than these share cores and yield in waits).
   int node_cores() const { return node_cores_; }
   std::string hostname() const;
 

@@ -68,13 +68,14 @@ def main():
                    f"unexplained |") if "step_overhead_s" in A.keys() else "",
                   f"| MPI alpha, beta | {A['mpi_alpha_s'] * 1e6:.1f} us, {A['mpi_beta_bytes_per_s'] / 1e9:.2f} GB/s | `burst bench pingpong` |",
                   f"| memory bandwidth | {A['mem_bandwidth_bytes_per_s'] / 1e9:.1f} GB/s | 64 MiB copy |",
-                  (f"| collective waits on shared cores, per unit of 1/s - 1 | blocking {A['collective_wait_spin_s'] * 1e3:.2f} ms per "
+                  (f"| collective waits on shared cores, per unit of 1/s - 1 | attention collectives {A['collective_wait_spin_s'] * 1e3:.2f} ms per "
                    f"round of MPICH's algorithm"
                    + (f" ({A['collective_wait_fit_s'] * 1e3:.2f} ms within groups that fit on the cores)" if "collective_wait_fit_s" in A.keys() else "")
                    + (f", {A['collective_wait_follow_s'] * 1e3:.2f} ms for a call right after another" if "collective_wait_follow_s" in A.keys() else "")
-                   + f", napping {A['collective_wait_nap_s'] * 1e3:.2f} ms per call | `burst bench collective` at "
+                   + f", all-reduce {A['collective_wait_nap_s'] * 1e3:.2f} ms per call | `burst bench collective` at "
                    f"{', '.join(str(int(p)) for p in sorted(set(f['collective_ranks'][:])))} ranks"
-                   + (f" (groups of {', '.join(str(int(g)) for g in sorted(set(f['collective_group'][:])))})" if "collective_group" in f else "")
+                   + (f" (and groups of {', '.join(str(int(g)) for g in sorted(set(g for g, r in zip(f['collective_group'][:], f['collective_ranks'][:]) if g != r)))})"
+                      if "collective_group" in f else "")
                    + " |") if "collective_wait_spin_s" in A.keys() else "",
                   (f"| spread of the calibration points (max / min of {A['samples_per_point']} samples, median kept) | "
                    f"block {', '.join(f'{x:.2f}' for x in f['layer_fwd_bwd_spread'][:])}; attention rate "

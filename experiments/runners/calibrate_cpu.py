@@ -32,7 +32,8 @@ microbenchmarks, measured now, before any experiment is compared:
   size, the ranks' off-core ratio), fitted through the origin: one constant
   per round for the attention methods' collectives (all-to-all,
   all-gather, reduce-scatter), one per call for the trainer's all-reduce
-  (all of them non-blocking, completed by the engine's yielding wait);
+  (all of them non-blocking, completed by the engine's bounded wait, which
+  yields the core on shared cores);
 - memory bandwidth (the unit of the elementwise passes): a 64 MiB copy;
 - the step outside the layers (data, embedding, the trainer's bookkeeping):
   no microbenchmark isolates it, so what one-rank training steps of the
@@ -102,6 +103,7 @@ FIT_GROUP = 2          # ranks per collective of the groups that fit on the host
 FIT_RANKS = [4, 8]     # the runs' rank counts past the cores, where such groups wait for their members
 FIT_WORK_US = [3000, 10000]  # compute between collectives: the runs' 1K-2K token passes span about this
 FOLLOW_RANKS = [4, 8]  # two calls back to back over all the ranks (a group that does not fit on the cores)
+assert set(FOLLOW_RANKS) <= set(COLL_RANKS), "the second call's wait is the pair's less the single call's at the same P"
 
 
 def collective_waits(d, alpha, beta):

@@ -269,8 +269,8 @@ LayoutWork layout_work(const parallel::SeqLayout& L, parallel::MaskType type, lo
 // - ranks bound to cores (core_of: the core of each ring position; empty:
 //   unbound), only to the ranks of its own core: the round costs its busiest
 //   core, the sum of its ranks' times there, each at the whole core's rate
-//   (x cores / P: the cost is at a share cores / P of one, less when the run
-//   got less of the machine, and each core is then available as much less);
+//   (x share, the cost being at `share` of one: a run's CPU below its cores
+//   is its ranks' idle waits, other processes' load being retaken);
 // - unbound, given the cores available (host.cores, --host-cores), the
 //   ranks' mean time spread over the cores but no less than the busiest rank
 //   alone on a whole core, max(mean, max x share); given the CPU the run
@@ -278,7 +278,7 @@ LayoutWork layout_work(const parallel::SeqLayout& L, parallel::MaskType type, lo
 //   leaves out the ranks' idle waits), the mean.
 template <class Cost>
 std::vector<double> ring_round_times(const std::vector<std::vector<BlockWork>>& work, const RingGeometry& g, double share,
-                                     bool cpu_used, const std::vector<int>& core_of, double core_scale, const Cost& cost) {
+                                     bool cpu_used, const std::vector<int>& core_of, const Cost& cost) {
   const int W = g.size();
   const parallel::RingRounds rr =
       parallel::plan_ring_rounds(g, [&](int r, int b) { return work[size_t(r)][size_t(b)].called; });
@@ -297,7 +297,7 @@ std::vector<double> ring_round_times(const std::vector<std::vector<BlockWork>>& 
       if (cores > 0) core[size_t(core_of[size_t(r)])] += t;
     }
     if (share >= 1) time.push_back(mx);
-    else if (cores > 0) time.push_back(*std::max_element(core.begin(), core.end()) * core_scale);
+    else if (cores > 0) time.push_back(*std::max_element(core.begin(), core.end()) * share);
     else time.push_back(cpu_used ? sum / W : std::max(sum / W, mx * share));
   }
   return time;
@@ -345,17 +345,16 @@ RingResult ring_cost(const Cluster& c, const RingSetup& r) {
     std::vector<int> bound;
     if (c.ranks_bound && c.machine_cores >= 1)
       for (int m : r.members) bound.push_back(m % int(c.machine_cores));
-    const double core_scale = c.machine_cores / double(P);
     const double diag_tiles = std::ceil(t / double(kernels::AttnTiles{}.br)) * double(r.nh);
     const double block_fwd = std::max(0.0, 4 * (t * t / 2) * nd / c.attn_rate_fwd(t) - diag_tiles * c.tile_fwd.causal_diag);
     const double block_bwd = std::max(0.0, 2.5 * 4 * (t * t / 2) * nd / c.attn_rate_bwd(t) - diag_tiles * c.tile_bwd.causal_diag);
-    fwd_times = ring_round_times(r.work.fwd, g, share, c.host_cpu_used, bound, core_scale, [&](int q, int b, int k) {
+    fwd_times = ring_round_times(r.work.fwd, g, share, c.host_cpu_used, bound, [&](int q, int b, int k) {
       const BlockWork& w = r.work.fwd[size_t(q)][size_t(b)];
       return w.area / r.work.causal_area * block_fwd + (k > 0 && w.called ? merge : 0.0) +
              tile_overhead(c.tile_fwd, w, r.work.type, double(r.nh));
     });
     const auto& bw = r.kv_backward ? r.work.fwd : r.work.qtravel;
-    bwd_times = ring_round_times(bw, g, share, c.host_cpu_used, bound, core_scale, [&](int q, int b, int) {
+    bwd_times = ring_round_times(bw, g, share, c.host_cpu_used, bound, [&](int q, int b, int) {
       const BlockWork& w = bw[size_t(q)][size_t(b)];
       return w.area / r.work.causal_area * block_bwd + tile_overhead(c.tile_bwd, w, r.work.type, double(r.nh));
     });
@@ -623,7 +622,9 @@ AttnCost attention_cost(const Cluster& cluster, const AttnConfig& a, const AttnP
     const double area = visible_area(p.S, a.causal, double(a.window)) / P, f = 4 * area * nd;
     double fwd_k = f / c.attn_rate_fwd(s), bwd_k = 2.5 * f / c.attn_rate_bwd(s);
     // CPU hosts with tile costs: the one kernel call per pass (the rank's
-    // queries against all S keys, slots in layout order) priced by its tiles,
+    // queries against all S keys, slots in layout order: zigzag, or
+    // contiguous under a window, as the engine's default layouts; the model
+    // takes no --layout for this method) priced by its tiles,
     // as the ring rounds of a layout are: whole-tile area at the
     // calibration's causal block rate less that block's diagonal element
     // mask, plus the call's own tile costs. The call has the block's diagonal

@@ -147,9 +147,19 @@ constexpr std::int64_t kCheckpointFormat = kCheckpointFormatVersion;
 // Output files go into writable directories that exist, and are not
 // directories themselves: found before training (bad input, status 2) rather
 // than at the first checkpoint (an abort). An empty path writes nothing.
-void check_output_dir(const Config& cfg, const std::string& key) {
+// Rank 0 writes them, so rank 0 checks and every rank of `comm` gets its
+// verdict (a check on every rank could fail on some only, node-local paths,
+// and leave the others waiting).
+void check_output_dir(const Config& cfg, const std::string& key, MPI_Comm comm) {
   const std::string path = cfg.get_string(key);
-  if (!path.empty()) check_output_path(key, path);
+  int rank = 0;
+  MPI_Comm_rank(comm, &rank);
+  std::string p = rank == 0 && !path.empty() ? output_path_problem(key, path) : "";
+  int n = int(p.size());
+  MPI_Bcast(&n, 1, MPI_INT, 0, comm);
+  p.resize(size_t(n));
+  if (n > 0) MPI_Bcast(&p[0], n, MPI_CHAR, 0, comm);
+  BURST_CHECK_CONFIG(p.empty(), p);
 }
 
 template <class T> struct TrainerImpl {
@@ -212,8 +222,8 @@ template <class T> struct TrainerImpl {
     if (from_file)
       zero->scatter_full("params", load_weights_flat<A>(cfg.get_string("model.init_from"), mc, model->params().table(),
                                                         model->params().size()));
-    check_output_dir(cfg, "io.run_log");
-    check_output_dir(cfg, "io.checkpoint");
+    check_output_dir(cfg, "io.run_log", comm);
+    check_output_dir(cfg, "io.checkpoint", comm);
     if (cfg.get_string("debug.fault") != "none")
       BURST_CHECK_CONFIG(cfg.get_int("debug.fault_rank") < size, "debug.fault_rank = ", cfg.get_int("debug.fault_rank"),
                          " is not a rank of this ", size, "-rank run");
