@@ -1,6 +1,7 @@
 // Topology at every registered rank count: the arithmetic, detection on the
 // real world, BURST_GPUS_PER_NODE emulation, and the intra/inter rings.
 #include "comm/collectives.hpp"
+#include "comm/communicator.hpp"
 #include "comm/runtime.hpp"
 #include "comm/topology.hpp"
 #include "core/error.hpp"
@@ -122,5 +123,49 @@ TEST(Topology, WaitModeFollowsTheCoresTheRanksHave) {
   }
   if (env) setenv("BURST_WAIT", env, 1);
   else unsetenv("BURST_WAIT");
+  set_wait_mode(before);
+}
+
+// The communicator's collectives (non-blocking, completed by the bounded
+// wait) give the same results in every wait mode, at every rank count.
+TEST(Topology, CollectivesCompleteInEveryWaitMode) {
+  auto& rt = Runtime::current();
+  const WaitMode before = wait_mode();
+  auto c = Communicator::create(rt.world(), "wait_modes");
+  const int P = c->size(), me = c->rank();
+  const size_t chunk = 3;
+  for (WaitMode m : {WaitMode::Spin, WaitMode::Yield, WaitMode::Nap}) {
+    set_wait_mode(m);
+    SCOPED_TRACE(wait_mode_name(m));
+    ByteView send("send", chunk * size_t(P)), recv("recv", chunk * size_t(P));
+    auto hs = Kokkos::create_mirror_view(send);
+    for (int j = 0; j < P; ++j)
+      for (size_t b = 0; b < chunk; ++b) hs(size_t(j) * chunk + b) = static_cast<unsigned char>(me * 16 + j);
+    Kokkos::deep_copy(send, hs);
+    c->all_to_all(send, recv);
+    auto hr = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), recv);
+    for (int j = 0; j < P; ++j) EXPECT_EQ(int(hr(size_t(j) * chunk + chunk - 1)), j * 16 + me) << "all-to-all from " << j;
+
+    ByteView one("one", chunk), all("all", chunk * size_t(P));
+    Kokkos::deep_copy(one, static_cast<unsigned char>(me + 1));
+    c->all_gather(one, all);
+    auto ha = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), all);
+    for (int j = 0; j < P; ++j) EXPECT_EQ(int(ha(size_t(j) * chunk)), j + 1) << "all-gather from " << j;
+
+    Kokkos::View<float*, Layout, DeviceMem> rs("rs", 2 * size_t(P)), rr("rr", 2);
+    auto hrs = Kokkos::create_mirror_view(rs);
+    for (int i = 0; i < 2 * P; ++i) hrs(size_t(i)) = float(me + i);
+    Kokkos::deep_copy(rs, hrs);
+    c->reduce_scatter_sum(rs, rr);
+    auto hrr = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), rr);
+    for (int k = 0; k < 2; ++k) EXPECT_EQ(hrr(size_t(k)), float(P * (2 * me + k) + P * (P - 1) / 2)) << "reduce-scatter " << k;
+
+    Kokkos::View<double*, Layout, DeviceMem> ar("ar", 5);
+    Kokkos::deep_copy(ar, double(me + 1));
+    c->all_reduce_sum(ar);
+    auto har = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), ar);
+    for (int i = 0; i < 5; ++i) EXPECT_EQ(har(size_t(i)), double(P * (P + 1) / 2)) << "all-reduce";
+    c->barrier();
+  }
   set_wait_mode(before);
 }
