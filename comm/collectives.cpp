@@ -1,6 +1,7 @@
 #include "comm/collectives.hpp"
 
 #include "core/error.hpp"
+#include "core/output_path.hpp"
 
 #include <sched.h>
 #include <unistd.h>
@@ -78,6 +79,11 @@ void wait_all_bounded(MPI_Request* reqs, int n, const char* what, std::int64_t b
   const double limit = g_timeout_s;
   using clock = std::chrono::steady_clock;
   const auto start = clock::now();
+  // Poll without sleeping for this long (yielding between polls in Yield
+  // mode), then nap with a growing nap of at most 1 ms: Spin 100 ms, Yield
+  // kYieldS; Nap polls only its first 200 times (a healthy transfer
+  // completes in microseconds).
+  const double poll_s = g_wait == WaitMode::Spin ? 0.1 : g_wait == WaitMode::Yield ? kYieldS : 0.0;
   std::chrono::microseconds nap(0);
   for (long polls = 0;; ++polls) {
     int done = 0;
@@ -92,12 +98,8 @@ void wait_all_bounded(MPI_Request* reqs, int n, const char* what, std::int64_t b
       BURST_FAIL(ErrorKind::Comm, what, " (", bytes, " bytes) on rank ", rank, " waited ", limit,
                  " s (comm.timeout_s) for the other ranks: one of them died, stalls or took another path");
     }
-    // Spin / yield (wait_mode): poll; yielding, a rank that shares this core
-    // runs between polls, for kYieldS, then naps. Nap: spin first (a healthy
-    // transfer completes in microseconds), then sleep with a growing nap of
-    // at most 1 ms. Spin naps past 100 ms.
-    if (g_wait == WaitMode::Spin ? waited < 0.1 : g_wait == WaitMode::Yield && waited < kYieldS) {
-      if (g_wait == WaitMode::Yield) sched_yield();
+    if (waited < poll_s) {
+      if (g_wait == WaitMode::Yield) sched_yield();  // a rank that shares this core runs between polls
       continue;
     }
     if (polls > 200 || g_wait != WaitMode::Nap) nap = std::min(std::chrono::microseconds(1000), nap * 2 + std::chrono::microseconds(10));
@@ -109,6 +111,17 @@ void barrier_bounded(MPI_Comm comm, const char* what) {
   MPI_Request req;
   MPI_Ibarrier(comm, &req);
   wait_bounded(req, what, 0);
+}
+
+void check_output_path_on_root(MPI_Comm comm, const std::string& what, const std::string& path) {
+  int rank = 0;
+  MPI_Comm_rank(comm, &rank);
+  std::string p = rank == 0 ? output_path_problem(what, path) : "";
+  int n = int(p.size());
+  MPI_Bcast(&n, 1, MPI_INT, 0, comm);
+  p.resize(size_t(n));
+  if (n > 0) MPI_Bcast(&p[0], n, MPI_CHAR, 0, comm);
+  BURST_CHECK_CONFIG(p.empty(), p);
 }
 
 }  // namespace burst

@@ -15,6 +15,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <string>
 #include <type_traits>
 
 namespace burst {
@@ -51,8 +52,8 @@ double comm_timeout();
 // - Yield: poll, calling sched_yield() between polls, so that a rank sharing
 //   the core runs instead (the rank this one waits for, often), and nap (as
 //   below) once the wait passes 5 ms (the partner is busy, not off its core);
-//   for ranks that share cores. Measured at 4 ranks on 2 cores (NOTES, "Waits: spin, yield,
-//   nap"): a 4-rank all-reduce after 10 ms of compute cost 10.2-12.1 ms per
+//   for ranks that share cores. Measured at 4 ranks on 2 cores (NOTES, "Waits
+//   that fit the cores, pinned ranks"): a 4-rank all-reduce after 10 ms of compute cost 10.2-12.1 ms per
 //   iteration against 18.0-21.5 ms napping, and a 1K-token burst training
 //   step 0.073-0.077 s against 0.095 s.
 // - Nap: spin briefly, then sleep with a growing nap of at most 1 ms (the
@@ -80,6 +81,13 @@ void wait_bounded(MPI_Request& req, const char* what, std::int64_t bytes);
 void wait_all_bounded(MPI_Request* reqs, int n, const char* what, std::int64_t bytes);
 
 void barrier_bounded(MPI_Comm comm, const char* what = "barrier");
+
+// An output file of rank 0 of `comm` (the rank that writes it), checked there
+// before any work as core/output_path.hpp's output_path_problem does, and the
+// verdict given to every rank: all raise the same Error(Config) (bad input,
+// status 2) or none does. A check on every rank could fail on some only
+// (node-local paths) and leave the others waiting in the next collective.
+void check_output_path_on_root(MPI_Comm comm, const std::string& what, const std::string& path);
 
 // In-place sum over comm.
 template <class T, class... P>

@@ -501,7 +501,6 @@ def main():
     rest_txt = ", ".join(f"{r * 1e3:.2f}" for r in lay["rest"])
 
     def write_cluster(step_a, step_b, note):
-        binding = "core" if C.mpi_flavour() == "mpich" and C.BIND == "core" else "none"
         text = f"""# THIS machine (the CPU the experiments run on), written by experiments/runners/calibrate_cpu.py
 # at {time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())} from microbenchmarks run just before, one thread per rank.
 # "gpu" = one MPI rank; every rank of a run shares host.cores cores. Load average at the start {load_start[0]:.2f}.
@@ -541,7 +540,7 @@ pcie_latency_us = 0
 [host]
 memory_gb_per_s = {bw / 1e9:.6g}
 cores = {cores}                 # ranks of a run share these cores (one OpenMP thread each); runs pass --host-cores = the cores they got
-binding = "{binding}"   # the runners' mpiexec: rank r bound to core r mod cores (common.mpiexec), or placed by the kernel
+binding = "{C.binding()}"   # the runners' mpiexec: rank r bound to core r mod cores (common.mpiexec), or placed by the kernel
 collective_wait_ms = {tau["spin"] * 1e3:.4g}   # measured: bench collective at P = {COLL_RANKS}, all-to-all/all-gather/reduce-scatter: wait per round of MPICH's algorithm / (1/s - 1), least squares
 element_bytes = 4               # the host build moves float tensors
 nap_wait_ms = {tau["nap"] * 1e3:.4g}          # measured: the same for the trainer's all-reduce (per call)

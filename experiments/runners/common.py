@@ -233,26 +233,33 @@ def mpi_flavour():
     return _flavour
 
 
+def binding():
+    """How mpiexec places the ranks: "core" (MPICH, BURST_MPI_BIND=core: rank r
+    on core r mod cores) or "none" (Open MPI's own default, or unbound); the
+    cluster description says the same (host.binding)."""
+    return "core" if mpi_flavour() == "mpich" and BIND == "core" else "none"
+
+
 def mpiexec(n, args, log_path, gpus_per_node=0, timeout=900, retries=None):
     """Run `mpiexec -n n burst args...` through run_measured (stdout+stderr to
     log_path; a retake when other processes loaded the machine). Returns wall seconds."""
     cmd = ["mpiexec", "-n", str(n)]
-    if mpi_flavour() == "openmpi":
-        if n > os.cpu_count():
-            cmd.append("--oversubscribe")  # MPICH's hydra accepts any n; Open MPI needs this
-    elif BIND == "core":
+    if mpi_flavour() == "openmpi" and n > os.cpu_count():
+        cmd.append("--oversubscribe")  # MPICH's hydra accepts any n; Open MPI needs this
+    if binding() == "core":
         # MPICH: ranks bound to the cores round-robin (rank r on core r mod
         # cores). Unbound, the kernel placed 4 ranks on 2 cores as it liked, and
         # whether two ranks that talk shared a core changed from run to run: a
         # 2-rank all-to-all waited 0.6-2.5 ms per call across cores and 2.5-6.6 ms
         # on one core, and unbound runs of the same case drew from both (NOTES,
-        # "Pinned ranks"). BURST_MPI_BIND=none launches them unbound.
+        # "Waits that fit the cores, pinned ranks"). BURST_MPI_BIND=none
+        # launches them unbound.
         cmd += ["-bind-to", "core"]
     cmd += [burst_bin()] + args
     wall, cpu, _ = run_measured(cmd, log_path, env=env_for(gpus_per_node), timeout=timeout, retries=retries)
     global last_cpu_share
-    # CPU seconds the ranks got per second of wall per rank (busy-polling MPI
-    # waits count as CPU): 1 = every rank had a core; lower = the machine was
+    # CPU seconds the ranks got per second of wall per rank (polling and
+    # yielding waits count as CPU): 1 = every rank had a core; lower = the machine was
     # shared with other jobs or P exceeded the cores.
     last_cpu_share = cpu / wall / n
     return wall

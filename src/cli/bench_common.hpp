@@ -4,7 +4,7 @@
 // file (execution space, host, the resolved config, UTC date).
 #pragma once
 
-#include "core/output_path.hpp"
+#include "comm/collectives.hpp"
 #include "comm/runtime.hpp"
 #include "core/config.hpp"
 #include "core/memory.hpp"
@@ -79,12 +79,7 @@ inline double median(std::vector<double> x) {
 // work; every rank raises the same error (bad input, status 2). `flag` is
 // --output when given, else the config key the path came from.
 inline void check_bench_output(Runtime& rt, const std::string& cli_output, const std::string& path) {
-  std::string p = rt.rank() == 0 ? output_path_problem(cli_output.empty() ? "bench.output" : "--output", path) : "";
-  int n = int(p.size());
-  MPI_Bcast(&n, 1, MPI_INT, 0, rt.world());
-  p.resize(size_t(n));
-  if (n > 0) MPI_Bcast(&p[0], n, MPI_CHAR, 0, rt.world());
-  BURST_CHECK_CONFIG(p.empty(), p);
+  check_output_path_on_root(rt.world(), cli_output.empty() ? "bench.output" : "--output", path);
 }
 
 inline void set_bench_provenance(io::H5File& f, Runtime& rt, const Config& cfg) {

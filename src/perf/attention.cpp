@@ -216,6 +216,32 @@ BlockWork computed_work(const std::vector<kernels::SpanBounds>& qt, long nq, con
   return w;
 }
 
+// The calibration's kernel call, one causal block of `local` tokens in
+// order: the area its tiles compute (the diagonal tiles in full).
+double causal_block_area(long local) {
+  const kernels::AttnTiles tiles;
+  std::vector<long> pos(static_cast<size_t>(local));
+  for (long i = 0; i < local; ++i) pos[size_t(i)] = i;
+  const std::vector<int> doc(static_cast<size_t>(local), 0);
+  return computed_work(tile_bounds(pos, doc, 0, local, tiles.br), local, tile_bounds(pos, doc, 0, local, tiles.bc), local, true, 0,
+                       false)
+      .area;
+}
+
+// The calibration's causal block of t tokens (nd = heads x head dim), forward
+// and backward, less its diagonal tiles' element mask (TileCosts::causal_diag;
+// t / tile of them per head): the price of its whole-tile area
+// (causal_block_area), to which each call adds its own tiles' costs
+// (tile_overhead).
+struct BlockTimes {
+  double fwd = 0, bwd = 0;
+};
+BlockTimes whole_tile_block(const Cluster& c, double t, double nd, double heads) {
+  const double diag_tiles = std::ceil(t / double(kernels::AttnTiles{}.br)) * heads;
+  return {std::max(0.0, 4 * (t * t / 2) * nd / c.attn_rate_fwd(t) - diag_tiles * c.tile_fwd.causal_diag),
+          std::max(0.0, 2.5 * 4 * (t * t / 2) * nd / c.attn_rate_bwd(t) - diag_tiles * c.tile_bwd.causal_diag)};
+}
+
 LayoutWork layout_work(const parallel::SeqLayout& L, parallel::MaskType type, long window) {
   const kernels::AttnTiles tiles;
   const int P = L.blocks;
@@ -251,11 +277,7 @@ LayoutWork layout_work(const parallel::SeqLayout& L, parallel::MaskType type, lo
       if (kernels::spans_may_see(tr[size_t(b)], all[size_t(r)], causal, w, same_doc))
         q = computed_work(q_tr[size_t(b)], L.travel, k_all[size_t(r)], L.local, causal, w, same_doc);
     }
-  std::vector<long> cpos(size_t(L.local));
-  for (long i = 0; i < L.local; ++i) cpos[size_t(i)] = i;
-  const std::vector<int> cdoc(size_t(L.local), 0);
-  out.causal_area = computed_work(tile_bounds(cpos, cdoc, 0, L.local, tiles.br), L.local, tile_bounds(cpos, cdoc, 0, L.local, tiles.bc),
-                                  L.local, true, 0, false).area;
+  out.causal_area = causal_block_area(L.local);
   return out;
 }
 
@@ -345,18 +367,16 @@ RingResult ring_cost(const Cluster& c, const RingSetup& r) {
     std::vector<int> bound;
     if (c.ranks_bound && c.machine_cores >= 1)
       for (int m : r.members) bound.push_back(m % int(c.machine_cores));
-    const double diag_tiles = std::ceil(t / double(kernels::AttnTiles{}.br)) * double(r.nh);
-    const double block_fwd = std::max(0.0, 4 * (t * t / 2) * nd / c.attn_rate_fwd(t) - diag_tiles * c.tile_fwd.causal_diag);
-    const double block_bwd = std::max(0.0, 2.5 * 4 * (t * t / 2) * nd / c.attn_rate_bwd(t) - diag_tiles * c.tile_bwd.causal_diag);
+    const BlockTimes block = whole_tile_block(c, t, nd, double(r.nh));
     fwd_times = ring_round_times(r.work.fwd, g, share, c.host_cpu_used, bound, [&](int q, int b, int k) {
       const BlockWork& w = r.work.fwd[size_t(q)][size_t(b)];
-      return w.area / r.work.causal_area * block_fwd + (k > 0 && w.called ? merge : 0.0) +
+      return w.area / r.work.causal_area * block.fwd + (k > 0 && w.called ? merge : 0.0) +
              tile_overhead(c.tile_fwd, w, r.work.type, double(r.nh));
     });
     const auto& bw = r.kv_backward ? r.work.fwd : r.work.qtravel;
     bwd_times = ring_round_times(bw, g, share, c.host_cpu_used, bound, [&](int q, int b, int) {
       const BlockWork& w = bw[size_t(q)][size_t(b)];
-      return w.area / r.work.causal_area * block_bwd + tile_overhead(c.tile_bwd, w, r.work.type, double(r.nh));
+      return w.area / r.work.causal_area * block.bwd + tile_overhead(c.tile_bwd, w, r.work.type, double(r.nh));
     });
     f.rounds = int(fwd_times.size());
   } else if (r.window > 0) {
@@ -637,20 +657,14 @@ AttnCost attention_cost(const Cluster& cluster, const AttnConfig& a, const AttnP
       const std::vector<long> pos = L.mask_positions();
       const std::vector<int> doc = L.mask_docs();
       const auto keys = tile_bounds(pos, doc, 0, long(p.S), tiles.bc);
-      std::vector<long> cpos(size_t(L.local));
-      for (long i = 0; i < L.local; ++i) cpos[size_t(i)] = i;
-      const std::vector<int> cdoc(size_t(L.local), 0);
-      const double causal_area = computed_work(tile_bounds(cpos, cdoc, 0, L.local, tiles.br), L.local,
-                                               tile_bounds(cpos, cdoc, 0, L.local, tiles.bc), L.local, true, 0, false).area;
-      const double t = double(L.local), diag_tiles = std::ceil(t / double(tiles.br)) * double(p.n);
-      const double block_fwd = std::max(0.0, 4 * (t * t / 2) * nd / c.attn_rate_fwd(t) - diag_tiles * c.tile_fwd.causal_diag);
-      const double block_bwd = std::max(0.0, 2.5 * 4 * (t * t / 2) * nd / c.attn_rate_bwd(t) - diag_tiles * c.tile_bwd.causal_diag);
+      const double causal_area = causal_block_area(L.local);
+      const BlockTimes block = whole_tile_block(c, double(L.local), nd, double(p.n));
       double tf = 0, tb = 0;  // the busiest rank's call
       for (int r = 0; r < P; ++r) {
         const BlockWork w = computed_work(tile_bounds(pos, doc, long(r) * L.local, L.local, tiles.br), L.local, keys, long(p.S), true,
                                           long(a.window), false);
-        tf = std::max(tf, w.area / causal_area * block_fwd + tile_overhead(c.tile_fwd, w, type, double(p.n)));
-        tb = std::max(tb, w.area / causal_area * block_bwd + tile_overhead(c.tile_bwd, w, type, double(p.n)));
+        tf = std::max(tf, w.area / causal_area * block.fwd + tile_overhead(c.tile_fwd, w, type, double(p.n)));
+        tb = std::max(tb, w.area / causal_area * block.bwd + tile_overhead(c.tile_bwd, w, type, double(p.n)));
       }
       fwd_k = tf, bwd_k = tb;
     }

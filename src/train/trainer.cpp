@@ -3,7 +3,6 @@
 #include "comm/collectives.hpp"
 #include "comm/watchdog.hpp"
 #include "core/error.hpp"
-#include "core/output_path.hpp"
 #include "core/memory.hpp"
 #include "core/signals.hpp"
 #include "core/timer.hpp"
@@ -146,20 +145,11 @@ constexpr std::int64_t kCheckpointFormat = kCheckpointFormatVersion;
 
 // Output files go into writable directories that exist, and are not
 // directories themselves: found before training (bad input, status 2) rather
-// than at the first checkpoint (an abort). An empty path writes nothing.
-// Rank 0 writes them, so rank 0 checks and every rank of `comm` gets its
-// verdict (a check on every rank could fail on some only, node-local paths,
-// and leave the others waiting).
+// than at the first checkpoint (an abort). Rank 0 of `comm` writes them, so
+// it checks them for every rank. An empty path writes nothing.
 void check_output_dir(const Config& cfg, const std::string& key, MPI_Comm comm) {
   const std::string path = cfg.get_string(key);
-  int rank = 0;
-  MPI_Comm_rank(comm, &rank);
-  std::string p = rank == 0 && !path.empty() ? output_path_problem(key, path) : "";
-  int n = int(p.size());
-  MPI_Bcast(&n, 1, MPI_INT, 0, comm);
-  p.resize(size_t(n));
-  if (n > 0) MPI_Bcast(&p[0], n, MPI_CHAR, 0, comm);
-  BURST_CHECK_CONFIG(p.empty(), p);
+  if (!path.empty()) check_output_path_on_root(comm, key, path);
 }
 
 template <class T> struct TrainerImpl {
