@@ -45,6 +45,77 @@ layer32k() {
   step "burst bench layer $m bf16 32K$note" "$cap" env "$@" "$build/burst" bench layer --set bench.preset=$m \
     --set bench.tokens=32768 --set bench.dtype=bf16 --set bench.repeats=5 --set bench.warmup=1 --output "$OUT/$file"
 }
+if [ "$PART" = 9 ]; then
+  # The calls' untimed work together: the whole build, every gpu test
+  # (ctest -j 8, in the background: the trainer's and the model's take ~300 s)
+  # beside the passkey stage 2 (its throughput is then not a clean figure; its
+  # accuracy is what this run is for). Passkey arguments: PASSKEY_ARGS.
+  step "bootstrap (Kokkos CUDA from .offline)" 120 scripts/bootstrap.sh --cuda --from .offline
+  step "build (everything)" 240 scripts/build.sh --cuda --deps-include "$(pwd)/.offline/include" -DBURST_ENABLE_NCCL=ON
+  build=$(pwd)/build-cuda
+  if [ -x "$build/burst" ]; then
+    (cd "$build" && timeout --kill-after=10 $(( $(left) - 20 )) ctest -j 8 --output-on-failure -L gpu -LE long \
+      > "$OUT/gpu_tests.log" 2>&1; echo "ctest exit $? at t = $(( $(date +%s) - t0 )) s" >> "$OUT/gpu_tests.log") &
+    tests=$!
+    # shellcheck disable=SC2086
+    NO_TESTS=1 BUDGET=$(( $(left) - 25 )) OUT="$OUT" experiments/peers/passkey_h200.sh ${PASSKEY_ARGS:-} > /dev/null 2>&1
+    echo "== passkey done at t = $(( $(date +%s) - t0 )) s"; grep -E "eval|accuracy|exit|tokens/s" "$OUT/passkey_h200.log" | tail -n 20
+    wait "$tests"
+    grep -E "tests passed|Failed|Timeout|\*\*\*|ctest exit" "$OUT/gpu_tests.log" | tail -n 20
+  fi
+  echo "PART 9 done in $(( $(date +%s) - t0 )) s"
+  date -u
+  exit 0
+fi
+if [ "$PART" = 10 ]; then
+  # The timed call, each measurement alone on the GPU, in order of worth: the
+  # lab backward variants 9, 10, 11 beside torch's SDPA (MAIN=0 WGMMA=0); the
+  # torch block; the engine's block (v7) and 1B step; bench gemm beta 0 / 1;
+  # ncu of every kernel of one 1B and one 7B block; ncu --set full of the lab
+  # backward variants 10 and 11 (the dQ staging's bank conflicts).
+  step "bootstrap (Kokkos CUDA from .offline)" 120 scripts/bootstrap.sh --cuda --from .offline
+  step "build (burst)" 240 scripts/build.sh --cuda --deps-include "$(pwd)/.offline/include" -DBURST_ENABLE_NCCL=ON \
+    --target burst
+  build=$(pwd)/build-cuda
+  step "lab: backward variants 9, 10, 11 and torch SDPA" 200 env MAIN=0 WGMMA=0 OUT="$OUT/lab" \
+    experiments/kernels/flash_attn/run_h200.sh
+  tail -n 16 "$OUT/lab/run.log"
+  step "torch LLaMA block (eager, compile) 1B and 7B at 32K" 120 \
+    python3 experiments/peers/peers.py "$OUT" --only block --tokens 32768
+  if [ -x "$build/burst" ]; then
+    for m in 1B 7B; do layer32k " (v7)" 40 "layer_${m}_bf16.h5"; done
+    step "burst bench step 1B bf16 whole, 32K / 64K / 128K tokens" 90 "$build/burst" bench step --set bench.preset=1B \
+      --set 'bench.tokens=[32768,65536,131072]' --set bench.dtype=bf16 --set bench.activation=whole \
+      --set bench.repeats=2 --set bench.warmup=1 --output "$OUT/step_1B_bf16.h5"
+    for beta in 0 1; do
+      step "bench gemm LLaMA shapes bf16 -> fp32, beta $beta" 40 "$build/burst" bench gemm --set bench.dtype=bf16 \
+        --set bench.out_dtype=float --set bench.beta=$beta --set bench.squares=false --set bench.llama=true \
+        --set bench.repeats=5 --output "$OUT/gemm_llama_f32out_beta$beta.h5"
+    done
+    for m in 1B 7B; do
+      csv=$OUT/ncu_layer_$m.csv
+      step "ncu: every kernel of one $m block fwd + bwd, 32K" 80 ncu --clock-control none --csv --page raw \
+        --metrics gpu__time_duration.sum,dram__bytes_read.sum,dram__bytes_write.sum --nvtx --nvtx-include "block_fwd_bwd/" \
+        --log-file "$csv" "$build/burst" bench layer --set bench.preset=$m --set bench.tokens=32768 \
+        --set bench.dtype=bf16 --set bench.repeats=1 --set bench.warmup=0 --set bench.check_tokens=0 \
+        --set bench.phases=false --output "$OUT/layer_${m}_ncu.h5"
+      python3 experiments/peers/ncu_kernels_summary.py "$csv" > "$OUT/ncu_layer_${m}_summary.txt" 2>&1
+      head -n 30 "$OUT/ncu_layer_${m}_summary.txt"
+      gzip -f "$csv"
+    done
+  fi
+  l=$(left)
+  if [ "$l" -gt 60 ]; then
+    step "lab profile: backward variants 10, 11 (ncu --set full)" $(( l - 10 )) env VARS=10,11 CUDNN=0 \
+      OUT="$OUT/prof" experiments/kernels/flash_attn/profile_h200.sh
+  fi
+  if python3 -c "import h5py" 2>/dev/null; then python3 experiments/peers/compare.py "$OUT"; fi
+  (cd "$OUT" && tar cf /tmp/part10.tar --exclude=run_part10.log . && mv /tmp/part10.tar . && \
+    find . -mindepth 1 -not -name part10.tar -not -name run_part10.log -delete)
+  echo "PART 10 done in $(( $(date +%s) - t0 )) s"
+  date -u
+  exit 0
+fi
 if [ "$PART" = 8 ]; then
   # Where the LLaMA block's time goes, kernel by kernel (the "rest" is 2-3x its
   # byte floor, the GEMM backward runs at 667-699 TFLOP/s against 764-823 in
