@@ -1,5 +1,6 @@
 #include "comm/collectives.hpp"
 
+#include "comm/runtime.hpp"
 #include "core/error.hpp"
 #include "core/output_path.hpp"
 
@@ -93,10 +94,15 @@ void wait_all_bounded(MPI_Request* reqs, int n, const char* what, std::int64_t b
     if (limit > 0 && waited > limit) {
       int rank = 0;
       MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-      // The request cannot be cancelled (collectives have no MPI_Cancel);
-      // the caller ends the job, which frees it.
-      BURST_FAIL(ErrorKind::Comm, what, " (", bytes, " bytes) on rank ", rank, " waited ", limit,
-                 " s (comm.timeout_s) for the other ranks: one of them died, stalls or took another path");
+      // The request cannot be cancelled (collectives have no MPI_Cancel), and
+      // MPI may still write into its buffers when a late rank sends: end the
+      // job here, before unwinding frees them (exit_on_error prints the
+      // message for this rank and calls MPI_Abort; the run log is flushed
+      // row by row and checkpoints are whole files, so nothing written is lost).
+      exit_on_error(Error(ErrorKind::Comm,
+                          str_cat(what, " (", bytes, " bytes) on rank ", rank, " waited ", limit,
+                                  " s (comm.timeout_s) for the other ranks: one of them died, stalls or took another path"),
+                          __FILE__, __LINE__));
     }
     if (waited < poll_s) {
       if (g_wait == WaitMode::Yield) sched_yield();  // a rank that shares this core runs between polls

@@ -74,8 +74,10 @@ const char* wait_mode_name(WaitMode m);
 // ranks and cores as above. Returns the CPUs the node's ranks have.
 int configure_wait_mode(MPI_Comm world);
 
-// Completes `req` or throws Error(Comm) after comm_timeout() seconds. `what`
-// names the collective in the message ("gradient all-reduce").
+// Completes `req`, or after comm_timeout() seconds ends the job with
+// Error(Comm)'s message and MPI_Abort (exit_on_error), without unwinding:
+// the request cannot be cancelled and MPI may still write into its buffers.
+// `what` names the collective in the message ("gradient all-reduce").
 void wait_bounded(MPI_Request& req, const char* what, std::int64_t bytes);
 // The same for n requests at once (point-to-point transfers of a ring).
 void wait_all_bounded(MPI_Request* reqs, int n, const char* what, std::int64_t bytes);

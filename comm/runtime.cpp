@@ -12,8 +12,10 @@
 
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <thread>
 
 namespace burst {
 
@@ -87,6 +89,16 @@ std::string Runtime::hostname() const {
   return buf;
 }
 
+void abort_job(int code) {
+  // The message is in the pipe to the launcher, but MPI_Abort reaches the
+  // launcher by another channel, and Hydra can end the job before it has
+  // read the pipe (a stopped rank's peers once all aborted with nothing
+  // shown: cli_rank_stopped_np4). A short pause lets it forward what was
+  // written; it only delays an abort.
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  MPI_Abort(MPI_COMM_WORLD, code);
+}
+
 void exit_on_error(const std::exception& e) {
   const auto* be = dynamic_cast<const Error*>(&e);
   const bool collective = be && be->collective();
@@ -105,7 +117,7 @@ void exit_on_error(const std::exception& e) {
     std::fflush(stderr);
   }
   const int code = be ? be->exit_code() : 1;
-  if (mpi_up && !collective && size > 1) MPI_Abort(MPI_COMM_WORLD, code);
+  if (mpi_up && !collective && size > 1) abort_job(code);
   if (g_runtime != nullptr) {
     // Tear down in order; the Runtime object itself is abandoned.
     MemoryTracker::global().uninstall();

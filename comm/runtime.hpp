@@ -59,5 +59,8 @@ int launcher_rank();
 // reported by rank 0 and ends with its status on every rank; any other error
 // is reported by the rank that hit it and aborts the job.
 [[noreturn]] void exit_on_error(const std::exception& e);
+// MPI_Abort(MPI_COMM_WORLD, code) after a pause of 0.3 s, so that the
+// launcher forwards what this rank wrote to stdout / stderr first.
+void abort_job(int code);
 
 }  // namespace burst

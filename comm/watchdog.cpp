@@ -1,5 +1,7 @@
 #include "comm/watchdog.hpp"
 
+#include "comm/runtime.hpp"
+
 #include <mpi.h>
 #include <unistd.h>
 
@@ -60,7 +62,7 @@ void Watchdog::loop() {
       // alarm ends this process, and the launcher the others; _Exit should
       // it return.
       alarm(10);
-      MPI_Abort(MPI_COMM_WORLD, 1);
+      abort_job(1);
       std::_Exit(1);
     }
   }
