@@ -339,10 +339,21 @@ template <class T> void rmsnorm_case(long N, long H, double tol) {
 }
 
 TEST(RmsNormCuda, ForwardBackward) {
+  // Rows not a whole number of 16-byte vectors, or wider than 4 vectors per
+  // thread: the v1 kernels (element loads, dx and dw in two passes).
   rmsnorm_case<bf16>(50, 300, 1e-2);
-  rmsnorm_case<bf16>(3000, 4096, 1e-2);  // several dw chunks
-  rmsnorm_case<float>(70, 2048, 1e-5);
   rmsnorm_case<float>(1, 7, 1e-5);
+  rmsnorm_case<bf16>(5, 8200, 1e-2);
+  // v2 (16-byte vectors in registers, one backward kernel over 512 blocks):
+  // 1, 2 and 4 vectors per thread, a last vector column shared by fewer
+  // threads, fewer rows than blocks and several rows per block.
+  rmsnorm_case<bf16>(3000, 4096, 1e-2);
+  rmsnorm_case<bf16>(600, 2048, 1e-2);
+  rmsnorm_case<bf16>(40, 8192, 1e-2);
+  rmsnorm_case<bf16>(1030, 2056, 1e-2);
+  rmsnorm_case<float>(70, 2048, 1e-5);
+  rmsnorm_case<float>(513, 4096, 1e-5);
+  rmsnorm_case<float>(3, 1028, 1e-5);
 }
 
 // ---------------------------------------------------------------- elementwise bf16

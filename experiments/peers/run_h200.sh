@@ -70,7 +70,8 @@ fi
 if [ "$PART" = 10 ]; then
   # The timed call, each measurement alone on the GPU, in order of worth: the
   # lab backward variants 9, 10, 11 beside torch's SDPA (MAIN=0 WGMMA=0); the
-  # torch block; the engine's block (v7) and 1B step; bench gemm beta 0 / 1;
+  # torch block and memory-bound kernels; bench kernels (RMSNorm v2); the
+  # engine's block (v7) and 1B step; bench gemm beta 0 / 1;
   # ncu of every kernel of one 1B and one 7B block; ncu --set full of the lab
   # backward variants 10 and 11 (the dQ staging's bank conflicts).
   step "bootstrap (Kokkos CUDA from .offline)" 120 scripts/bootstrap.sh --cuda --from .offline
@@ -80,9 +81,11 @@ if [ "$PART" = 10 ]; then
   step "lab: backward variants 9, 10, 11 and torch SDPA" 200 env MAIN=0 WGMMA=0 OUT="$OUT/lab" \
     experiments/kernels/flash_attn/run_h200.sh
   tail -n 16 "$OUT/lab/run.log"
-  step "torch LLaMA block (eager, compile) 1B and 7B at 32K" 120 \
-    python3 experiments/peers/peers.py "$OUT" --only block --tokens 32768
+  step "torch LLaMA block (eager, compile) 1B and 7B at 32K, memory-bound kernels" 150 \
+    python3 experiments/peers/peers.py "$OUT" --only block,kernels --tokens 32768
   if [ -x "$build/burst" ]; then
+    step "burst bench kernels (RMSNorm v2, SwiGLU, RoPE, AdamW)" 40 \
+      "$build/burst" bench kernels --output "$OUT/kernels_bf16.h5"
     for m in 1B 7B; do layer32k " (v7)" 40 "layer_${m}_bf16.h5"; done
     step "burst bench step 1B bf16 whole, 32K / 64K / 128K tokens" 90 "$build/burst" bench step --set bench.preset=1B \
       --set 'bench.tokens=[32768,65536,131072]' --set bench.dtype=bf16 --set bench.activation=whole \
