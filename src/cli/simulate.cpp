@@ -38,8 +38,9 @@ double parse_seq(const std::string& text) {
   BURST_CHECK_CONFIG(end != text.c_str() && v > 0 && std::isfinite(v), "--seq '", text, "' must be a positive number of tokens");
   // The model's arithmetic (and token counts held as long) stays meaningful
   // far below this; beyond it the step times overflow to inf / nan.
-  const double S = std::round(v * mult), kMaxSeq = 1099511627776.0;  // 2^40 = 1024G tokens
+  const double S = v * mult, kMaxSeq = 1099511627776.0;  // 2^40 = 1024G tokens
   BURST_CHECK_CONFIG(S <= kMaxSeq, "--seq '", text, "' = ", S, " tokens is out of range: at most 2^40 = ", kMaxSeq, " tokens");
+  BURST_CHECK_CONFIG(S == std::floor(S), "--seq '", text, "' = ", S, " tokens is not a whole number of tokens");
   return S;
 }
 
