@@ -434,7 +434,7 @@ def step_overhead(d):
 def main():
     d = os.path.join(C.results_dir(), "calibration")
     os.makedirs(d, exist_ok=True)
-    cores = int(os.environ.get("BURST_HOST_CORES", os.cpu_count()))
+    cores = C.host_cores()
     t_start = time.time()
     waited = C.wait_for_quiet()
     if waited > 1.5:

@@ -109,6 +109,31 @@ def _cpus():
 CPUS, NCPU = _cpus()
 
 
+def physical_cores(cpus=None):
+    """The physical cores behind the CPUs this process may run on (SMT siblings
+    counted once, from sysfs' package and core ids); the CPU count where sysfs
+    does not say. MPICH's `-bind-to core` places ranks on these."""
+    seen = set()
+    for c in cpus if cpus is not None else CPUS:
+        base = f"/sys/devices/system/cpu/cpu{c}/topology/"
+        try:
+            with open(base + "physical_package_id") as f1, open(base + "core_id") as f2:
+                seen.add((f1.read().strip(), f2.read().strip()))
+        except OSError:
+            return len(cpus if cpus is not None else CPUS)
+    return len(seen) or 1
+
+
+def host_cores():
+    """The cores a run's ranks share (host.cores): BURST_HOST_CORES if set,
+    else the physical cores when the ranks are bound one per core (binding()
+    "core": on an SMT machine two logical CPUs are one core there), else the
+    CPUs this process may use."""
+    if "BURST_HOST_CORES" in os.environ:
+        return int(os.environ["BURST_HOST_CORES"])
+    return physical_cores() if binding() == "core" else NCPU
+
+
 def host_cpu_seconds():
     """(busy, steal) CPU seconds since boot of the CPUs this process may run on,
     from /proc/stat's per-CPU lines (busy = user + nice + system + irq + softirq
