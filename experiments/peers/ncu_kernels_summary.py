@@ -28,8 +28,10 @@ def short(name):
     return n[:90]
 
 
+# Older ncu names its units nsecond / usecond / byte / kbyte ..., ncu 2025 ns / us / B / KB ... (lowercased here)
 SCALES = {"nsecond": 1e-9, "usecond": 1e-6, "msecond": 1e-3, "second": 1.0, "byte": 1.0, "kbyte": 1e3,
-          "mbyte": 1e6, "gbyte": 1e9, "tbyte": 1e12}
+          "mbyte": 1e6, "gbyte": 1e9, "tbyte": 1e12,
+          "ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0, "b": 1.0, "kb": 1e3, "mb": 1e6, "gb": 1e9, "tb": 1e12}
 
 
 def unit_scale(u, default):

@@ -1,10 +1,11 @@
 // Backward on Hopper warpgroup MMA, head dim 128. dq_tma = true (the default):
-// the lab's variant 10 (flash_bwd_tma_ws.cuh, MODE kBwdDiet | kBwdDqFirst):
+// the lab's variant 11 (flash_bwd_tma_ws.cuh, MODE kBwdDiet | kBwdDqFirst | kBwdDqSwz):
 // a TMA producer warp for Q / dO and a dQ-writer warp (bulk tensor
 // reduce-adds of the fp32 dQ partials), two consumer warpgroups (BR64 BC128),
 // lse / D staged in log2 units, uniform wgmma descriptors, the mask only on
-// partial tiles, dQ issued before dK and staged while dK runs
-// (495-515 TFLOP/s at 32 x 128, 0.92-1.10x cuDNN in the same call, lab run 8;
+// partial tiles, dQ issued before dK and staged while dK runs, the staging's
+// shared stores free of bank conflicts (503-538 TFLOP/s at 32 x 128, 0.95-1.09x
+// cuDNN in the same call, lab run 9; variant 10: 495-515, run 8;
 // d = 64 passes the same checks, its speed not timed); false: variant 6, dQ
 // by fp32 atomics (313-324, run 4). experiments/kernels/flash_attn/NOTES.md.
 // sm_90a only: CMake builds this file in burst_kernels_cuda_sm90a.
@@ -17,6 +18,6 @@
 
 namespace burst { namespace fa { namespace dev {
 cudaError_t bwd_wgmma_d128(const BwdParams& p, bool dq_tma, cudaStream_t st) {
-  return dq_tma ? launch_bwd_tma_ws<128, kBwdDiet | kBwdDqFirst>(p, st) : launch_bwd_wgmma<128, false, true>(p, st);
+  return dq_tma ? launch_bwd_tma_ws<128, kBwdDiet | kBwdDqFirst | kBwdDqSwz>(p, st) : launch_bwd_wgmma<128, false, true>(p, st);
 }
 }}}

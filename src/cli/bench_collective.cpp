@@ -137,16 +137,24 @@ int cmd_bench_collective(Runtime& rt, const BenchGemmOptions& opt) {
         };
         const int gme = me % G, base = me - gme;
         MPI_Request ring_req[2];
+        // The ring's raw MPI transfers take host memory: a device build's
+        // views are not readable by an MPI that is not CUDA-aware (it faulted
+        // in MPI_Isend on the H200). The ring executor's MPI staging copies
+        // device blocks to host buffers of this kind; the copies are not
+        // part of what this bench measures (the wait on shared cores).
+        const bool ring = kind == "ring";
+        Kokkos::View<unsigned char*, Layout, Kokkos::HostSpace> ring_send("bench/ring_send", ring ? size_t(chunk) : 0),
+            ring_recv("bench/ring_recv", ring ? size_t(chunk) : 0);
+        Kokkos::deep_copy(ring_send, static_cast<unsigned char>(me + 1));
         auto ring_post = [&] {
-          MPI_Irecv(recv.data(), int(chunk), MPI_BYTE, base + (gme + G - 1) % G, 7, rt.world(), &ring_req[0]);
-          MPI_Isend(send.data(), int(chunk), MPI_BYTE, base + (gme + 1) % G, 7, rt.world(), &ring_req[1]);
+          MPI_Irecv(ring_recv.data(), int(chunk), MPI_BYTE, base + (gme + G - 1) % G, 7, rt.world(), &ring_req[0]);
+          MPI_Isend(ring_send.data(), int(chunk), MPI_BYTE, base + (gme + 1) % G, 7, rt.world(), &ring_req[1]);
         };
         auto ring_wait = [&] {
           Timer t;
           wait_all_bounded(ring_req, 2, "bench collective: ring round", chunk);
           in_coll += t.seconds();
         };
-        const bool ring = kind == "ring";
         auto iteration = [&](bool with) {
           if (with && ring) ring_post();
           spin_work(steps);

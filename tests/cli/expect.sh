@@ -9,7 +9,7 @@ set -u
 want=$1; regex=$2; shift 2
 start=$(date +%s.%N)
 out=$("$@" 2>&1); got=$?
-elapsed=$(echo "$(date +%s.%N) - $start" | bc)
+elapsed=$(awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN { printf "%.3f", b - a }')  # awk: bc is not everywhere
 flat=$(printf '%s' "$out" | tr '\n' ' ')
 ok=1
 if [ "$want" = "!0" ]; then
@@ -19,7 +19,7 @@ if ! printf '%s' "$flat" | grep -Eq -- "$regex"; then echo "output does not matc
 if [ -n "${EXPECT_ONE_ERROR:-}" ] && [ "$(printf '%s\n' "$out" | grep -c '^burst: error')" != 1 ]; then
   echo "expected the error once (from rank 0), got it $(printf '%s\n' "$out" | grep -c '^burst: error') times"; ok=0
 fi
-if [ -n "${EXPECT_WITHIN:-}" ] && [ "$(echo "$elapsed > $EXPECT_WITHIN" | bc)" = 1 ]; then
+if [ -n "${EXPECT_WITHIN:-}" ] && awk -v e="$elapsed" -v w="$EXPECT_WITHIN" 'BEGIN { exit !(e > w) }'; then
   echo "took ${elapsed}s, more than ${EXPECT_WITHIN}s"; ok=0
 fi
 if [ $ok = 0 ]; then echo "---- output of: $*"; printf '%s\n' "$out"; exit 1; fi

@@ -26,14 +26,14 @@ const char* kBwdNames128[] = {"bwd BR64 BC64 8w", "bwd BR64 BC128 8w", "bwd BR64
                               "bwd wgmma_tma_ws BR64 BC128 producer warp dQ-TMA-reduce",
                               "bwd wgmma_tma_ws producer warp instruction diet",
                               "bwd wgmma_tma_ws instruction diet dQ before dK",
-                              "bwd wgmma_tma_ws dQ before dK, conflict-free dQ staging"};
+                              "bwd wgmma_tma_ws dQ before dK conflict-free dQ staging"};
 const char* kBwdNames64[] = {"bwd BR64 BC64 8w", "bwd BR64 BC128 8w", "bwd BR64 BC128 8w dQ32x32", "bwd BR64 BC64 4w x2/SM",
                              "bwd wgmma BR64 BC128 2WG", "bwd wgmma DIAG dS K-major (no tnspA)",
                               "bwd wgmma BR64 BC128 2WG early dV", "bwd wgmma BR64 BC128 2WG early dV dQ-TMA-reduce",
                               "bwd wgmma_tma_ws BR64 BC128 producer warp dQ-TMA-reduce",
                               "bwd wgmma_tma_ws producer warp instruction diet",
                               "bwd wgmma_tma_ws instruction diet dQ before dK",
-                              "bwd wgmma_tma_ws dQ before dK, conflict-free dQ staging"};
+                              "bwd wgmma_tma_ws dQ before dK conflict-free dQ staging"};
 template <size_t N> const char* pick(const char* (&a)[N], int v) { return v >= 0 && v < (int)N ? a[v] : nullptr; }
 }  // namespace
 
