@@ -45,6 +45,27 @@ layer32k() {
   step "burst bench layer $m bf16 32K$note" "$cap" env "$@" "$build/burst" bench layer --set bench.preset=$m \
     --set bench.tokens=32768 --set bench.dtype=bf16 --set bench.repeats=5 --set bench.warmup=1 --output "$OUT/$file"
 }
+if [ "$PART" = 11 ]; then
+  # A short call: the backward variant 11 in the engine (the block, 1B and 7B
+  # at 32K) and the gpu tests of the CUDA kernels it and RMSNorm v2 touch,
+  # then the distributed attention on the one GPU (bf16, MPI staging) and the
+  # bench-collective ring, as far as the budget goes.
+  step "bootstrap (Kokkos CUDA from .offline)" 120 scripts/bootstrap.sh --cuda --from .offline
+  step "build (burst and the kernel tests)" 200 scripts/build.sh --cuda --deps-include "$(pwd)/.offline/include" \
+    -DBURST_ENABLE_NCCL=ON --target burst --target test_kernels_attention_cuda --target test_kernels_cuda \
+    --target test_dist_attention
+  build=$(pwd)/build-cuda
+  if [ -x "$build/burst" ]; then
+    for m in 1B 7B; do layer32k " (backward variant 11)" 30 "layer_${m}_bf16.h5"; done
+    step "gpu tests: CUDA attention kernels, CUDA kernels (RMSNorm v2), distributed attention, bench collective" 240 \
+      bash -c "cd '$build' && ctest -j 16 --output-on-failure -L gpu -LE long \
+      -R 'test_kernels_attention_cuda|test_kernels_cuda|test_dist_attention|bench_collective' \
+      > '$OUT/gpu_tests.log' 2>&1; rc=\$?; tail -n 25 '$OUT/gpu_tests.log'; exit \$rc"
+  fi
+  echo "PART 11 done in $(( $(date +%s) - t0 )) s"
+  date -u
+  exit 0
+fi
 if [ "$PART" = 9 ]; then
   # The calls' untimed work together: the whole build, every gpu test
   # (ctest -j 8, in the background: the trainer's and the model's take ~300 s)
