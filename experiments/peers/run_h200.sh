@@ -61,6 +61,10 @@ if [ "$PART" = 11 ]; then
       bash -c "cd '$build' && ctest -j 16 --output-on-failure -L gpu -LE long \
       -R 'test_kernels_attention_cuda|test_kernels_cuda|test_dist_attention|bench_collective' \
       > '$OUT/gpu_tests.log' 2>&1; rc=\$?; tail -n 25 '$OUT/gpu_tests.log'; exit \$rc"
+    # bench gemm with beta 1 (the weight gradients' C += A B into fp32): PART 10's 40 s cap was too short
+    step "bench gemm LLaMA shapes bf16 -> fp32, beta 1" 90 "$build/burst" bench gemm --set bench.dtype=bf16 \
+      --set bench.out_dtype=float --set bench.beta=1 --set bench.squares=false --set bench.llama=true \
+      --set bench.repeats=5 --output "$OUT/gemm_llama_f32out_beta1.h5"
   fi
   echo "PART 11 done in $(( $(date +%s) - t0 )) s"
   date -u
