@@ -11,6 +11,12 @@
 #include <string>
 #include <vector>
 
+#ifdef BURST_HAVE_CUDA
+#define BURST_ROPE_HPP_INCLUDES_CUDA
+#include "kernels/cuda/rope_cuda.hpp"  // a block per token, 16-byte vectors, for bf16 / float device views
+#undef BURST_ROPE_HPP_INCLUDES_CUDA
+#endif
+
 namespace burst::kernels {
 
 struct RopeScaling {
@@ -56,6 +62,17 @@ void rope_apply_to(Kokkos::View<TI***, Layout, Mem> x, Kokkos::View<TO***, Layou
   BURST_CHECK_INPUT(long(pos.extent(0)) == s, "rope: ", pos.extent(0), " positions for ", s, " tokens");
   BURST_CHECK_INPUT(long(y.extent(0)) == s && long(y.extent(1)) == nh && long(y.extent(2)) == d, "rope: output [",
                     y.extent(0), ", ", y.extent(1), ", ", y.extent(2), "] for input [", s, ", ", nh, ", ", d, "]");
+#ifdef BURST_HAVE_CUDA
+  if constexpr (cuda::rope_dispatches<TI, TO, Mem>()) {
+    if (x.span_is_contiguous() && y.span_is_contiguous() && pos.span_is_contiguous() && inv_freq.span_is_contiguous() &&
+        rope::rope_supported(d, x.data(), y.data())) {
+      cuda::check(rope::rope_apply(cuda::rope_dtype<TI>(), cuda::rope_dtype<TO>(), s, nh, d, x.data(), y.data(), pos.data(),
+                                   inv_freq.data(), attention_factor, inverse, Kokkos::Cuda().cuda_stream()),
+                  "rope (kernels/cuda)");
+      return;
+    }
+  }
+#endif
   const double sign = inverse ? -1.0 : 1.0;
   // One thread per (token, frequency): the angle's FP64 sin and cos once for
   // all heads (they were recomputed per head: 5x the byte floor on the H200),

@@ -16,6 +16,7 @@
 #include "kernels/activations.hpp"
 #include "kernels/attention.hpp"
 #include "kernels/rmsnorm.hpp"
+#include "kernels/rope.hpp"
 
 #include <gtest/gtest.h>
 
@@ -354,6 +355,75 @@ TEST(RmsNormCuda, ForwardBackward) {
   rmsnorm_case<float>(70, 2048, 1e-5);
   rmsnorm_case<float>(513, 4096, 1e-5);
   rmsnorm_case<float>(3, 1028, 1e-5);
+}
+
+// ---------------------------------------------------------------- RoPE
+
+// rope_apply_to on device views against a double reference on the host: the
+// CUDA kernel (head dims that are multiples of 16), in place and out of place,
+// fp32 -> bf16 (the backward's conversion), forward and inverse, positions up
+// to ~2M; d = 40 runs the portable kernel (not a multiple of 16).
+template <class TI, class TO> void rope_case(long S, long nh, long d, bool in_place, bool inverse, double tol) {
+  SCOPED_TRACE(testing::Message() << scalar_name<TI>() << " -> " << scalar_name<TO>() << " S=" << S << " nh=" << nh
+                                  << " d=" << d << (in_place ? " in place" : "") << (inverse ? " inverse" : ""));
+  Kokkos::View<TI***, Layout, Mem> x("x", S, nh, d);
+  Kokkos::View<TO***, Layout, Mem> y("y", S, nh, d);
+  Kokkos::View<long*, Layout, Mem> pos("pos", S);
+  RopeConfig rc;
+  rc.theta = 500000.0, rc.head_dim = d;
+  const RopeTable tab = rope_table(rc, S);
+  Kokkos::View<double*, Layout, Mem> inv("inv", d / 2);
+  {
+    auto hx = Kokkos::create_mirror_view(x);
+    auto hp = Kokkos::create_mirror_view(pos);
+    auto hi = Kokkos::create_mirror_view(inv);
+    std::uniform_real_distribution<double> u(-1.5, 1.5);
+    std::uniform_int_distribution<long> up(0, 2000000);
+    for (long i = 0; i < S; ++i) {
+      hp(i) = i == 0 ? 0 : up(rng());
+      for (long h = 0; h < nh; ++h)
+        for (long e = 0; e < d; ++e) hx(i, h, e) = TI(u(rng()));
+    }
+    for (long e = 0; e < d / 2; ++e) hi(e) = tab.inv_freq[size_t(e)];
+    Kokkos::deep_copy(x, hx), Kokkos::deep_copy(pos, hp), Kokkos::deep_copy(inv, hi);
+  }
+  auto hx = host(x);
+  auto hp = host(pos);
+  Kokkos::View<const long*, Layout, Mem> cpos = pos;
+  Kokkos::View<const double*, Layout, Mem> cinv = inv;
+  if constexpr (std::is_same<TI, TO>::value) {
+    if (in_place) {
+      rope_apply<TI, Mem>(x, cpos, cinv, tab.attention_factor, inverse);
+      Kokkos::deep_copy(y, x);
+    }
+  }
+  if (!in_place) {
+    poison(y);
+    rope_apply_to<TI, TO, Mem>(x, y, cpos, cinv, tab.attention_factor, inverse);
+  }
+  auto hy = host(y);
+  std::vector<double> got, want;
+  const long half = d / 2;
+  for (long i = 0; i < S; ++i)
+    for (long e = 0; e < half; ++e) {
+      const double ang = double(hp(i)) * tab.inv_freq[size_t(e)];
+      const double c = std::cos(ang), sn = (inverse ? -1.0 : 1.0) * std::sin(ang);
+      for (long h = 0; h < nh; ++h) {
+        const double a = double(hx(i, h, e)), b = double(hx(i, h, e + half));
+        want.push_back(a * c - b * sn), got.push_back(double(hy(i, h, e)));
+        want.push_back(b * c + a * sn), got.push_back(double(hy(i, h, e + half)));
+      }
+    }
+  EXPECT_LE(rel_err(got, want), tol);
+}
+
+TEST(RopeCuda, MatchesDoubleReference) {
+  rope_case<bf16, bf16>(77, 3, 128, true, false, 1e-2);
+  rope_case<bf16, bf16>(64, 16, 64, true, true, 1e-2);
+  rope_case<float, bf16>(50, 5, 128, false, true, 1e-2);
+  rope_case<float, float>(33, 4, 32, false, false, 1e-5);
+  rope_case<bf16, bf16>(21, 2, 40, true, false, 1e-2);  // d = 40: the portable kernel
+  rope_case<float, float>(9, 3, 40, false, true, 1e-5);
 }
 
 // ---------------------------------------------------------------- elementwise bf16
