@@ -64,7 +64,7 @@ void rope_apply_to(Kokkos::View<TI***, Layout, Mem> x, Kokkos::View<TO***, Layou
                     y.extent(0), ", ", y.extent(1), ", ", y.extent(2), "] for input [", s, ", ", nh, ", ", d, "]");
 #ifdef BURST_HAVE_CUDA
   if constexpr (cuda::rope_dispatches<TI, TO, Mem>()) {
-    if (x.span_is_contiguous() && y.span_is_contiguous() && pos.span_is_contiguous() && inv_freq.span_is_contiguous() &&
+    if (cuda::rope_cuda_enabled() && x.span_is_contiguous() && y.span_is_contiguous() && pos.span_is_contiguous() && inv_freq.span_is_contiguous() &&
         rope::rope_supported(d, x.data(), y.data())) {
       cuda::check(rope::rope_apply(cuda::rope_dtype<TI>(), cuda::rope_dtype<TO>(), s, nh, d, x.data(), y.data(), pos.data(),
                                    inv_freq.data(), attention_factor, inverse, Kokkos::Cuda().cuda_stream()),

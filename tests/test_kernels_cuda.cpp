@@ -23,6 +23,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <limits>
 #include <random>
 #include <vector>
@@ -418,12 +419,15 @@ template <class TI, class TO> void rope_case(long S, long nh, long d, bool in_pl
 }
 
 TEST(RopeCuda, MatchesDoubleReference) {
+  ::setenv("BURST_ROPE_CUDA", "1", 1);  // the CUDA RoPE is opt-in until this test has passed on the GPU
+  ASSERT_TRUE(cuda::rope_cuda_enabled());
   rope_case<bf16, bf16>(77, 3, 128, true, false, 1e-2);
   rope_case<bf16, bf16>(64, 16, 64, true, true, 1e-2);
   rope_case<float, bf16>(50, 5, 128, false, true, 1e-2);
   rope_case<float, float>(33, 4, 32, false, false, 1e-5);
   rope_case<bf16, bf16>(21, 2, 40, true, false, 1e-2);  // d = 40: the portable kernel
   rope_case<float, float>(9, 3, 40, false, true, 1e-5);
+  ::unsetenv("BURST_ROPE_CUDA");
 }
 
 // ---------------------------------------------------------------- elementwise bf16

@@ -56,8 +56,9 @@ if [ "$PART" = 11 ]; then
     --target test_dist_attention
   build=$(pwd)/build-cuda
   if [ -x "$build/burst" ]; then
-    step "burst bench kernels (RoPE v4, RMSNorm v2)" 30 "$build/burst" bench kernels --output "$OUT/kernels_bf16.h5"
-    for m in 1B 7B; do layer32k " (backward variant 11, RoPE v4)" 30 "layer_${m}_bf16.h5"; done
+    step "burst bench kernels (RoPE v4, RMSNorm v2)" 30 env BURST_ROPE_CUDA=1 "$build/burst" bench kernels \
+      --output "$OUT/kernels_bf16.h5"
+    for m in 1B 7B; do layer32k " (backward variant 11, RoPE v4)" 30 "layer_${m}_bf16.h5" BURST_ROPE_CUDA=1; done
     step "gpu tests: CUDA attention kernels, CUDA kernels (RMSNorm v2), distributed attention, bench collective" 240 \
       bash -c "cd '$build' && ctest -j 16 --output-on-failure -L gpu -LE long \
       -R 'test_kernels_attention_cuda|test_kernels_cuda|test_dist_attention|bench_collective' \

@@ -11,6 +11,7 @@
 
 #include "kernels/cuda/rope_cuda.h"
 
+#include <cstdlib>
 #include <type_traits>
 
 namespace burst::kernels::cuda {
@@ -25,6 +26,15 @@ template <class T> constexpr bool rope_type() {
 template <class TI, class TO, class Mem> constexpr bool rope_dispatches() {
   return rope_type<TI>() && rope_type<TO>() && std::is_same<Mem, Kokkos::CudaSpace>::value;
 }
+// The CUDA RoPE runs only with BURST_ROPE_CUDA=1 until its first GPU run has
+// passed RopeCuda.MatchesDoubleReference (written 2026-12-05, when the
+// session's device time had run out): until then the portable kernel, run
+// on the H200 since 2026-12-02, stays the default.
+inline bool rope_cuda_enabled() {
+  const char* v = std::getenv("BURST_ROPE_CUDA");
+  return v != nullptr && v[0] == '1' && v[1] == '\0';
+}
+
 template <class T> constexpr int rope_dtype() { return std::is_same<std::remove_const_t<T>, bf16>::value ? 1 : 0; }
 
 }  // namespace burst::kernels::cuda
