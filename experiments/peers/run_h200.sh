@@ -19,8 +19,10 @@
 #                                                   1B and 7B at 32K) beside the torch block (eager, compile),
 #                                                   the gpu tests of that code; every step logged, a failing step
 #                                                   does not stop the next, the whole call kept under ~9 min
-#   PART=8 OUT=$OUT experiments/peers/run_h200.sh   the block kernel by kernel: ncu durations and DRAM bytes of one
-#                                                   1B / 7B block fwd + bwd, summarised; bench gemm C += A B (fp32)
+#   PART=9 OUT=$OUT PASSKEY_ARGS=... ...            the untimed call: every gpu test beside the passkey stage 2
+#   PART=10 OUT=$OUT experiments/peers/run_h200.sh  the timed call: lab backward variants, torch block and kernels,
+#                                                   bench kernels / layer / step / gemm (beta 0, 1), ncu of the blocks
+#   PART=11 OUT=$OUT experiments/peers/run_h200.sh  short: bench kernels, the block, the CUDA kernels' gpu tests
 # (PART=2 rebuilds unless the machine is still warm from PART=1.)
 # Copy what comes back under $OUT into experiments/results/h200/ (at most 6
 # files per part: the device tool returns 8).
@@ -45,6 +47,27 @@ layer32k() {
   step "burst bench layer $m bf16 32K$note" "$cap" env "$@" "$build/burst" bench layer --set bench.preset=$m \
     --set bench.tokens=32768 --set bench.dtype=bf16 --set bench.repeats=5 --set bench.warmup=1 --output "$OUT/$file"
 }
+# gemm_llama BETA CAP: `burst bench gemm` at the LLaMA shapes, bf16 -> fp32,
+# C = A B (beta 0) or C += A B (beta 1, as the weight gradients), into $OUT.
+gemm_llama() {
+  step "bench gemm LLaMA shapes bf16 -> fp32, beta $1" "$2" "$build/burst" bench gemm --set bench.dtype=bf16 \
+    --set bench.out_dtype=float --set bench.beta="$1" --set bench.squares=false --set bench.llama=true \
+    --set bench.repeats=5 --output "$OUT/gemm_llama_f32out_beta$1.h5"
+}
+# ncu_block M: Nsight Compute's duration and DRAM bytes of every kernel of one
+# block of preset M, forward + backward at 32K (the NVTX range block_fwd_bwd of
+# bench layer's first timed round), summarised by ncu_kernels_summary.py.
+ncu_block() {
+  local m=$1 csv=$OUT/ncu_layer_$1.csv
+  step "ncu: every kernel of one $m block fwd + bwd, 32K" 80 ncu --clock-control none --csv --page raw \
+    --metrics gpu__time_duration.sum,dram__bytes_read.sum,dram__bytes_write.sum --nvtx --nvtx-include "block_fwd_bwd/" \
+    --log-file "$csv" "$build/burst" bench layer --set bench.preset=$m --set bench.tokens=32768 \
+    --set bench.dtype=bf16 --set bench.repeats=1 --set bench.warmup=0 --set bench.check_tokens=0 \
+    --set bench.phases=false --output "$OUT/layer_${m}_ncu.h5"
+  python3 experiments/peers/ncu_kernels_summary.py "$csv" > "$OUT/ncu_layer_${m}_summary.txt" 2>&1
+  head -n 30 "$OUT/ncu_layer_${m}_summary.txt"
+  gzip -f "$csv"
+}
 if [ "$PART" = 11 ]; then
   # A short call: the backward variant 11 in the engine (the block, 1B and 7B
   # at 32K) and the gpu tests of the CUDA kernels it and RMSNorm v2 touch,
@@ -63,10 +86,7 @@ if [ "$PART" = 11 ]; then
       bash -c "cd '$build' && ctest -j 16 --output-on-failure -L gpu -LE long \
       -R 'test_kernels_attention_cuda|test_kernels_cuda|test_dist_attention|bench_collective' \
       > '$OUT/gpu_tests.log' 2>&1; rc=\$?; tail -n 25 '$OUT/gpu_tests.log'; exit \$rc"
-    # bench gemm with beta 1 (the weight gradients' C += A B into fp32): PART 10's 40 s cap was too short
-    step "bench gemm LLaMA shapes bf16 -> fp32, beta 1" 90 "$build/burst" bench gemm --set bench.dtype=bf16 \
-      --set bench.out_dtype=float --set bench.beta=1 --set bench.squares=false --set bench.llama=true \
-      --set bench.repeats=5 --output "$OUT/gemm_llama_f32out_beta1.h5"
+    gemm_llama 1 90  # PART 10's first cap (40 s) was too short
   fi
   echo "PART 11 done in $(( $(date +%s) - t0 )) s"
   date -u
@@ -117,22 +137,9 @@ if [ "$PART" = 10 ]; then
     step "burst bench step 1B bf16 whole, 32K / 64K / 128K tokens" 90 "$build/burst" bench step --set bench.preset=1B \
       --set 'bench.tokens=[32768,65536,131072]' --set bench.dtype=bf16 --set bench.activation=whole \
       --set bench.repeats=2 --set bench.warmup=1 --output "$OUT/step_1B_bf16.h5"
-    for beta in 0 1; do
-      step "bench gemm LLaMA shapes bf16 -> fp32, beta $beta" 40 "$build/burst" bench gemm --set bench.dtype=bf16 \
-        --set bench.out_dtype=float --set bench.beta=$beta --set bench.squares=false --set bench.llama=true \
-        --set bench.repeats=5 --output "$OUT/gemm_llama_f32out_beta$beta.h5"
-    done
-    for m in 1B 7B; do
-      csv=$OUT/ncu_layer_$m.csv
-      step "ncu: every kernel of one $m block fwd + bwd, 32K" 80 ncu --clock-control none --csv --page raw \
-        --metrics gpu__time_duration.sum,dram__bytes_read.sum,dram__bytes_write.sum --nvtx --nvtx-include "block_fwd_bwd/" \
-        --log-file "$csv" "$build/burst" bench layer --set bench.preset=$m --set bench.tokens=32768 \
-        --set bench.dtype=bf16 --set bench.repeats=1 --set bench.warmup=0 --set bench.check_tokens=0 \
-        --set bench.phases=false --output "$OUT/layer_${m}_ncu.h5"
-      python3 experiments/peers/ncu_kernels_summary.py "$csv" > "$OUT/ncu_layer_${m}_summary.txt" 2>&1
-      head -n 30 "$OUT/ncu_layer_${m}_summary.txt"
-      gzip -f "$csv"
-    done
+    gemm_llama 0 60
+    gemm_llama 1 90
+    for m in 1B 7B; do ncu_block $m; done
   fi
   l=$(left)
   if [ "$l" -gt 60 ]; then
@@ -143,51 +150,6 @@ if [ "$PART" = 10 ]; then
   (cd "$OUT" && tar cf /tmp/part10.tar --exclude=run_part10.log . && mv /tmp/part10.tar . && \
     find . -mindepth 1 -not -name part10.tar -not -name run_part10.log -delete)
   echo "PART 10 done in $(( $(date +%s) - t0 )) s"
-  date -u
-  exit 0
-fi
-if [ "$PART" = 8 ]; then
-  # Where the LLaMA block's time goes, kernel by kernel (the "rest" is 2-3x its
-  # byte floor, the GEMM backward runs at 667-699 TFLOP/s against 764-823 in
-  # bench gemm: NOTES "LLaMA block v6"): the build (burst only); bench gemm at
-  # the LLaMA shapes with C += A B into fp32 (the weight gradients) beside C = A B;
-  # Nsight Compute's duration and DRAM bytes of every kernel of one 1B and one
-  # 7B block forward + backward at 32K (the NVTX range "block_fwd_bwd" of bench
-  # layer's first timed round; without the range filter, should ncu not honour
-  # it: then the setup and the forward-alone round are in the list too),
-  # summarised per kernel by ncu_kernels_summary.py.
-  step "bootstrap (Kokkos CUDA from .offline)" 120 scripts/bootstrap.sh --cuda --from .offline
-  step "build (burst)" 240 scripts/build.sh --cuda --deps-include "$(pwd)/.offline/include" -DBURST_ENABLE_NCCL=ON \
-    --target burst
-  build=$(pwd)/build-cuda
-  if [ -x "$build/burst" ]; then
-    for beta in 0 1; do
-      step "bench gemm LLaMA shapes bf16 -> fp32, beta $beta" 45 "$build/burst" bench gemm --set bench.dtype=bf16 \
-        --set bench.out_dtype=float --set bench.beta=$beta --set bench.squares=false --set bench.llama=true \
-        --set bench.repeats=5 --output "$OUT/gemm_llama_f32out_beta$beta.h5"
-    done
-    for m in 1B 7B; do
-      csv=$OUT/ncu_layer_$m.csv
-      step "ncu: every kernel of one $m block fwd + bwd, 32K" 100 ncu --clock-control none --csv --page raw \
-        --metrics gpu__time_duration.sum,dram__bytes_read.sum,dram__bytes_write.sum --nvtx --nvtx-include "block_fwd_bwd/" \
-        --log-file "$csv" "$build/burst" bench layer --set bench.preset=$m --set bench.tokens=32768 \
-        --set bench.dtype=bf16 --set bench.repeats=1 --set bench.warmup=0 --set bench.check_tokens=0 \
-        --set bench.phases=false --output "$OUT/layer_${m}_ncu.h5"
-      if ! python3 experiments/peers/ncu_kernels_summary.py "$csv" > "$OUT/ncu_layer_${m}_summary.txt" 2>&1; then
-        echo "== no kernels in the NVTX range: again without the filter"
-        step "ncu (no NVTX filter): $m block" 100 ncu --clock-control none --csv --page raw \
-          --metrics gpu__time_duration.sum,dram__bytes_read.sum,dram__bytes_write.sum --log-file "$csv" \
-          "$build/burst" bench layer --set bench.preset=$m --set bench.tokens=32768 --set bench.dtype=bf16 \
-          --set bench.repeats=1 --set bench.warmup=0 --set bench.check_tokens=0 --set bench.phases=false \
-          --output "$OUT/layer_${m}_ncu.h5"
-        python3 experiments/peers/ncu_kernels_summary.py "$csv" > "$OUT/ncu_layer_${m}_summary.txt" 2>&1
-      fi
-      head -n 30 "$OUT/ncu_layer_${m}_summary.txt"
-      gzip -f "$csv"
-    done
-  fi
-  (cd "$OUT" && ls *.h5 >/dev/null 2>&1 && tar cf part8_h5.tar *.h5 && rm -f *.h5)
-  echo "PART 8 done in $(( $(date +%s) - t0 )) s"
   date -u
   exit 0
 fi
