@@ -81,7 +81,15 @@ if [ "$PART" = 11 ]; then
   if [ -x "$build/burst" ]; then
     step "burst bench kernels (RoPE v4, RMSNorm v2)" 30 env BURST_ROPE_CUDA=1 "$build/burst" bench kernels \
       --output "$OUT/kernels_bf16.h5"
+    # SM clock and power every 20 ms while the blocks run (is the GEMM backward power-bound? NOTES "LLaMA block")
+    nvidia-smi --query-gpu=timestamp,clocks.sm,power.draw,temperature.gpu --format=csv,noheader -lms 20 \
+      > "$OUT/clocks_layer.csv" 2>&1 &
+    smi=$!
     for m in 1B 7B; do layer32k " (backward variant 11, RoPE v4)" 30 "layer_${m}_bf16.h5" BURST_ROPE_CUDA=1; done
+    kill "$smi" 2>/dev/null
+    awk -F', ' '{gsub(/ MHz/,"",$2); gsub(/ W/,"",$3); if ($2+0 > 0) {n++; c+=$2; if ($2<mn||mn==0) mn=$2; p+=$3}}
+      END {if (n) printf "SM clock over the block runs: mean %.0f MHz, min %d MHz, mean power %.0f W (%d samples)\n", c/n, mn, p/n, n}' \
+      "$OUT/clocks_layer.csv"
     step "gpu tests: CUDA attention kernels, CUDA kernels (RMSNorm v2), distributed attention, bench collective" 240 \
       bash -c "cd '$build' && ctest -j 16 --output-on-failure -L gpu -LE long \
       -R 'test_kernels_attention_cuda|test_kernels_cuda|test_dist_attention|bench_collective' \
