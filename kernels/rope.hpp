@@ -65,7 +65,7 @@ void rope_apply_to(Kokkos::View<TI***, Layout, Mem> x, Kokkos::View<TO***, Layou
 #ifdef BURST_HAVE_CUDA
   if constexpr (cuda::rope_dispatches<TI, TO, Mem>()) {
     if (cuda::rope_cuda_enabled() && x.span_is_contiguous() && y.span_is_contiguous() && pos.span_is_contiguous() && inv_freq.span_is_contiguous() &&
-        rope::rope_supported(d, x.data(), y.data())) {
+        rope::rope_supported(s, nh, d, x.data(), y.data())) {
       cuda::check(rope::rope_apply(cuda::rope_dtype<TI>(), cuda::rope_dtype<TO>(), s, nh, d, x.data(), y.data(), pos.data(),
                                    inv_freq.data(), attention_factor, inverse, Kokkos::Cuda().cuda_stream()),
                   "rope (kernels/cuda)");

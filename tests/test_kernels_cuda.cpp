@@ -26,6 +26,7 @@
 #include <cstdlib>
 #include <limits>
 #include <random>
+#include <string>
 #include <vector>
 
 #ifndef BURST_HAVE_CUDA
@@ -361,12 +362,16 @@ TEST(RmsNormCuda, ForwardBackward) {
 // ---------------------------------------------------------------- RoPE
 
 // rope_apply_to on device views against a double reference on the host: the
-// CUDA kernel (head dims that are multiples of 16), in place and out of place,
-// fp32 -> bf16 (the backward's conversion), forward and inverse, positions up
-// to ~2M; d = 40 runs the portable kernel (not a multiple of 16).
-template <class TI, class TO> void rope_case(long S, long nh, long d, bool in_place, bool inverse, double tol) {
+// CUDA kernel (head dims that are multiples of 16: it must be the one that
+// runs), in place and out of place, fp32 <-> bf16, forward and inverse, an
+// attention factor other than 1, positions up to ~2M, more chunks and
+// frequencies than a block's 128 threads (the strided loops); d = 40 runs
+// the portable kernel (not a multiple of 16).
+template <class TI, class TO>
+void rope_case(long S, long nh, long d, bool in_place, bool inverse, double af, double tol) {
   SCOPED_TRACE(testing::Message() << scalar_name<TI>() << " -> " << scalar_name<TO>() << " S=" << S << " nh=" << nh
-                                  << " d=" << d << (in_place ? " in place" : "") << (inverse ? " inverse" : ""));
+                                  << " d=" << d << (in_place ? " in place" : "") << (inverse ? " inverse" : "")
+                                  << " af=" << af);
   Kokkos::View<TI***, Layout, Mem> x("x", S, nh, d);
   Kokkos::View<TO***, Layout, Mem> y("y", S, nh, d);
   Kokkos::View<long*, Layout, Mem> pos("pos", S);
@@ -390,17 +395,20 @@ template <class TI, class TO> void rope_case(long S, long nh, long d, bool in_pl
   }
   auto hx = host(x);
   auto hp = host(pos);
+  // The CUDA kernel takes every case with d % 16 == 0 here (else this test
+  // would pass on the portable kernel alone).
+  EXPECT_EQ(rope::rope_supported(S, nh, d, x.data(), y.data()), d % 16 == 0);
   Kokkos::View<const long*, Layout, Mem> cpos = pos;
   Kokkos::View<const double*, Layout, Mem> cinv = inv;
   if constexpr (std::is_same<TI, TO>::value) {
     if (in_place) {
-      rope_apply<TI, Mem>(x, cpos, cinv, tab.attention_factor, inverse);
+      rope_apply<TI, Mem>(x, cpos, cinv, af, inverse);
       Kokkos::deep_copy(y, x);
     }
   }
   if (!in_place) {
     poison(y);
-    rope_apply_to<TI, TO, Mem>(x, y, cpos, cinv, tab.attention_factor, inverse);
+    rope_apply_to<TI, TO, Mem>(x, y, cpos, cinv, af, inverse);
   }
   auto hy = host(y);
   std::vector<double> got, want;
@@ -408,7 +416,7 @@ template <class TI, class TO> void rope_case(long S, long nh, long d, bool in_pl
   for (long i = 0; i < S; ++i)
     for (long e = 0; e < half; ++e) {
       const double ang = double(hp(i)) * tab.inv_freq[size_t(e)];
-      const double c = std::cos(ang), sn = (inverse ? -1.0 : 1.0) * std::sin(ang);
+      const double c = std::cos(ang) * af, sn = (inverse ? -1.0 : 1.0) * std::sin(ang) * af;
       for (long h = 0; h < nh; ++h) {
         const double a = double(hx(i, h, e)), b = double(hx(i, h, e + half));
         want.push_back(a * c - b * sn), got.push_back(double(hy(i, h, e)));
@@ -418,16 +426,35 @@ template <class TI, class TO> void rope_case(long S, long nh, long d, bool in_pl
   EXPECT_LE(rel_err(got, want), tol);
 }
 
+// Sets BURST_ROPE_CUDA=1 for its scope (the CUDA RoPE is opt-in until this
+// test has passed on the GPU), restoring the variable after, also when an
+// assertion returns early.
+struct RopeCudaOn {
+  std::string old;
+  bool had = false;
+  RopeCudaOn() {
+    if (const char* v = std::getenv("BURST_ROPE_CUDA")) had = true, old = v;
+    ::setenv("BURST_ROPE_CUDA", "1", 1);
+  }
+  ~RopeCudaOn() {
+    if (had) ::setenv("BURST_ROPE_CUDA", old.c_str(), 1);
+    else ::unsetenv("BURST_ROPE_CUDA");
+  }
+};
+
 TEST(RopeCuda, MatchesDoubleReference) {
-  ::setenv("BURST_ROPE_CUDA", "1", 1);  // the CUDA RoPE is opt-in until this test has passed on the GPU
+  RopeCudaOn on;
   ASSERT_TRUE(cuda::rope_cuda_enabled());
-  rope_case<bf16, bf16>(77, 3, 128, true, false, 1e-2);
-  rope_case<bf16, bf16>(64, 16, 64, true, true, 1e-2);
-  rope_case<float, bf16>(50, 5, 128, false, true, 1e-2);
-  rope_case<float, float>(33, 4, 32, false, false, 1e-5);
-  rope_case<bf16, bf16>(21, 2, 40, true, false, 1e-2);  // d = 40: the portable kernel
-  rope_case<float, float>(9, 3, 40, false, true, 1e-5);
-  ::unsetenv("BURST_ROPE_CUDA");
+  rope_case<bf16, bf16>(77, 3, 128, true, false, 1.0, 1e-2);
+  rope_case<bf16, bf16>(64, 16, 64, true, true, 1.0, 1e-2);
+  rope_case<bf16, bf16>(7, 32, 128, true, false, 0.7, 1e-2);    // 256 chunks per token: two passes of 128 threads
+  rope_case<float, bf16>(50, 5, 128, false, true, 1.0, 1e-2);
+  rope_case<float, bf16>(5, 3, 512, false, false, 1.07, 1e-2);  // 256 frequencies: the angle loop's second pass
+  rope_case<bf16, float>(11, 4, 64, false, true, 0.7, 1e-2);
+  rope_case<float, float>(33, 4, 32, false, false, 1.0, 1e-5);
+  rope_case<float, float>(9, 40, 128, false, true, 1.3, 1e-5);
+  rope_case<bf16, bf16>(21, 2, 40, true, false, 1.0, 1e-2);  // d = 40: the portable kernel
+  rope_case<float, float>(9, 3, 40, false, true, 0.7, 1e-5);
 }
 
 // ---------------------------------------------------------------- elementwise bf16

@@ -111,16 +111,17 @@ CPUS, NCPU = _cpus()
 
 def physical_cores(cpus=None):
     """The physical cores behind the CPUs this process may run on (SMT siblings
-    counted once, from sysfs' package and core ids); the CPU count where sysfs
-    does not say. MPICH's `-bind-to core` places ranks on these."""
+    counted once: the distinct sibling sets of sysfs' thread_siblings_list,
+    which stay distinct across dies where core_id repeats); the CPU count where
+    sysfs does not say. MPICH's `-bind-to core` places ranks on these."""
+    cpus = list(cpus if cpus is not None else CPUS)
     seen = set()
-    for c in cpus if cpus is not None else CPUS:
-        base = f"/sys/devices/system/cpu/cpu{c}/topology/"
+    for c in cpus:
         try:
-            with open(base + "physical_package_id") as f1, open(base + "core_id") as f2:
-                seen.add((f1.read().strip(), f2.read().strip()))
+            with open(f"/sys/devices/system/cpu/cpu{c}/topology/thread_siblings_list") as f:
+                seen.add(f.read().strip())
         except OSError:
-            return len(cpus if cpus is not None else CPUS)
+            return len(cpus)
     return len(seen) or 1
 
 

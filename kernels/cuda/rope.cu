@@ -89,14 +89,14 @@ cudaError_t launch(long s, long nh, long d, const void* x, void* y, const long* 
 
 }  // namespace
 
-bool rope_supported(long d, const void* x, const void* y) {
-  return d > 0 && d % 16 == 0 && d <= 4096 && aligned16(x) && aligned16(y);
+bool rope_supported(long s, long nh, long d, const void* x, const void* y) {
+  return d > 0 && d % 16 == 0 && d <= 4096 && s <= 0x7fffffffL && nh <= 0x7fffffffL / d && aligned16(x) && aligned16(y);
 }
 
 cudaError_t rope_apply(int in_dtype, int out_dtype, long s, long nh, long d, const void* x, void* y, const long* pos,
                        const double* inv_freq, double attention_factor, bool inverse, cudaStream_t stream) {
   if (s <= 0 || nh <= 0) return cudaSuccess;
-  if (!rope_supported(d, x, y) || s > 0x7fffffffL || nh * d > 0x7fffffffL) return cudaErrorInvalidValue;
+  if (!rope_supported(s, nh, d, x, y)) return cudaErrorInvalidValue;
   const double sign = inverse ? -1.0 : 1.0;
   if (in_dtype == 1 && out_dtype == 1)
     return launch<__nv_bfloat16, __nv_bfloat16>(s, nh, d, x, y, pos, inv_freq, attention_factor, sign, stream);

@@ -15,11 +15,12 @@
 namespace burst {
 namespace rope {
 
-// cudaErrorInvalidValue when d is not a multiple of 16 or a pointer is not
-// 16-byte aligned (the caller then runs the portable kernel).
+// Whether rope_apply takes these: d a multiple of 16 (at most 4096), s and
+// nh x d within int, x and y 16-byte aligned (else the caller runs the
+// portable kernel); rope_apply returns cudaErrorInvalidValue otherwise.
+bool rope_supported(long s, long nh, long d, const void* x, const void* y);
 cudaError_t rope_apply(int in_dtype, int out_dtype, long s, long nh, long d, const void* x, void* y, const long* pos,
                        const double* inv_freq, double attention_factor, bool inverse, cudaStream_t stream);
-bool rope_supported(long d, const void* x, const void* y);
 
 }  // namespace rope
 }  // namespace burst
