@@ -61,7 +61,7 @@ void swiglu_forward(Kokkos::View<const T**, Layout, Mem> gate, Kokkos::View<cons
   const long F = gate.extent(1);
 #ifdef BURST_HAVE_CUDA
   if constexpr (cuda::ew_dispatches<T, Mem>()) {
-    if (cuda::ew_contiguous(gate, up, h)) {
+    if (cuda::all_contiguous(gate, up, h)) {
       cuda::check(ew::swiglu_forward(long(gate.size()), cuda::nvb(gate.data()), cuda::nvb(up.data()), cuda::nvb(h.data()),
                                      Kokkos::Cuda().cuda_stream()),
                   "swiglu forward (kernels/cuda)");
@@ -91,7 +91,7 @@ void swiglu_backward(Kokkos::View<const T**, Layout, Mem> dh, Kokkos::View<const
   const long F = gate.extent(1);
 #ifdef BURST_HAVE_CUDA
   if constexpr (cuda::ew_dispatches<T, Mem>()) {
-    if (cuda::ew_contiguous(dh, gate, up, dgate, dup)) {
+    if (cuda::all_contiguous(dh, gate, up, dgate, dup)) {
       cuda::check(ew::swiglu_backward(long(dh.size()), cuda::nvb(dh.data()), cuda::nvb(gate.data()), cuda::nvb(up.data()),
                                       cuda::nvb(dgate.data()), cuda::nvb(dup.data()), Kokkos::Cuda().cuda_stream()),
                   "swiglu backward (kernels/cuda)");
@@ -144,7 +144,7 @@ void add_inplace(Kokkos::View<T**, Layout, Mem> y, Kokkos::View<const T**, Layou
   const long F = y.extent(1);
 #ifdef BURST_HAVE_CUDA
   if constexpr (cuda::ew_dispatches<T, Mem>()) {
-    if (cuda::ew_contiguous(y, x)) {
+    if (cuda::all_contiguous(y, x)) {
       cuda::check(ew::add_inplace(long(y.size()), cuda::nvb(y.data()), cuda::nvb(x.data()), float(alpha),
                                   Kokkos::Cuda().cuda_stream()),
                   "add (kernels/cuda)");
@@ -168,7 +168,7 @@ void convert(Kokkos::View<const S**, Layout, Mem> x, Kokkos::View<T**, Layout, M
   const long F = y.extent(1);
 #ifdef BURST_HAVE_CUDA
   if constexpr (cuda::ew_dispatches<T, Mem>() && std::is_same<S, float>::value) {
-    if (cuda::ew_contiguous(x, y)) {
+    if (cuda::all_contiguous(x, y)) {
       cuda::check(ew::f32_to_bf16(long(y.size()), x.data(), cuda::nvb(y.data()), Kokkos::Cuda().cuda_stream()),
                   "convert fp32 -> bf16 (kernels/cuda)");
       return;

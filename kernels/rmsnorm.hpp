@@ -27,7 +27,7 @@ void rmsnorm_forward(Kokkos::View<const T**, Layout, Mem> x, Kokkos::View<const 
 #ifdef BURST_HAVE_CUDA
   if constexpr (cuda::rmsnorm_dispatches<T, Mem>()) {
     if (cuda::all_contiguous(x, w, y, rstd)) {
-      cuda::check(rn::rmsnorm_forward(cuda::rn_dtype<T>(), N, H, x.data(), w.data(), float(eps), y.data(), rstd.data(),
+      cuda::check(rn::rmsnorm_forward(cuda::dtype_code<T>(), N, H, x.data(), w.data(), float(eps), y.data(), rstd.data(),
                                       Kokkos::Cuda().cuda_stream()),
                   "rmsnorm forward (kernels/cuda)");
       return;
@@ -60,7 +60,7 @@ void rmsnorm_backward(Kokkos::View<const T**, Layout, Mem> dy, Kokkos::View<cons
   if constexpr (cuda::rmsnorm_dispatches<T, Mem>()) {
     if (cuda::all_contiguous(dy, x, w, rstd, dx, dw)) {
       void* ws = cuda::workspace(rn::rmsnorm_backward_workspace(N, H));
-      cuda::check(rn::rmsnorm_backward(cuda::rn_dtype<T>(), N, H, dy.data(), x.data(), w.data(), rstd.data(), dx.data(),
+      cuda::check(rn::rmsnorm_backward(cuda::dtype_code<T>(), N, H, dy.data(), x.data(), w.data(), rstd.data(), dx.data(),
                                        dw.data(), ws, Kokkos::Cuda().cuda_stream()),
                   "rmsnorm backward (kernels/cuda)");
       return;

@@ -64,9 +64,9 @@ void rope_apply_to(Kokkos::View<TI***, Layout, Mem> x, Kokkos::View<TO***, Layou
                     y.extent(0), ", ", y.extent(1), ", ", y.extent(2), "] for input [", s, ", ", nh, ", ", d, "]");
 #ifdef BURST_HAVE_CUDA
   if constexpr (cuda::rope_dispatches<TI, TO, Mem>()) {
-    if (cuda::rope_cuda_enabled() && x.span_is_contiguous() && y.span_is_contiguous() && pos.span_is_contiguous() && inv_freq.span_is_contiguous() &&
+    if (cuda::rope_cuda_enabled() && cuda::all_contiguous(x, y, pos, inv_freq) &&
         rope::rope_supported(s, nh, d, x.data(), y.data())) {
-      cuda::check(rope::rope_apply(cuda::rope_dtype<TI>(), cuda::rope_dtype<TO>(), s, nh, d, x.data(), y.data(), pos.data(),
+      cuda::check(rope::rope_apply(cuda::dtype_code<TI>(), cuda::dtype_code<TO>(), s, nh, d, x.data(), y.data(), pos.data(),
                                    inv_freq.data(), attention_factor, inverse, Kokkos::Cuda().cuda_stream()),
                   "rope (kernels/cuda)");
       return;

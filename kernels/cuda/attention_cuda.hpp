@@ -22,6 +22,7 @@
 #endif
 
 #include "kernels/cuda/flash_attn.h"
+#include "kernels/cuda/tpl_common.hpp"
 
 #include <cstdint>
 #include <limits>
@@ -39,21 +40,11 @@ static_assert(std::is_trivially_copyable<bf16>::value && std::is_standard_layout
 // AttnMask positions are `long`, the kernels' `long long`.
 static_assert(sizeof(long) == sizeof(long long), "positions: long must be 64 bits");
 
-// Throws burst::Error (Internal) naming `what` and the CUDA error.
-void check(cudaError_t e, const char* what);
-
-// A device buffer of at least `bytes` bytes for the kernels' workspace, kept
-// between calls (stream order on the one default stream makes reuse safe);
-// released at Kokkos::finalize. nullptr for 0 bytes.
-void* workspace(size_t bytes);
-
 // How many forward + backward calls went to the CUDA kernels (tests check
 // that the dispatch happened).
 long& dispatch_count();
 
-template <class T, class Mem> constexpr bool dispatches() {
-  return std::is_same<std::remove_const_t<T>, bf16>::value && std::is_same<Mem, Kokkos::CudaSpace>::value;
-}
+template <class T, class Mem> constexpr bool dispatches() { return is_bf16<T>() && in_cuda_mem<Mem>(); }
 
 template <class V> bool contiguous_aligned(const V& v, size_t align) {
   return v.span_is_contiguous() && reinterpret_cast<std::uintptr_t>(v.data()) % align == 0;

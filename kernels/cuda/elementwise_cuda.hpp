@@ -12,19 +12,11 @@
 #endif
 
 #include "kernels/cuda/elementwise_cuda.h"
-
-#include <type_traits>
+#include "kernels/cuda/tpl_common.hpp"
 
 namespace burst::kernels::cuda {
 
-// Defined in kernels/cuda/attention_cuda.cpp.
-void check(cudaError_t e, const char* what);
-
-template <class T, class Mem> constexpr bool ew_dispatches() {
-  return std::is_same<std::remove_const_t<T>, bf16>::value && std::is_same<Mem, Kokkos::CudaSpace>::value;
-}
-
-template <class... V> bool ew_contiguous(const V&... v) { return (v.span_is_contiguous() && ...); }
+template <class T, class Mem> constexpr bool ew_dispatches() { return is_bf16<T>() && in_cuda_mem<Mem>(); }
 
 inline const __nv_bfloat16* nvb(const bf16* p) { return reinterpret_cast<const __nv_bfloat16*>(p); }
 inline __nv_bfloat16* nvb(bf16* p) { return reinterpret_cast<__nv_bfloat16*>(p); }

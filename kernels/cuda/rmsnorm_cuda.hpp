@@ -11,22 +11,10 @@
 #endif
 
 #include "kernels/cuda/rmsnorm_cuda.h"
-
-#include <type_traits>
+#include "kernels/cuda/tpl_common.hpp"
 
 namespace burst::kernels::cuda {
 
-// Defined in kernels/cuda/attention_cuda.cpp (declared there too).
-void check(cudaError_t e, const char* what);
-void* workspace(size_t bytes);
-
-template <class T, class Mem> constexpr bool rmsnorm_dispatches() {
-  using U = std::remove_const_t<T>;
-  return (std::is_same<U, bf16>::value || std::is_same<U, float>::value) && std::is_same<Mem, Kokkos::CudaSpace>::value;
-}
-
-template <class... V> bool all_contiguous(const V&... v) { return (v.span_is_contiguous() && ...); }
-
-template <class T> constexpr int rn_dtype() { return std::is_same<std::remove_const_t<T>, bf16>::value ? 1 : 0; }
+template <class T, class Mem> constexpr bool rmsnorm_dispatches() { return bf16_or_float<T>() && in_cuda_mem<Mem>(); }
 
 }  // namespace burst::kernels::cuda

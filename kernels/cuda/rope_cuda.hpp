@@ -10,21 +10,14 @@
 #endif
 
 #include "kernels/cuda/rope_cuda.h"
+#include "kernels/cuda/tpl_common.hpp"
 
 #include <cstdlib>
-#include <type_traits>
 
 namespace burst::kernels::cuda {
 
-// Defined in kernels/cuda/attention_cuda.cpp (declared there too).
-void check(cudaError_t e, const char* what);
-
-template <class T> constexpr bool rope_type() {
-  using U = std::remove_const_t<T>;
-  return std::is_same<U, bf16>::value || std::is_same<U, float>::value;
-}
 template <class TI, class TO, class Mem> constexpr bool rope_dispatches() {
-  return rope_type<TI>() && rope_type<TO>() && std::is_same<Mem, Kokkos::CudaSpace>::value;
+  return bf16_or_float<TI>() && bf16_or_float<TO>() && in_cuda_mem<Mem>();
 }
 // The CUDA RoPE runs only with BURST_ROPE_CUDA=1 until its first GPU run has
 // passed RopeCuda.MatchesDoubleReference (written 2026-12-05, when the
@@ -34,7 +27,5 @@ inline bool rope_cuda_enabled() {
   const char* v = std::getenv("BURST_ROPE_CUDA");
   return v != nullptr && v[0] == '1' && v[1] == '\0';
 }
-
-template <class T> constexpr int rope_dtype() { return std::is_same<std::remove_const_t<T>, bf16>::value ? 1 : 0; }
 
 }  // namespace burst::kernels::cuda
