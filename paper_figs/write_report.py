@@ -48,6 +48,14 @@ def main():
     if os.path.exists(cal):
         with h5py.File(cal, "r") as f:
             A = f.attrs
+            per_p = "wait_ranks" in A.keys() and len(A["wait_ranks"]) > 0
+
+            def wait_txt(name):  # per rank count when the calibration fitted them so (host.wait_ranks), else the pooled value
+                key = f"collective_wait_{name}_s"
+                if per_p and key + "_at_ranks" in A.keys():
+                    return " / ".join(f"{v * 1e3:.2f}" for v in A[key + "_at_ranks"])
+                return f"{A[key] * 1e3:.2f}"
+            wait_where = (" (at " + " / ".join(str(int(p)) for p in A["wait_ranks"]) + " ranks)") if per_p else ""
             L += ["## This machine as the model sees it (measured in this run, before any comparison)", "",
                   "| constant | value | from |", "|---|---|---|",
                   f"| GEMM rate per CPU-second | {tomllib.loads(A['cluster_toml'])['gpu']['peak_bf16_tflops'] * 1e3:.2f} GFLOP/s "
@@ -68,11 +76,11 @@ def main():
                    f"unexplained |") if "step_overhead_s" in A.keys() else "",
                   f"| MPI alpha, beta | {A['mpi_alpha_s'] * 1e6:.1f} us, {A['mpi_beta_bytes_per_s'] / 1e9:.2f} GB/s | `burst bench pingpong` |",
                   f"| memory bandwidth | {A['mem_bandwidth_bytes_per_s'] / 1e9:.1f} GB/s | 64 MiB copy |",
-                  (f"| collective waits on shared cores, per unit of 1/s - 1 | attention collectives {A['collective_wait_spin_s'] * 1e3:.2f} ms per "
+                  (f"| collective waits on shared cores, per unit of 1/s - 1{wait_where} | attention collectives {wait_txt('spin')} ms per "
                    f"round of MPICH's algorithm"
-                   + (f" ({A['collective_wait_fit_s'] * 1e3:.2f} ms within groups that fit on the cores)" if "collective_wait_fit_s" in A.keys() else "")
-                   + (f", {A['collective_wait_follow_s'] * 1e3:.2f} ms for a call right after another" if "collective_wait_follow_s" in A.keys() else "")
-                   + f", all-reduce {A['collective_wait_nap_s'] * 1e3:.2f} ms per call | `burst bench collective` at "
+                   + (f" ({wait_txt('fit')} ms within groups that fit on the cores)" if "collective_wait_fit_s" in A.keys() else "")
+                   + (f", {wait_txt('follow')} ms for a call right after another" if "collective_wait_follow_s" in A.keys() else "")
+                   + f", all-reduce {wait_txt('nap')} ms per call | `burst bench collective` at "
                    f"{', '.join(str(int(p)) for p in sorted(set(f['collective_ranks'][:])))} ranks"
                    + (f" (and groups of {', '.join(str(int(g)) for g in sorted(set(g for g, r in zip(f['collective_group'][:], f['collective_ranks'][:]) if g != r)))})"
                       if "collective_group" in f else "")

@@ -12,6 +12,7 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <sstream>
 
 #include <cmath>
 
@@ -534,8 +535,8 @@ TEST(PerfModel, SharedCoresSlowComputeByRanksOverCores) {
 TEST(PerfModel, CollectivesOnSharedCoresWaitForTheirMembers) {
   const std::string file = std::string(BURST_FIXTURE_DIR) + "/cpu_cluster_test.toml";
   const Cluster c = load_cluster(file, default_data_dir());
-  EXPECT_DOUBLE_EQ(c.coll_wait_spin, 5e-3);
-  EXPECT_DOUBLE_EQ(c.coll_wait_nap, 1e-3);
+  EXPECT_DOUBLE_EQ(c.coll_wait_spin.at(4), 5e-3);
+  EXPECT_DOUBLE_EQ(c.coll_wait_nap.at(4), 1e-3);
   EXPECT_DOUBLE_EQ(c.elem_bytes, 4);
   EXPECT_DOUBLE_EQ(a800().elem_bytes, 2);
   EXPECT_DOUBLE_EQ(c.off_core_ratio(2), 0);  // 2 ranks, 2 cores
@@ -687,7 +688,7 @@ TEST(PerfModel, SubGroupCollectivesBackToBackDoNotWaitAgain) {
   // Groups that fit on the cores have their own constant
   // (host.collective_wait_fit_ms; without it, collective_wait_ms): USP's
   // pairs take it, Ulysses and USP's groups of 4 keep collective_wait_ms.
-  EXPECT_DOUBLE_EQ(c.coll_wait_spin_fit, c.coll_wait_spin);
+  EXPECT_DOUBLE_EQ(c.coll_wait_spin_fit.at(4), c.coll_wait_spin.at(4));
   const std::string fit_file = ::testing::TempDir() + "cpu_fit_wait.toml";
   {
     std::ifstream in(std::string(BURST_FIXTURE_DIR) + "/cpu_cluster_test.toml");
@@ -695,7 +696,7 @@ TEST(PerfModel, SubGroupCollectivesBackToBackDoNotWaitAgain) {
     out << in.rdbuf() << "\ncollective_wait_fit_ms = 2\n";
   }
   const Cluster cf = load_cluster(fit_file, default_data_dir());
-  EXPECT_DOUBLE_EQ(cf.coll_wait_spin_fit, 2e-3);
+  EXPECT_DOUBLE_EQ(cf.coll_wait_spin_fit.at(4), 2e-3);
   EXPECT_DOUBLE_EQ(cf.spin_collective_wait(4, 2), 2e-3);
   EXPECT_DOUBLE_EQ(cf.spin_collective_wait(4, 4), 5e-3);
   EXPECT_NEAR(attention_cost(cf, usp, p8).fwd.sync, 2 * 3 * 2e-3, 1e-12);  // pairs
@@ -708,7 +709,7 @@ TEST(PerfModel, SubGroupCollectivesBackToBackDoNotWaitAgain) {
   // host.collective_wait_follow_ms per round (default: collective_wait_ms):
   // Ulysses' forward over 4 ranks on 2 cores, q and o first (3 rounds each),
   // k and v after q (3 each) and lse after o (1).
-  EXPECT_DOUBLE_EQ(c.coll_wait_follow, c.coll_wait_spin);
+  EXPECT_DOUBLE_EQ(c.coll_wait_follow.at(4), c.coll_wait_spin.at(4));
   Cluster cw = c;
   cw.coll_wait_follow = 1e-3;
   EXPECT_NEAR(attention_cost(cw, uly, p4).fwd.sync, (3 + 3) * 5e-3 + (3 + 3 + 1) * 1e-3, 1e-12);
@@ -718,7 +719,47 @@ TEST(PerfModel, SubGroupCollectivesBackToBackDoNotWaitAgain) {
     std::ofstream out(fit_file);
     out << in.rdbuf() << "\ncollective_wait_follow_ms = 0.5\n";
   }
-  EXPECT_DOUBLE_EQ(load_cluster(fit_file, default_data_dir()).coll_wait_follow, 0.5e-3);
+  EXPECT_DOUBLE_EQ(load_cluster(fit_file, default_data_dir()).coll_wait_follow.at(4), 0.5e-3);
+
+  // Per rank count (host.wait_ranks, each wait key an array of as many
+  // values): piecewise linear in log2 P, the end values beyond the points;
+  // a key given as a number keeps one value for every P.
+  {
+    std::ifstream in(std::string(BURST_FIXTURE_DIR) + "/cpu_cluster_test.toml");
+    std::ofstream out(fit_file);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    std::string text = ss.str();
+    text.replace(text.find("nap_wait_ms = 1"), 15, "nap_wait_ms = [1, 4]\nwait_ranks = [4, 16]");
+    out << text << "\ncollective_wait_follow_ms = [0.5, 2.5]\n";
+  }
+  const Cluster cr = load_cluster(fit_file, default_data_dir());
+  EXPECT_DOUBLE_EQ(cr.coll_wait_nap.at(4), 1e-3);
+  EXPECT_DOUBLE_EQ(cr.coll_wait_nap.at(8), 2.5e-3);  // halfway in log2 P
+  EXPECT_DOUBLE_EQ(cr.coll_wait_nap.at(2), 1e-3);
+  EXPECT_DOUBLE_EQ(cr.coll_wait_nap.at(64), 4e-3);
+  EXPECT_DOUBLE_EQ(cr.coll_wait_follow.at(8), 1.5e-3);
+  EXPECT_DOUBLE_EQ(cr.coll_wait_spin.at(8), 5e-3);
+  EXPECT_DOUBLE_EQ(cr.nap_collective_wait(8), 2.5e-3 * 3);
+  EXPECT_NEAR(attention_cost(cr, uly, p4).fwd.sync, (3 + 3) * 5e-3 + (3 + 3 + 1) * 0.5e-3, 1e-12);
+  auto refused = [&](const std::string& extra, const std::string& want) {
+    const std::string bad = ::testing::TempDir() + "cpu_bad_wait.toml";
+    {
+      std::ifstream in(std::string(BURST_FIXTURE_DIR) + "/cpu_cluster_test.toml");
+      std::ofstream out(bad);
+      out << in.rdbuf() << "\n" << extra;
+    }
+    try {
+      load_cluster(bad, default_data_dir());
+      ADD_FAILURE() << "accepted: " << extra;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(want), std::string::npos) << e.what();
+    }
+  };
+  refused("collective_wait_fit_ms = [1, 2]\n", "host.wait_ranks is missing");
+  refused("wait_ranks = [4, 8]\ncollective_wait_fit_ms = [1]\n", "has 1 values for the 2 rank counts");
+  refused("wait_ranks = [8, 4]\n", "must increase");
+  refused("wait_ranks = [4, 8]\ncollective_wait_fit_ms = [1, -2]\n", "out of range");
 
   // A training step (2 layers, `whole`): USP's pairs wait 4 times per layer
   // (q, o, dO, dq) of the 14 calls; before this rule all 14 were charged.

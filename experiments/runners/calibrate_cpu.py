@@ -103,6 +103,9 @@ FIT_GROUP = 2          # ranks per collective of the groups that fit on the host
 FIT_RANKS = [4, 8]     # the runs' rank counts past the cores, where such groups wait for their members
 FIT_WORK_US = [3000, 10000]  # compute between collectives: the runs' 1K-2K token passes span about this
 FOLLOW_RANKS = [4, 8]  # two calls back to back over all the ranks (a group that does not fit on the cores)
+# The rank counts of the per-P wait constants (host.wait_ranks): those of the
+# measured points past the host's cores (fewer ranks than cores wait for nobody).
+WAIT_RANKS = sorted(P for P in set(COLL_RANKS) | set(FIT_RANKS) | set(FOLLOW_RANKS) if P > C.host_cores())
 assert set(FOLLOW_RANKS) <= set(COLL_RANKS), "the second call's wait is the pair's less the single call's at the same P"
 
 
@@ -124,6 +127,7 @@ def collective_waits(d, alpha, beta):
     the pair's less the single call's of the same case)."""
     xs = {"spin": [], "nap": [], "spin_fit": [], "follow": []}
     ys = {"spin": [], "nap": [], "spin_fit": [], "follow": []}
+    ps = {"spin": [], "nap": [], "spin_fit": [], "follow": []}  # the rank count of each point
     rows = []
     kinds = SPIN_KINDS + NAP_KINDS
     first = {}  # (P, kind, chunk) -> the single call's median excess over all the ranks
@@ -161,13 +165,21 @@ def collective_waits(d, alpha, beta):
             else:  # the second call of the pair: the pair's excess less the single call's
                 y = ex - first[(P, k, chunk)] - (alpha + moved / beta)
                 w = "follow"
-            xs[w].append(x), ys[w].append(y)
+            xs[w].append(x), ys[w].append(y), ps[w].append(P)
             rows.append((P, k, chunk, s, x, ex, y, rounds, spread(c["excess"]), c["excess"], G, calls))
-    tau = {}
+    def fit(x, y):
+        return max(0.0, float((x * y).sum() / (x * x).sum())) if (x * x).sum() > 0 else 0.0
+
+    tau, tau_at = {}, {}
     for w in xs:
-        x, y = np.array(xs[w]), np.array(ys[w])
-        tau[w] = max(0.0, float((x * y).sum() / (x * x).sum())) if (x * x).sum() > 0 else 0.0
-    return tau, rows
+        x, y, p = np.array(xs[w]), np.array(ys[w]), np.array(ps[w])
+        tau[w] = fit(x, y)
+        # The same fit at each rank count past the cores (host.wait_ranks): one
+        # constant over all of them is pulled to the largest P, where 1/s - 1
+        # is largest (the all-reduce's 0.98 ms at 4 ranks against 2.3 ms at 8
+        # on 2 cores). A class not measured at a rank count keeps the pooled tau.
+        tau_at[w] = [fit(x[p == P], y[p == P]) if (p == P).any() else tau[w] for P in WAIT_RANKS]
+    return tau, tau_at, rows
 
 
 TILE_SEQ = 512      # bench attention tile costs: the block size (the sparse runs' 2048 / 4 ranks; the calls' tiles are 32 x 32)
@@ -491,7 +503,14 @@ def main():
                           for k in sorted((k for k in tiles["median"] if k.startswith("skip_")), key=lambda k: tiles["meta"][k]["seq"]))
     ring = ring_round_cpu(d)
     ring_note = ", ".join(f"{int(x) // 1024} KiB {y * 1e3:.3f}" for x, y in zip(ring["chunks"], ring["cpu"]))
-    tau, coll_rows = collective_waits(d, alpha, beta)
+    tau, tau_at, coll_rows = collective_waits(d, alpha, beta)
+    # per rank count when the runs pass the cores (host.wait_ranks), else the one pooled value
+    wait_val = (lambda w: "[" + ", ".join(f"{v * 1e3:.4g}" for v in tau_at[w]) + "]") if WAIT_RANKS else (  # noqa: E731
+        lambda w: f"{tau[w] * 1e3:.4g}")
+    wait_ranks_line = (f"wait_ranks = [{', '.join(str(P) for P in WAIT_RANKS)}]   # the rank counts of the wait constants below "
+                       f"(each fitted at its P alone; pooled over P: blocking {tau['spin'] * 1e3:.3g}, all-reduce "
+                       f"{tau['nap'] * 1e3:.3g}, right after another {tau['follow'] * 1e3:.3g}, groups that fit "
+                       f"{tau['spin_fit'] * 1e3:.3g} ms)\n") if WAIT_RANKS else ""
     local = collective_local_work(d, alpha, beta)
 
     conc = lay["conc"]
@@ -541,11 +560,11 @@ pcie_latency_us = 0
 memory_gb_per_s = {bw / 1e9:.6g}
 cores = {cores}                 # ranks of a run share these cores (one OpenMP thread each); runs pass --host-cores = the cores they got
 binding = "{C.binding()}"   # the runners' mpiexec: rank r bound to core r mod cores (common.mpiexec), or placed by the kernel
-collective_wait_ms = {tau["spin"] * 1e3:.4g}   # measured: bench collective at P = {COLL_RANKS}, all-to-all/all-gather/reduce-scatter: wait per round of MPICH's algorithm / (1/s - 1), least squares
+{wait_ranks_line}collective_wait_ms = {wait_val("spin")}   # measured: bench collective at P = {COLL_RANKS}, all-to-all/all-gather/reduce-scatter: wait per round of MPICH's algorithm / (1/s - 1), least squares
 element_bytes = 4               # the host build moves float tensors
-nap_wait_ms = {tau["nap"] * 1e3:.4g}          # measured: the same for the trainer's all-reduce (per call)
-collective_wait_follow_ms = {tau["follow"] * 1e3:.4g}   # measured: the blocking kinds over all the ranks at P = {FOLLOW_RANKS}, two calls back to back (bench.calls = 2): the second call's wait, the same fit
-collective_wait_fit_ms = {tau["spin_fit"] * 1e3:.4g}   # measured: the blocking kinds within groups of {FIT_GROUP} (which fit on the cores) at P = {FIT_RANKS}, {FIT_WORK_US} us of compute between calls, the same fit
+nap_wait_ms = {wait_val("nap")}          # measured: the same for the trainer's all-reduce (per call)
+collective_wait_follow_ms = {wait_val("follow")}   # measured: the blocking kinds over all the ranks at P = {FOLLOW_RANKS}, two calls back to back (bench.calls = 2): the second call's wait, the same fit
+collective_wait_fit_ms = {wait_val("spin_fit")}   # measured: the blocking kinds within groups of {FIT_GROUP} (which fit on the cores) at P = {FIT_RANKS}, {FIT_WORK_US} us of compute between calls, the same fit
 # measured: bench layer at t = {CONC_SEQ} as P copies at once: CPU seconds per block alone / at P (shares {', '.join(f'{c["share"]:.2f}' for c in conc)})
 # spread of the block's CPU time: one copy at t = {CONC_SEQ} {sp["fb"][LAYER_SEQ.index(CONC_SEQ)]:.2f}, P copies {fmt_sp(sp["conc_fb"])}
 concurrency_ranks = [{', '.join(str(c["ranks"]) for c in conc)}]
@@ -633,6 +652,9 @@ step_overhead_us_per_token = {step_b * 1e6:.4g}
         f.attrs["collective_wait_nap_s"] = tau["nap"]
         f.attrs["collective_wait_fit_s"] = tau["spin_fit"]
         f.attrs["collective_wait_follow_s"] = tau["follow"]
+        f.attrs["wait_ranks"] = np.array(WAIT_RANKS, dtype=float)
+        for w, name in (("spin", "spin"), ("nap", "nap"), ("spin_fit", "fit"), ("follow", "follow")):
+            f.attrs[f"collective_wait_{name}_s_at_ranks"] = np.array(tau_at[w], dtype=float)
         f["collective_calls"] = np.array([r[11] for r in coll_rows], dtype=float)
         f["collective_group"] = np.array([r[10] for r in coll_rows], dtype=float)
         f["collective_ranks"] = np.array([r[0] for r in coll_rows], dtype=float)
@@ -711,7 +733,9 @@ step_overhead_us_per_token = {step_b * 1e6:.4g}
           f"(combined {', '.join(f'{c / 1e9:.2f}' for c in comb)} at {LAYER_SEQ}), fwd/bwd {fwd_over_bwd:.3f}; "
           f"MPI alpha {alpha * 1e6:.1f} us beta {beta / 1e9:.2f} GB/s; memory {bw / 1e9:.1f} GB/s; cores {cores}; "
           f"collective wait per unit of 1/s - 1: blocking {tau['spin'] * 1e3:.2f} ms, within groups of {FIT_GROUP} "
-          f"{tau['spin_fit'] * 1e3:.2f} ms, a second call back to back {tau['follow'] * 1e3:.2f} ms, all-reduce {tau['nap'] * 1e3:.2f} ms")
+          f"{tau['spin_fit'] * 1e3:.2f} ms, a second call back to back {tau['follow'] * 1e3:.2f} ms, all-reduce {tau['nap'] * 1e3:.2f} ms"
+          + (f"; at P = {WAIT_RANKS} alone: " + "; ".join(f"{w} " + " / ".join(f"{v * 1e3:.3f}" for v in tau_at[w]) + " ms"
+                                                         for w in tau_at) if WAIT_RANKS else ""))
     print("one-rank steps: " + ", ".join(f"{p['seq']} tokens {p['step_s']:.4f} s at share {p['share']:.2f}, model {p['model_s']:.4f} "
                                          f"CPU-s, residual {p['residual'] * 1e3:+.2f} ms" for p in step_pts)
           + f" -> step overhead {step_a * 1e3:.2f} ms + {step_b * 1e6:.2f} us/token")

@@ -44,6 +44,17 @@ double Cluster::concurrency_efficiency(int P) const {
   }
   return y0;
 }
+double PerRanks::at(int P) const {
+  if (vals.empty()) return 0.0;
+  if (ranks.empty() || P <= ranks.front()) return vals.front();
+  const double x = std::log2(double(P));
+  for (size_t i = 1; i < ranks.size(); ++i)
+    if (double(P) <= ranks[i]) {
+      const double x0 = std::log2(ranks[i - 1]), x1 = std::log2(ranks[i]);
+      return vals[i - 1] + (vals[i] - vals[i - 1]) * (x - x0) / (x1 - x0);
+    }
+  return vals.back();
+}
 Cluster Cluster::shared_by(int P) const {
   Cluster c = *this;
   double f = 1.0;
@@ -160,13 +171,45 @@ Cluster load_cluster(const std::string& name_or_path, const std::string& dir) {
                        "host.cores) or \"none\"");
     c.ranks_bound = *b == "core";
   }
-  if (t.at_path("host.collective_wait_ms")) c.coll_wait_spin = num(t, "host.collective_wait_ms", file, 0, 1e4) * 1e-3;
+  {
+    // The collective waits: each a number (every P) or an array, one value
+    // per rank count of host.wait_ranks.
+    std::vector<double> wait_ranks;
+    if (auto node = t.at_path("host.wait_ranks")) {
+      const toml::array* a = node.as_array();
+      BURST_CHECK_CONFIG(a != nullptr && !a->empty(), file, ": host.wait_ranks must be a non-empty array of rank counts");
+      for (const auto& e : *a) {
+        BURST_CHECK_CONFIG(e.is_integer(), file, ": host.wait_ranks must hold whole rank counts");
+        const double r = double(e.as_integer()->get());
+        BURST_CHECK_CONFIG(r > (wait_ranks.empty() ? 1.0 : wait_ranks.back()), file,
+                           ": host.wait_ranks must increase from above 1 (got ", r, ")");
+        wait_ranks.push_back(r);
+      }
+    }
+    auto wait = [&](const char* key, const PerRanks& fallback) -> PerRanks {
+      auto node = t.at_path(key);
+      if (!node) return fallback;
+      if (!node.is_array()) return num(t, key, file, 0, 1e4) * 1e-3;
+      const toml::array* a = node.as_array();
+      BURST_CHECK_CONFIG(!wait_ranks.empty(), file, ": ", key, " is an array, one value per rank count, but host.wait_ranks is missing");
+      BURST_CHECK_CONFIG(a->size() == wait_ranks.size(), file, ": ", key, " has ", a->size(), " values for the ", wait_ranks.size(),
+                         " rank counts of host.wait_ranks");
+      PerRanks w;
+      w.ranks = wait_ranks;
+      for (const auto& e : *a) {
+        BURST_CHECK_CONFIG(e.is_integer() || e.is_floating_point(), file, ": ", key, " must be an array of numbers");
+        const double v = e.is_integer() ? double(e.as_integer()->get()) : e.as_floating_point()->get();
+        BURST_CHECK_CONFIG(v >= 0 && v <= 1e4, file, ": ", key, "[", w.vals.size(), "] = ", v, " is out of range [0, 10000]");
+        w.vals.push_back(v * 1e-3);
+      }
+      return w;
+    };
+    c.coll_wait_spin = wait("host.collective_wait_ms", PerRanks{});
+    c.coll_wait_nap = wait("host.nap_wait_ms", PerRanks{});
+    c.coll_wait_spin_fit = wait("host.collective_wait_fit_ms", c.coll_wait_spin);
+    c.coll_wait_follow = wait("host.collective_wait_follow_ms", c.coll_wait_spin);
+  }
   if (t.at_path("host.element_bytes")) c.elem_bytes = num(t, "host.element_bytes", file, 1, 16);
-  if (t.at_path("host.nap_wait_ms")) c.coll_wait_nap = num(t, "host.nap_wait_ms", file, 0, 1e4) * 1e-3;
-  c.coll_wait_spin_fit = t.at_path("host.collective_wait_fit_ms") ? num(t, "host.collective_wait_fit_ms", file, 0, 1e4) * 1e-3
-                                                                  : c.coll_wait_spin;
-  c.coll_wait_follow = t.at_path("host.collective_wait_follow_ms") ? num(t, "host.collective_wait_follow_ms", file, 0, 1e4) * 1e-3
-                                                                    : c.coll_wait_spin;
   if (t.at_path("host.layer_overhead_ms")) c.layer_overhead = num(t, "host.layer_overhead_ms", file, 0, 1e6) * 1e-3;
   if (t.at_path("host.step_overhead_ms")) c.step_overhead = num(t, "host.step_overhead_ms", file, 0, 1e6) * 1e-3;
   if (t.at_path("host.a2a_local_ns_per_byte")) c.a2a_local = num(t, "host.a2a_local_ns_per_byte", file, 0, 1e6) * 1e-9;

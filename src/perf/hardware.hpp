@@ -16,6 +16,16 @@ struct Link {
   double time(double bytes) const { return bytes > 0 ? alpha + bytes / beta : 0.0; }
 };
 
+// A host constant measured at several rank counts: piecewise linear in
+// log2 P through (ranks[i], vals[i]), the end values beyond the points. With
+// no ranks, vals[0] at every P (a number in the cluster file); empty: 0.
+struct PerRanks {
+  std::vector<double> ranks, vals;
+  PerRanks() = default;
+  PerRanks(double v) : vals{v} {}  // NOLINT: implicit, one value for every P
+  double at(int P) const;
+};
+
 struct Cluster {
   std::string name, file;
   int gpus_per_node = 0;
@@ -78,12 +88,18 @@ struct Cluster {
   // members can be on the cores together, and a member is waited for less
   // often than in a group that can never be on the cores at once. 0 on GPU
   // clusters.
-  double coll_wait_spin = 0, coll_wait_nap = 0;  // s (spin: per dependent round of the collective's algorithm)
-  double coll_wait_spin_fit = 0;                 // s per round, groups that fit on the cores
+  // Each is one value for every P (a number in the file) or a value per
+  // rank count of host.wait_ranks (an array): the wait per unit of 1/s - 1
+  // is not the same at every P (measured on 2 cores: the all-reduce's 0.98 ms
+  // at 4 ranks, 2.3 ms at 8; a call right after another 0.09 / 0.21 ms per
+  // round), and one constant fitted over all of them is pulled to the largest
+  // P's points, where 1/s - 1 is largest (NOTES, "Waits per rank count").
+  PerRanks coll_wait_spin, coll_wait_nap;  // s (spin: per dependent round of the collective's algorithm)
+  PerRanks coll_wait_spin_fit;             // s per round, groups that fit on the cores
   // A call right after another of its group that does not fit on the cores
   // (perf::Collective::follows; host.collective_wait_follow_ms, measured with
   // `bench collective` bench.calls = 2; default: collective_wait_ms).
-  double coll_wait_follow = 0;  // s per round
+  PerRanks coll_wait_follow;  // s per round
   // Bytes per element of the tensors the engine moves (host.element_bytes:
   // the host build runs float; bf16 on GPUs). Sizes the collectives for the
   // MPI algorithm they get (mpi_collective_rounds).
@@ -166,10 +182,10 @@ struct Cluster {
   // The wait per round of a blocking collective of a group of `group` of the
   // P ranks sharing the host.
   double spin_collective_wait(int P, int group) const {
-    return (group_fits_cores(group) ? coll_wait_spin_fit : coll_wait_spin) * off_core_ratio(P);
+    return (group_fits_cores(group) ? coll_wait_spin_fit : coll_wait_spin).at(P) * off_core_ratio(P);
   }
-  double nap_collective_wait(int P) const { return coll_wait_nap * off_core_ratio(P); }
-  double follow_collective_wait(int P) const { return coll_wait_follow * off_core_ratio(P); }
+  double nap_collective_wait(int P) const { return coll_wait_nap.at(P) * off_core_ratio(P); }
+  double follow_collective_wait(int P) const { return coll_wait_follow.at(P) * off_core_ratio(P); }
   // Whether a collective's group of `group` ranks fits on the host's cores
   // at once (machine_cores; always on a device per rank). Then a collective
   // issued right after another of the same group finds every member still on
