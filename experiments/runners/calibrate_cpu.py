@@ -103,6 +103,10 @@ FIT_GROUP = 2          # ranks per collective of the groups that fit on the host
 FIT_RANKS = [4, 8]     # the runs' rank counts past the cores, where such groups wait for their members
 FIT_WORK_US = [3000, 10000]  # compute between collectives: the runs' 1K-2K token passes span about this
 FOLLOW_RANKS = [4, 8]  # two calls back to back over all the ranks (a group that does not fit on the cores)
+# Compute between calls (us per rank) of the single calls over all the ranks:
+# the wait grows with it (the members' arrivals spread over the scheduler's
+# turns) until it saturates; host.wait_work_ms is fitted on these.
+WAIT_WORK_US = [1000, 3000, 10000]
 # The rank counts of the per-P wait constants (host.wait_ranks): those of the
 # measured points past the host's cores (fewer ranks than cores wait for nobody).
 WAIT_RANKS = sorted(P for P in set(COLL_RANKS) | set(FIT_RANKS) | set(FOLLOW_RANKS) if P > C.host_cores())
@@ -128,10 +132,11 @@ def collective_waits(d, alpha, beta):
     xs = {"spin": [], "nap": [], "spin_fit": [], "follow": []}
     ys = {"spin": [], "nap": [], "spin_fit": [], "follow": []}
     ps = {"spin": [], "nap": [], "spin_fit": [], "follow": []}  # the rank count of each point
+    ws = {"spin": [], "nap": [], "spin_fit": [], "follow": []}  # CPU seconds of compute before the call (0: right after another)
     rows = []
     kinds = SPIN_KINDS + NAP_KINDS
     first = {}  # (P, kind, chunk) -> the single call's median excess over all the ranks
-    runs = ([(P, P, kinds, [10000], 1) for P in COLL_RANKS] + [(P, FIT_GROUP, SPIN_KINDS, FIT_WORK_US, 1) for P in FIT_RANKS]
+    runs = ([(P, P, kinds, WAIT_WORK_US, 1) for P in COLL_RANKS] + [(P, FIT_GROUP, SPIN_KINDS, FIT_WORK_US, 1) for P in FIT_RANKS]
             + [(P, P, SPIN_KINDS, [10000], 2) for P in FOLLOW_RANKS])
     for P, G, run_kinds, work, calls in runs:
         # SAMPLES independent runs; per case the median excess and share (the spread is kept per case)
@@ -149,36 +154,72 @@ def collective_waits(d, alpha, beta):
                     g = f["collective/" + k]
                     # rounds: of MPICH's algorithm for the size, as the model counts them (the bench writes them)
                     # one entry per (chunk, compute) case, in the same order in every sample
-                    for j, (chunk, sh, ex, rounds) in enumerate(zip(g["chunk_bytes"][:], g["cpu_share"][:], g["excess_seconds"][:],
-                                                                    g["rounds"][:])):
-                        c = per_case.setdefault((k, j), dict(chunk=float(chunk), share=[], excess=[], rounds=int(rounds)))
-                        c["share"].append(float(sh)), c["excess"].append(float(ex))
+                    for j, (chunk, sh, ex, rounds, wk) in enumerate(zip(g["chunk_bytes"][:], g["cpu_share"][:], g["excess_seconds"][:],
+                                                                        g["rounds"][:], g["work_cpu_seconds"][:])):
+                        c = per_case.setdefault((k, j), dict(chunk=float(chunk), share=[], excess=[], rounds=int(rounds), work=[]))
+                        c["share"].append(float(sh)), c["excess"].append(float(ex)), c["work"].append(float(wk))
         for (k, _), c in per_case.items():
             chunk, s, ex, rounds = c["chunk"], float(np.median(c["share"])), float(np.median(c["excess"])), c["rounds"]
+            wk = float(np.median(c["work"]))
+            wkey = int(round(wk * 1e3))  # ms of compute: pairs the follow runs' cases with the single calls'
             moved = chunk * (G - 1) * (2 if k == "all_reduce" else 1)
             x = rounds * max(0.0, 1.0 / min(1.0, s) - 1.0)
             if calls == 1:
                 y = ex - (alpha + moved / beta)
                 w = "nap" if k in NAP_KINDS else "spin" if G == P else "spin_fit"
                 if G == P:
-                    first[(P, k, chunk)] = ex
+                    first[(P, k, chunk, wkey)] = ex
             else:  # the second call of the pair: the pair's excess less the single call's
-                y = ex - first[(P, k, chunk)] - (alpha + moved / beta)
+                y = ex - first[(P, k, chunk, wkey)] - (alpha + moved / beta)
                 w = "follow"
-            xs[w].append(x), ys[w].append(y), ps[w].append(P)
-            rows.append((P, k, chunk, s, x, ex, y, rounds, spread(c["excess"]), c["excess"], G, calls))
+                wk = 0.0  # right after the first call
+            xs[w].append(x), ys[w].append(y), ps[w].append(P), ws[w].append(wk)
+            rows.append((P, k, chunk, s, x, ex, y, rounds, spread(c["excess"]), c["excess"], G, calls, wk))
     def fit(x, y):
         return max(0.0, float((x * y).sum() / (x * x).sum())) if (x * x).sum() > 0 else 0.0
 
-    tau, tau_at = {}, {}
+    def gain(W, w0):  # the share of the saturated wait after W seconds of compute (Cluster::wait_fraction)
+        return np.ones_like(W) if w0 is None else 1.0 - np.exp(-W / w0)
+
+    def taus(sel_p, w0):
+        """Per class: tau by least squares over the points at the rank counts sel_p
+        (a boolean mask per class), the wait scaled by gain(W, w0); the relative residual."""
+        tau, sse = {}, 0.0
+        for w in xs:
+            x, y, W = np.array(xs[w]), np.array(ys[w]), np.array(ws[w])
+            sel = sel_p(np.array(ps[w]))
+            if not sel.any():
+                continue
+            # a call right after another is measured as such (W = 0): not scaled
+            xg = x[sel] * (gain(W[sel], w0) if w != "follow" else 1.0)
+            tau[w] = fit(xg, y[sel])
+            if w != "follow":  # residuals relative to the class's scale
+                sse += float((((y[sel] - tau[w] * xg) / max(1e-6, float(np.abs(y[sel]).max()))) ** 2).sum())
+        return tau, sse
+
+    # host.wait_work_ms per rank count: the time constant with the least
+    # relative residual over a grid (None: no dependence on the compute; at 8
+    # ranks on 2 cores the wait is whole after 1 ms already), then each class's
+    # tau at that P alone. One constant over all the rank counts is pulled to
+    # the largest P, where 1/s - 1 is largest (the all-reduce's 0.98 ms at 4
+    # ranks against 2.3 ms at 8 on 2 cores).
+    grid = [None] + list(np.geomspace(2e-4, 5e-2, 48))
+    tau_at = {w: [] for w in xs}
+    work_at = []
+    for P in WAIT_RANKS:
+        at = lambda p, P=P: p == P  # noqa: E731
+        best = min(grid, key=lambda w0: taus(at, w0)[1])
+        t, _ = taus(at, best)
+        work_at.append(0.0 if best is None else float(best))
+        for w in xs:
+            tau_at[w].append(t.get(w, float("nan")))
+    # pooled over every P (the file's comment, and the one value where no
+    # rank count passes the cores), with the median time constant
+    pooled_w0 = float(np.median(work_at)) if work_at and min(work_at) > 0 else None
+    tau, _ = taus(lambda p: np.ones_like(p, dtype=bool), pooled_w0)
     for w in xs:
-        x, y, p = np.array(xs[w]), np.array(ys[w]), np.array(ps[w])
-        tau[w] = fit(x, y)
-        # The same fit at each rank count past the cores (host.wait_ranks): one
-        # constant over all of them is pulled to the largest P, where 1/s - 1
-        # is largest (the all-reduce's 0.98 ms at 4 ranks against 2.3 ms at 8
-        # on 2 cores). A class not measured at a rank count keeps the pooled tau.
-        tau_at[w] = [fit(x[p == P], y[p == P]) if (p == P).any() else tau[w] for P in WAIT_RANKS]
+        tau_at[w] = [tau.get(w, 0.0) if np.isnan(v) else v for v in tau_at[w]]  # a class not measured at that P: pooled
+    tau["work_at"] = work_at
     return tau, tau_at, rows
 
 
@@ -504,6 +545,10 @@ def main():
     ring = ring_round_cpu(d)
     ring_note = ", ".join(f"{int(x) // 1024} KiB {y * 1e3:.3f}" for x, y in zip(ring["chunks"], ring["cpu"]))
     tau, tau_at, coll_rows = collective_waits(d, alpha, beta)
+    wait_work_line = ("wait_work_ms = [" + ", ".join(f"{v * 1e3:.4g}" for v in tau["work_at"]) + "]   # measured: the waits above are the "
+                      f"saturated ones; after W of compute per rank a call waits 1 - exp(-W / wait_work) of it (single calls after "
+                      f"{WAIT_WORK_US} us of compute, per P the time constant of least relative residual; 0: whole after any)\n"
+                      if WAIT_RANKS else "")
     # per rank count when the runs pass the cores (host.wait_ranks), else the one pooled value
     wait_val = (lambda w: "[" + ", ".join(f"{v * 1e3:.4g}" for v in tau_at[w]) + "]") if WAIT_RANKS else (  # noqa: E731
         lambda w: f"{tau[w] * 1e3:.4g}")
@@ -565,7 +610,7 @@ element_bytes = 4               # the host build moves float tensors
 nap_wait_ms = {wait_val("nap")}          # measured: the same for the trainer's all-reduce (per call)
 collective_wait_follow_ms = {wait_val("follow")}   # measured: the blocking kinds over all the ranks at P = {FOLLOW_RANKS}, two calls back to back (bench.calls = 2): the second call's wait, the same fit
 collective_wait_fit_ms = {wait_val("spin_fit")}   # measured: the blocking kinds within groups of {FIT_GROUP} (which fit on the cores) at P = {FIT_RANKS}, {FIT_WORK_US} us of compute between calls, the same fit
-# measured: bench layer at t = {CONC_SEQ} as P copies at once: CPU seconds per block alone / at P (shares {', '.join(f'{c["share"]:.2f}' for c in conc)})
+{wait_work_line}# measured: bench layer at t = {CONC_SEQ} as P copies at once: CPU seconds per block alone / at P (shares {', '.join(f'{c["share"]:.2f}' for c in conc)})
 # spread of the block's CPU time: one copy at t = {CONC_SEQ} {sp["fb"][LAYER_SEQ.index(CONC_SEQ)]:.2f}, P copies {fmt_sp(sp["conc_fb"])}
 concurrency_ranks = [{', '.join(str(c["ranks"]) for c in conc)}]
 concurrency_efficiency = [{', '.join(f'{c["eff"]:.4f}' for c in conc)}]
@@ -665,6 +710,8 @@ step_overhead_us_per_token = {step_b * 1e6:.4g}
         f["collective_wait_s"] = np.array([r[6] for r in coll_rows])
         f["collective_chunk_bytes"] = np.array([r[2] for r in coll_rows])
         f["collective_rounds"] = np.array([r[7] for r in coll_rows], dtype=float)
+        f["collective_work_cpu_s"] = np.array([r[12] for r in coll_rows], dtype=float)
+        f.attrs["wait_work_s_at_ranks"] = np.array(tau["work_at"], dtype=float)
         f.attrs["cores"] = cores
         f.attrs["cpu_share_attention"] = share_attn
         f.attrs["cluster_toml"] = cluster

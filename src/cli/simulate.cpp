@@ -426,6 +426,7 @@ int cmd_simulate(const SimulateOptions& o) {
   s.offload = on_off(o.offload, "--offload");
   if (o.attention_only) {
     const AttnProblem p{s.P, s.S, s.model.heads, s.model.kv_heads, s.model.head_dim};
+    s.attn.bench_timing = true;  // as `burst bench attention` times the passes: a barrier, then forward and backward
     const AttnCost a = attention_cost(x.cl, s.attn, p);
     double area = visible_area(s.S, s.attn.causal, double(s.attn.window));
     if (s.attn.document) {  // the bench's convention: every document's causal triangle, diagonal included

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <map>
 #include <set>
 #include <sstream>
@@ -477,19 +478,19 @@ BlockingCollectives blocking_collectives(const std::string& method, int group, d
     // seq_to_heads / heads_to_seq: a peer's chunk is s rows of its head shard.
     // forward: q, k, v back to back; the attention; o, lse back to back.
     b.fwd = {{K::AllToAll, s * nh * elem, false}, {K::AllToAll, s * kh * elem, true}, {K::AllToAll, s * kh * elem, true},
-             {K::AllToAll, s * nh * acc, false}, {K::AllToAll, s * double(n) / group * acc, true}};
+             {K::AllToAll, s * nh * acc, false, true}, {K::AllToAll, s * double(n) / group * acc, true}};
     // a rebuild: q, k, v, o, lse, then at once the backward's dO (UspAttention::backward).
     b.rebuild = b.fwd;
     for (Collective& c : b.rebuild) c.follows = true;
     // backward: dO; the attention's backward; dq, dk, dv back to back.
-    b.bwd = {{K::AllToAll, s * nh * elem, false}, {K::AllToAll, s * nh * acc, false}, {K::AllToAll, s * kh * acc, true},
+    b.bwd = {{K::AllToAll, s * nh * elem, false}, {K::AllToAll, s * nh * acc, false, true}, {K::AllToAll, s * kh * acc, true},
              {K::AllToAll, s * kh * acc, true}};
   }
   if (method == "allgather") {
     const double gathered = group * s * double(nkv) * double(d) * elem, partial = group * s * double(nkv) * double(d) * acc;
     // K then V back to back; in the backward the kernel between the gathers and the reduce-scatters.
     b.fwd = {{K::AllGather, gathered, false}, {K::AllGather, gathered, true}};
-    b.bwd = {{K::AllGather, gathered, false}, {K::AllGather, gathered, true}, {K::ReduceScatter, partial, false},
+    b.bwd = {{K::AllGather, gathered, false}, {K::AllGather, gathered, true}, {K::ReduceScatter, partial, false, true},
              {K::ReduceScatter, partial, true}};
   }
   return b;
@@ -530,15 +531,45 @@ namespace {
 // The scheduling wait of a pass's blocking collectives on shared cores: per
 // dependent round of each call; a call that follows another of its group
 // waits nothing when the group fits on the host's cores (its members are
-// still on them) and follow_per_round when it does not.
+// still on them) and follow_per_round when it does not. The others wait
+// wait_per_round times the share Cluster::wait_fraction of the compute since
+// the members last met: the kernel's for a call after it (work_kernel),
+// else the caller's before the pass (work_start; CPU seconds per rank).
+struct PassWork {
+  int P = 1;  // the ranks sharing the host
+  double start = std::numeric_limits<double>::infinity(), kernel = 0;
+};
 void add_collective_waits(PassCost& pass, const std::vector<Collective>& calls, int group, double wait_per_round,
-                          double follow_per_round, bool group_fits) {
+                          double follow_per_round, bool group_fits, const Cluster& cl, PassWork work) {
+  const int host_P = work.P;
   for (const Collective& c : calls) {
     pass.collectives += 1;
     if (c.follows && group_fits) continue;
-    const double w = mpi_collective_rounds(c, group) * (c.follows ? follow_per_round : wait_per_round);
+    const double per_round =
+        c.follows ? follow_per_round : wait_per_round * cl.wait_fraction(host_P, c.after_kernel ? work.kernel : work.start);
+    const double w = mpi_collective_rounds(c, group) * per_round;
     pass.sync += w, pass.time += w;
   }
+}
+// The compute of a pass in CPU seconds per rank: its time at the rank's
+// share of a core (Cluster::off_core_ratio: 1/s - 1).
+double cpu_seconds(const Cluster& c, int P, double t) { return t / (1.0 + c.off_core_ratio(P)); }
+// The compute before a pass's calls: its kernel (kernel_t, seconds at the
+// share) for the call after it; for the pass's opening calls, in a training
+// step the layer's projections (saturated: infinity), under bench_timing
+// nothing for the forward (the bench's barrier) and, for the backward
+// (fwd_kernel_t >= 0), the forward's kernel unless the forward's own last
+// call came after it (Ulysses' o, lse: the members met there).
+PassWork pass_work(const Cluster& c, const AttnConfig& a, int P, const BlockingCollectives& bc, double kernel_t, double fwd_kernel_t) {
+  PassWork w;
+  w.P = P;
+  w.kernel = cpu_seconds(c, P, kernel_t);
+  if (a.bench_timing) {
+    bool fwd_meets_after = false;
+    for (const Collective& x : bc.fwd) fwd_meets_after = fwd_meets_after || x.after_kernel;
+    w.start = fwd_kernel_t < 0 || fwd_meets_after ? 0.0 : cpu_seconds(c, P, fwd_kernel_t);
+  }
+  return w;
 }
 
 // CPU work of a pass beside its kernels (not communication: not exposed comm).
@@ -684,9 +715,11 @@ AttnCost attention_cost(const Cluster& cluster, const AttnConfig& a, const AttnP
     }
     const BlockingCollectives bc = blocking_collectives(a.method, P, s, p.n, p.nkv, p.d, e);
     const bool fits = c.group_fits_cores(P);
-    add_collective_waits(out.fwd, bc.fwd, P, w, wf, fits);
-    add_collective_waits(out.bwd, bc.bwd, P, w, wf, fits);
-    add_collective_waits(out.half_fwd, blocking_collectives(a.method, P, s / 2, p.n, p.nkv, p.d, e).fwd, P, w, wf, fits);
+    const PassWork wk_fwd = pass_work(c, a, P, bc, fwd_k, -1), wk_bwd = pass_work(c, a, P, bc, bwd_k, fwd_k);
+    add_collective_waits(out.fwd, bc.fwd, P, w, wf, fits, c, wk_fwd);
+    add_collective_waits(out.bwd, bc.bwd, P, w, wf, fits, c, wk_bwd);
+    add_collective_waits(out.half_fwd, blocking_collectives(a.method, P, s / 2, p.n, p.nkv, p.d, e).fwd, P, w, wf, fits, c,
+                         {P, std::numeric_limits<double>::infinity(), cpu_seconds(c, P, hf)});
     out.buffer_bytes = 2 * p.S * kvd * 2 + 2 * p.S * kvd * 4;
     out.describe = "allgather: K,V gathered from " + std::to_string(P) + " ranks, dK,dV reduce-scattered";
     return out;
@@ -749,10 +782,11 @@ AttnCost attention_cost(const Cluster& cluster, const AttnConfig& a, const AttnP
   }
   const BlockingCollectives bc = blocking_collectives(a.method, hp, s, p.n, p.nkv, p.d, e);
   const bool fits = c.group_fits_cores(hp);  // USP's head-parallel pairs on 2 cores: yes; Ulysses over 4: no
-  add_collective_waits(out.fwd, bc.fwd, hp, w, wf, fits);
-  add_collective_waits(out.bwd, bc.bwd, hp, w, wf, fits);
-  add_collective_waits(out.rebuild, bc.rebuild, hp, w, wf, fits);
-  add_collective_waits(out.half_fwd, blocking_collectives(a.method, hp, s / 2, p.n, p.nkv, p.d, e).fwd, hp, w, wf, fits);
+  add_collective_waits(out.fwd, bc.fwd, hp, w, wf, fits, c, pass_work(c, a, P, bc, rr.fwd.compute, -1));
+  add_collective_waits(out.bwd, bc.bwd, hp, w, wf, fits, c, pass_work(c, a, P, bc, rr.bwd.compute, rr.fwd.compute));
+  add_collective_waits(out.rebuild, bc.rebuild, hp, w, wf, fits, c, {P});
+  add_collective_waits(out.half_fwd, blocking_collectives(a.method, hp, s / 2, p.n, p.nkv, p.d, e).fwd, hp, w, wf, fits, c,
+                       {P, std::numeric_limits<double>::infinity(), cpu_seconds(c, P, rr.half_fwd.compute)});
   // Head-layout copies of q, k, v (bf16), o and lse (fp32), and one pair of
   // all-to-all send/receive buffers of the largest tensor.
   out.buffer_bytes = rr.buffers + qkv + s * nd * 4 + s * double(p.n) * 4 + 2 * s * nd * 4;

@@ -31,6 +31,12 @@ struct AttnConfig {
   std::string layout;
   bool document = false;             // the document mask (causal within documents)
   std::vector<long> doc_lengths;     // documents (natural order), summing to S; with `document` or layout document
+  // The passes timed as `burst bench attention` times them (--attention-only):
+  // a barrier right before the forward, the backward right after it. A pass's
+  // opening collective then waits after no compute (forward) or after the
+  // forward's kernel (backward) on shared cores (Cluster::wait_fraction); in
+  // a training step the layer's projections run before either.
+  bool bench_timing = false;
 };
 
 // The largest problems the model takes: GPUs in the group (it keeps
@@ -90,10 +96,17 @@ struct AttnCost {
 // in a group that does not fit it waits Cluster::coll_wait_follow per round
 // (measured with `bench collective` bench.calls = 2: the second of two
 // back-to-back calls waits less than the first).
+//
+// `after_kernel`: the first call after the pass's attention kernel (Ulysses'
+// o, dq; the all-gather method's dK reduce-scatter): its members last met
+// before the kernel, so it waits Cluster::wait_fraction of the kernel's CPU
+// time. The other calls that do not follow one open the pass: they wait
+// after whatever the pass's caller ran before it (AttnConfig::bench_timing).
 struct Collective {
   enum Kind { AllToAll, AllGather, ReduceScatter } kind = AllToAll;
   double bytes = 0;  // all-to-all: the chunk for one peer; all-gather: the gathered buffer; reduce-scatter: the send buffer
   bool follows = false;
+  bool after_kernel = false;
 };
 struct BlockingCollectives {
   std::vector<Collective> fwd, bwd, rebuild;

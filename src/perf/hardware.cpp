@@ -208,6 +208,7 @@ Cluster load_cluster(const std::string& name_or_path, const std::string& dir) {
     c.coll_wait_nap = wait("host.nap_wait_ms", PerRanks{});
     c.coll_wait_spin_fit = wait("host.collective_wait_fit_ms", c.coll_wait_spin);
     c.coll_wait_follow = wait("host.collective_wait_follow_ms", c.coll_wait_spin);
+    c.wait_work = wait("host.wait_work_ms", PerRanks{});
   }
   if (t.at_path("host.element_bytes")) c.elem_bytes = num(t, "host.element_bytes", file, 1, 16);
   if (t.at_path("host.layer_overhead_ms")) c.layer_overhead = num(t, "host.layer_overhead_ms", file, 0, 1e6) * 1e-3;

@@ -4,6 +4,8 @@
 // next to it in the file; nothing here is a default.
 #pragma once
 
+#include <algorithm>
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -100,6 +102,22 @@ struct Cluster {
   // (perf::Collective::follows; host.collective_wait_follow_ms, measured with
   // `bench collective` bench.calls = 2; default: collective_wait_ms).
   PerRanks coll_wait_follow;  // s per round
+  // CPU machines (optional key host.wait_work_ms, fitted by
+  // experiments/runners/calibrate_cpu.py on `bench collective` single calls
+  // after 1, 3 and 10 ms of compute per rank): the waits above are the
+  // saturated ones; a call after W seconds of compute per rank since the
+  // members last met waits 1 - exp(-W / wait_work) of it (their arrivals
+  // spread over the scheduler's turns as the compute between calls grows:
+  // 0.11-0.36 ms per call after 1 ms, 0.67-0.90 ms after 10 ms at 4 ranks on
+  // 2 cores, NOTES). 0: no dependence (the whole wait after any compute).
+  // A call right after another (coll_wait_follow) is measured as such. Per
+  // rank count like the waits (at 8 ranks on 2 cores the wait is whole after
+  // 1 ms already).
+  PerRanks wait_work;  // s
+  double wait_fraction(int P, double W) const {
+    const double w0 = wait_work.at(P);
+    return w0 > 0 ? 1.0 - std::exp(-std::max(0.0, W) / w0) : 1.0;
+  }
   // Bytes per element of the tensors the engine moves (host.element_bytes:
   // the host build runs float; bf16 on GPUs). Sizes the collectives for the
   // MPI algorithm they get (mpi_collective_rounds).
