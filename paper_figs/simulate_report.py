@@ -211,6 +211,43 @@ def memory_vs_seq(f, lines, figdir):
     plt.close(fig)
 
 
+def sparse(f, lines, figdir):
+    g = f["sparse"]
+    A = g.attrs
+    dec = lambda v: v.decode() if isinstance(v, bytes) else str(v)  # noqa: E731
+    masks, layouts = dec(A["masks"]).split(","), dec(A["layouts"]).split(",")
+    docs = g["doc_lengths"][()]
+    methods = [m for m in ("burst", "ring") if m in g]
+    seq = int(A["seq"])
+    seq_txt = f"{seq // 2**20}M" if seq % 2**20 == 0 else f"{seq // 1024}K"
+    lines.append(f"\n### Sparse masks and workload balance: 14B heads (40 x 128), {seq_txt} tokens, "
+                 f"{int(A['gpus'])} GPUs, one layer's attention fwd+bwd (predicted; no published numbers in our sources)\n")
+    lines.append(f"TFLOP/s per GPU over the mask's visible area (paper convention), and the fwd+bwd seconds. Window "
+                 f"{int(A['window']) // 1024}K tokens; documents {len(docs)} of "
+                 f"{', '.join(f'{int(d) // 1024}K' for d in docs[:8])} (x {len(docs) // 8}). Ring shapes as the engine's "
+                 f"`auto` picks them: burst's double ring over nodes unless a flat ring stops early (the window on the "
+                 f"contiguous layout); the ring method's flat ring.\n")
+    lines.append("| mask | layout | " + " | ".join(f"{m} TFLOP/s | {m} s" for m in methods) + " |")
+    lines.append("|---|---|" + "---|---|" * len(methods))
+    for i, (mk, lay) in enumerate(zip(masks, layouts)):
+        cells = []
+        for m in methods:
+            cells += [f"{g[m]['tflops_per_gpu'][i]:.1f}", f"{g[m]['fwd_bwd_s'][i]:.3f}"]
+        lines.append(f"| {mk} | {lay} | " + " | ".join(cells) + " |")
+    fig, ax = plt.subplots(figsize=(10, 4.5))
+    x = np.arange(len(masks))
+    w = 0.8 / max(1, len(methods))
+    for j, m in enumerate(methods):
+        ax.bar(x + (j - (len(methods) - 1) / 2) * w, g[m]["tflops_per_gpu"][()], w, label=m)
+    ax.set_xticks(x, [f"{mk}\n{lay}" for mk, lay in zip(masks, layouts)], fontsize=8)
+    ax.set_ylabel("TFLOP/s per GPU (visible area)")
+    ax.set_title(f"Sparse masks, {seq_txt} tokens on {int(A['gpus'])} A800s (predicted)")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(os.path.join(figdir, "sparse_masks.png"), dpi=110)
+    plt.close(fig)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("h5")
@@ -239,6 +276,8 @@ def main():
             ablation(f, lines, a.out)
             scaling(f, lines, a.out)
             memory_vs_seq(f, lines, a.out)
+        if "sparse" in f:
+            sparse(f, lines, a.out)
     path = os.path.join(a.out, "simulate_tables.md")
     with open(path, "w") as fo:
         fo.write("\n".join(lines) + "\n")

@@ -211,6 +211,38 @@ TEST(DistAttention, DoubleRingOnEmulatedNodes) {
         }
 }
 
+// `--ring auto` on nodes (parallel/methods.cpp pick_shape): burst runs the
+// double ring over whole nodes, except where a flat ring stops early (a
+// sliding window on the contiguous layout: every rank's visible blocks come
+// in the same first rounds); the plain ring method runs RingAttention's flat
+// ring. Results stay exact either way.
+TEST(DistAttention, AutoRingShapeOnNodes) {
+  const int P = world_size();
+  if (P != 4 && P != 8) GTEST_SKIP() << "two emulated nodes of P / 2";
+  auto described = [&](const Case& c) {
+    const CheckResult r = run<double>(c, problem(c));
+    for (int i = 0; i < 5; ++i) EXPECT_LT(r.err[i], 1e-10) << name(c);
+    EXPECT_EQ(r.bytes, r.analytic) << name(c);
+    return r.description;
+  };
+  Case window{"burst", "contiguous", "window", "auto"};
+  window.per_node = P / 2;
+  const std::string w = described(window);
+  EXPECT_NE(w.find("flat ring 1 x " + std::to_string(P)), std::string::npos) << w;
+  EXPECT_NE(w.find("forward 2 rounds"), std::string::npos) << w;  // window 7 over blocks of 48 / P >= 6 tokens
+  Case causal{"burst", "zigzag", "causal", "auto"};
+  causal.per_node = P / 2;
+  const std::string c = described(causal);
+  EXPECT_NE(c.find("double ring 2 x " + std::to_string(P / 2)), std::string::npos) << c;
+  Case ring{"ring", "zigzag", "causal", "auto"};
+  ring.per_node = P / 2;
+  const std::string r = described(ring);
+  EXPECT_NE(r.find("flat ring"), std::string::npos) << r;
+  Case forced{"burst", "contiguous", "window", "double"};
+  forced.per_node = P / 2;
+  EXPECT_NE(described(forced).find("double ring"), std::string::npos);
+}
+
 // Bytes at the transport against counts from the schedule (section 3):
 // with s slots per rank, per hop: forward K,V 2 s m d t; ring backward
 // K,V + dK,dV 2 s m d (t + w); burst backward Q, dO, lse, D + dQ

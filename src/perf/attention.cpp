@@ -330,9 +330,21 @@ RingResult ring_cost(const Cluster& c, const RingSetup& r) {
   const int P = int(r.members.size()), G = c.gpus_per_node;
   bool uniform = false;
   RingGeometry nodes = geometry_of(r.members, G, &uniform);
+  // `auto` as the engine picks it (parallel/methods.cpp pick_shape): the
+  // double ring over whole nodes, unless a flat ring stops early (a sliding
+  // window on the contiguous layout).
+  int flat_rounds = P;
+  if (r.from_layout) {
+    const RingGeometry flat{1, P};
+    const auto& bw = r.kv_backward ? r.work.fwd : r.work.qtravel;
+    flat_rounds = std::max(parallel::plan_ring_rounds(flat, [&](int q, int b) { return r.work.fwd[size_t(q)][size_t(b)].called; }).rounds,
+                           parallel::plan_ring_rounds(flat, [&](int q, int b) { return bw[size_t(q)][size_t(b)].called; }).rounds);
+  } else if (r.window > 0) {
+    flat_rounds = std::min(P, 1 + int(std::ceil((r.window - 1) / r.t)));
+  }
   RingGeometry g{1, P};
   if (r.fixed.nodes > 0) g = r.fixed;
-  else if (r.shape == "double" || (r.shape == "auto" && uniform)) g = nodes;
+  else if (r.shape == "double" || (r.shape == "auto" && uniform && flat_rounds >= P)) g = nodes;
   // Links: the intra ring is on NVLink when each intra group sits in one node;
   // a ring that crosses nodes is paced by its node-crossing hop (one HCA).
   bool intra_local = true;
