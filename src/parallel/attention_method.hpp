@@ -28,7 +28,7 @@ namespace burst::parallel {
 
 struct AttnOptions {
   std::string method = "burst";      // ring | burst | loongtrain | ulysses | usp | allgather
-  std::string ring = "auto";         // flat | double | auto (double when the group spans > 1 node)
+  std::string ring = "auto";         // flat | double | auto (pick_shape: burst/USP double over whole nodes unless a flat ring stops early; ring flat)
   std::string backward = "auto";     // burst | kv | auto (burst for MHA, kv for GQA)
   bool partial_bf16 = false;         // travelling partial sums in bf16 (default fp32/accumulation type)
   int inner = 0;                     // loongtrain: ranks per inner ring (0 = ranks per node)

@@ -15,7 +15,7 @@ namespace burst::perf {
 
 struct AttnConfig {
   std::string method = "burst";      // ring | burst | loongtrain | ulysses | usp | allgather
-  std::string ring = "auto";         // flat | double | auto (double when the ring spans nodes)
+  std::string ring = "auto";         // flat | double | auto (as the engine: double over whole nodes unless a flat ring stops early; ring flat)
   std::string backward = "auto";     // burst | kv | auto (burst when n = n_kv)
   std::string usp_inner = "burst";   // usp: ring | burst
   std::string placement = "head-first";

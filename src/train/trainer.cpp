@@ -95,7 +95,7 @@ ConfigSchema train_schema() {
       .string("parallel.layout", "auto", {"auto", "contiguous", "zigzag", "striped", "document"},
               "sequence layout over the cp ranks (auto: zigzag for causal, contiguous for a window, striped for "
               "train.activation = half)")
-      .string("parallel.ring", "auto", {"flat", "double", "auto"}, "ring shape (auto: double when the cp group spans nodes)")
+      .string("parallel.ring", "auto", {"flat", "double", "auto"}, "ring shape (auto: burst and USP double when the cp group spans whole nodes, flat when a flat ring stops early (a window on the contiguous layout); the ring method flat)")
       .string("parallel.backward", "auto", {"burst", "kv", "auto"},
               "what travels in backward (auto: Q, dO, lse, D for MHA, K, V for GQA)")
       .string("parallel.partial", "fp32", {"fp32", "bf16"}, "dtype of the partial sums that travel")
