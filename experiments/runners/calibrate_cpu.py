@@ -135,7 +135,7 @@ def collective_waits(d, alpha, beta):
     ws = {"spin": [], "nap": [], "spin_fit": [], "follow": []}  # CPU seconds of compute before the call (0: right after another)
     rows = []
     kinds = SPIN_KINDS + NAP_KINDS
-    first = {}  # (P, kind, chunk) -> the single call's median excess over all the ranks
+    first = {}  # (P, kind, chunk) -> [(compute before, the single call's median excess)] over all the ranks
     runs = ([(P, P, kinds, WAIT_WORK_US, 1) for P in COLL_RANKS] + [(P, FIT_GROUP, SPIN_KINDS, FIT_WORK_US, 1) for P in FIT_RANKS]
             + [(P, P, SPIN_KINDS, [10000], 2) for P in FOLLOW_RANKS])
     for P, G, run_kinds, work, calls in runs:
@@ -161,20 +161,21 @@ def collective_waits(d, alpha, beta):
         for (k, _), c in per_case.items():
             chunk, s, ex, rounds = c["chunk"], float(np.median(c["share"])), float(np.median(c["excess"])), c["rounds"]
             wk = float(np.median(c["work"]))
-            wkey = int(round(wk * 1e3))  # ms of compute: pairs the follow runs' cases with the single calls'
             moved = chunk * (G - 1) * (2 if k == "all_reduce" else 1)
             x = rounds * max(0.0, 1.0 / min(1.0, s) - 1.0)
             if calls == 1:
                 y = ex - (alpha + moved / beta)
                 w = "nap" if k in NAP_KINDS else "spin" if G == P else "spin_fit"
                 if G == P:
-                    first[(P, k, chunk, wkey)] = ex
-            else:  # the second call of the pair: the pair's excess less the single call's
-                y = ex - first[(P, k, chunk, wkey)] - (alpha + moved / beta)
+                    first.setdefault((P, k, chunk), []).append((wk, ex))
+            else:  # the second call of the pair: the pair's excess less the single call's after the same compute
+                single = min(first[(P, k, chunk)], key=lambda we: abs(we[0] - wk))
+                y = ex - single[1] - (alpha + moved / beta)
                 w = "follow"
                 wk = 0.0  # right after the first call
             xs[w].append(x), ys[w].append(y), ps[w].append(P), ws[w].append(wk)
             rows.append((P, k, chunk, s, x, ex, y, rounds, spread(c["excess"]), c["excess"], G, calls, wk))
+
     def fit(x, y):
         return max(0.0, float((x * y).sum() / (x * x).sum())) if (x * x).sum() > 0 else 0.0
 

@@ -556,9 +556,12 @@ void add_collective_waits(PassCost& pass, const std::vector<Collective>& calls, 
   const int host_P = work.P;
   for (const Collective& c : calls) {
     pass.collectives += 1;
-    if (c.follows && group_fits) continue;
-    const double per_round =
-        c.follows ? follow_per_round : wait_per_round * cl.wait_fraction(host_P, c.after_kernel ? work.kernel : work.start);
+    const double W = c.after_kernel ? work.kernel : work.start;
+    // No compute since the members met (the bench's barrier, the previous
+    // pass's last call): as a call right after another.
+    const bool follows = c.follows || W <= 0;
+    if (follows && group_fits) continue;
+    const double per_round = follows ? follow_per_round : wait_per_round * cl.wait_fraction(host_P, W);
     const double w = mpi_collective_rounds(c, group) * per_round;
     pass.sync += w, pass.time += w;
   }
@@ -649,7 +652,7 @@ AttnCost attention_cost(const Cluster& cluster, const AttnConfig& a, const AttnP
   if (a.method == "ring" || a.method == "burst" || a.method == "loongtrain") {
     RingSetup r;
     r.members = world;
-    r.shape = a.method == "ring" ? "flat" : a.ring;
+    r.shape = a.method == "ring" && a.ring == "auto" ? "flat" : a.ring;  // as the engine's pick_shape
     if (a.method == "loongtrain") {
       const int inner = a.inner > 0 ? a.inner : std::min(G, P);
       r.fixed = {P / inner, inner};

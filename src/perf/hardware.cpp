@@ -46,6 +46,7 @@ double Cluster::concurrency_efficiency(int P) const {
 }
 double PerRanks::at(int P) const {
   if (vals.empty()) return 0.0;
+  BURST_ASSERT(ranks.empty() || ranks.size() == vals.size(), "PerRanks: ", vals.size(), " values for ", ranks.size(), " rank counts");
   if (ranks.empty() || P <= ranks.front()) return vals.front();
   const double x = std::log2(double(P));
   for (size_t i = 1; i < ranks.size(); ++i)

@@ -103,17 +103,16 @@ StepResult simulate_step(const Cluster& cluster, const Calibration& k, const Ste
   } else {
     r.t_optimizer = shard * k.opt_gpu_bytes_per_param / c.hbm_bw;
   }
-  // The trainer's all-reduces per step, nonblocking and completed by
-  // wait_all_bounded: on shared cores each waits for its members' turns,
-  // the share Cluster::wait_fraction of the compute since they last met:
-  // the gradients' after the backward (all of it), the loss right after them
-  // (none), the stop-signal agreement after the optimizer, the next step's
-  // token count right after that (none). Without host.wait_work_ms every
-  // call waits the whole nap. (Under ZeRO-2/3 the gradient norm's, after a
-  // local sum of squares, is one more that waits for almost nothing.)
+  // The trainer's all-reduces inside a timed step (trainer.cpp: the
+  // stop-signal agreement comes after the step's timer), nonblocking and
+  // completed by wait_all_bounded: on shared cores each waits for its
+  // members' turns, the share Cluster::wait_fraction of the compute since
+  // they last met: the token count after the step's data (little: 0), the
+  // gradients' after the backward (all of it), the loss right after them
+  // (none). Without host.wait_work_ms every call waits the whole nap.
   if (P > 1) {
-    const double nap = c.nap_collective_wait(P), opt_cpu = r.t_optimizer / (1.0 + c.off_core_ratio(P));
-    r.t_step_sync = nap * (c.wait_fraction(P, std::numeric_limits<double>::infinity()) + 2 * c.wait_fraction(P, 0) + c.wait_fraction(P, opt_cpu));
+    const double nap = c.nap_collective_wait(P);
+    r.t_step_sync = nap * (c.wait_fraction(P, 0) + c.wait_fraction(P, std::numeric_limits<double>::infinity()) + c.wait_fraction(P, 0));
   }
   r.t_step_overhead = c.step_overhead + c.step_overhead_per_token * tok;
   r.t_total = r.t_layers_fwd + r.t_recompute + r.t_layers_bwd + r.t_lm_head + r.t_zero_exposed + r.t_optimizer + r.t_step_sync +
