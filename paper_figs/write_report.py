@@ -80,7 +80,11 @@ def main():
                    f"round of MPICH's algorithm"
                    + (f" ({wait_txt('fit')} ms within groups that fit on the cores)" if "collective_wait_fit_s" in A.keys() else "")
                    + (f", {wait_txt('follow')} ms for a call right after another" if "collective_wait_follow_s" in A.keys() else "")
-                   + f", all-reduce {wait_txt('nap')} ms per call | `burst bench collective` at "
+                   + f", all-reduce {wait_txt('nap')} ms per call"
+                   + (f"; after W of compute per rank a call waits 1 - exp(-W / ("
+                      + " / ".join(f"{v * 1e3:.2f}" for v in A["wait_work_s_at_ranks"]) + " ms)) of it"
+                      if per_p and "wait_work_s_at_ranks" in A.keys() and len(A["wait_work_s_at_ranks"]) == len(A["wait_ranks"]) else "")
+                   + " | `burst bench collective` at "
                    f"{', '.join(str(int(p)) for p in sorted(set(f['collective_ranks'][:])))} ranks"
                    + (f" (and groups of {', '.join(str(int(g)) for g in sorted(set(g for g, r in zip(f['collective_group'][:], f['collective_ranks'][:]) if g != r)))})"
                       if "collective_group" in f else "")
