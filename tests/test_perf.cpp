@@ -914,7 +914,7 @@ TEST(PerfModel, HostConcurrencyAndOverheads) {
   }
   // The efficiency slows every compute term of a step by 1 / efficiency.
   Cluster eff_only = no_over, plain_rates = no_over;
-  plain_rates.conc_ranks.clear(), plain_rates.conc_eff.clear();
+  plain_rates.concurrency = PerRanks{};
   s.policy = "whole", s.attn.method = "ring";
   const StepResult e = simulate_step(eff_only, k, s), p = simulate_step(plain_rates, k, s);
   EXPECT_NEAR(e.gemm_fwd, p.gemm_fwd / 0.8, 1e-12);

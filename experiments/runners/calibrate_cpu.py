@@ -220,8 +220,7 @@ def collective_waits(d, alpha, beta):
     tau, _ = taus(lambda p: np.ones_like(p, dtype=bool), pooled_w0)
     for w in xs:
         tau_at[w] = [tau.get(w, 0.0) if np.isnan(v) else v for v in tau_at[w]]  # a class not measured at that P: pooled
-    tau["work_at"] = work_at
-    return tau, tau_at, rows
+    return tau, tau_at, work_at, rows
 
 
 TILE_SEQ = 512      # bench attention tile costs: the block size (the sparse runs' 2048 / 4 ranks; the calls' tiles are 32 x 32)
@@ -545,8 +544,8 @@ def main():
                           for k in sorted((k for k in tiles["median"] if k.startswith("skip_")), key=lambda k: tiles["meta"][k]["seq"]))
     ring = ring_round_cpu(d)
     ring_note = ", ".join(f"{int(x) // 1024} KiB {y * 1e3:.3f}" for x, y in zip(ring["chunks"], ring["cpu"]))
-    tau, tau_at, coll_rows = collective_waits(d, alpha, beta)
-    wait_work_line = ("wait_work_ms = [" + ", ".join(f"{v * 1e3:.4g}" for v in tau["work_at"]) + "]   # measured: the waits above are the "
+    tau, tau_at, work_at, coll_rows = collective_waits(d, alpha, beta)
+    wait_work_line = ("wait_work_ms = [" + ", ".join(f"{v * 1e3:.4g}" for v in work_at) + "]   # measured: the waits above are the "
                       f"saturated ones; after W of compute per rank a call waits 1 - exp(-W / wait_work) of it (single calls after "
                       f"{WAIT_WORK_US} us of compute, per P the time constant of least relative residual; 0: whole after any)\n"
                       if WAIT_RANKS else "")
@@ -712,7 +711,7 @@ step_overhead_us_per_token = {step_b * 1e6:.4g}
         f["collective_chunk_bytes"] = np.array([r[2] for r in coll_rows])
         f["collective_rounds"] = np.array([r[7] for r in coll_rows], dtype=float)
         f["collective_work_cpu_s"] = np.array([r[12] for r in coll_rows], dtype=float)
-        f.attrs["wait_work_s_at_ranks"] = np.array(tau["work_at"], dtype=float)
+        f.attrs["wait_work_s_at_ranks"] = np.array(work_at, dtype=float)
         f.attrs["cores"] = cores
         f.attrs["cpu_share_attention"] = share_attn
         f.attrs["cluster_toml"] = cluster

@@ -357,14 +357,11 @@ RingGeometry pick_shape(const std::string& ring, const RingGeometry& nodes, bool
 
 // The rounds a flat ring over the layout's blocks runs for the mask: the
 // forward's (K,V travel) and the backward's (queries travel in burst's).
-int flat_ring_rounds(const SeqLayout& base, const MaskSpec& mask, bool queries_travel_bwd) {
+int layer_flat_rounds(const SeqLayout& base, const MaskSpec& mask, bool queries_travel_bwd) {
   const BlockMeta meta(base, mask);
-  const RingGeometry flat{1, base.blocks};
-  const int f = plan_ring_rounds(flat, [&](int r, int b) { return meta.visible(r, false, b, true); }).rounds;
-  const int b = plan_ring_rounds(flat, [&](int r, int b2) {
-                  return queries_travel_bwd ? meta.visible(b2, true, r, false) : meta.visible(r, false, b2, true);
-                }).rounds;
-  return std::max(f, b);
+  return flat_ring_rounds(
+      base.blocks, [&](int r, int b) { return meta.visible(r, false, b, true); },
+      [&](int r, int b) { return queries_travel_bwd ? meta.visible(b, true, r, false) : meta.visible(r, false, b, true); });
 }
 
 }  // namespace
@@ -387,7 +384,7 @@ std::unique_ptr<AttentionMethod<T>> make_attention(const AttnOptions& opt_in, co
   if (opt.method == "ring" || opt.method == "burst") {
     rc.name = opt.method;
     rc.kv_backward = opt.method == "ring" || opt.backward == "kv" || (opt.backward == "auto" && gqa);
-    rc.geometry = pick_shape(opt.ring, nodes, uniform, P, opt.method, flat_ring_rounds(lay.base, pb.mask, !rc.kv_backward));
+    rc.geometry = pick_shape(opt.ring, nodes, uniform, P, opt.method, layer_flat_rounds(lay.base, pb.mask, !rc.kv_backward));
     return std::make_unique<RingFamily<T>>(rc, lay.base, pb.mask, group, pb.heads, pb.kv_heads, pb.head_dim, scale);
   }
   if (opt.method == "loongtrain") {
@@ -415,7 +412,7 @@ std::unique_ptr<AttentionMethod<T>> make_attention(const AttnOptions& opt_in, co
   const bool gqa_inner = pb.heads != std::max<long>(pb.kv_heads, hp);
   rc.kv_backward = opt.usp_inner == "ring" || opt.backward == "kv" || (opt.backward == "auto" && gqa_inner);
   rc.geometry = pick_shape(opt.ring, cp_nodes, cp_uniform, cp, opt.method,
-                           cp > 1 ? flat_ring_rounds(lay.base, pb.mask, !rc.kv_backward) : cp);
+                           cp > 1 ? layer_flat_rounds(lay.base, pb.mask, !rc.kv_backward) : cp);
   rc.group_name = "cp";
   return std::make_unique<UspAttention<T>>(opt.method, std::move(hp_comm), std::move(cp_comm), rc, lay.base, pb.mask,
                                            pb.heads, pb.kv_heads, pb.head_dim, scale);

@@ -52,6 +52,15 @@ template <class Visible> RingRounds plan_ring_rounds(const RingGeometry& g, cons
   p.rounds = best[p.mirror ? 1 : 0];
   return p;
 }
+// The rounds a flat ring of W runs for a layer: the more of its forward's
+// and its backward's plans (what travels may differ between them). `auto`
+// picks a flat ring when this is below W (parallel/methods.cpp pick_shape;
+// the performance model's ring_cost alike).
+template <class Fwd, class Bwd> int flat_ring_rounds(int W, const Fwd& fwd_visible, const Bwd& bwd_visible) {
+  const RingGeometry flat{1, W};
+  const int f = plan_ring_rounds(flat, fwd_visible).rounds, b = plan_ring_rounds(flat, bwd_visible).rounds;
+  return f > b ? f : b;
+}
 
 enum class Link { Intra, Inter };  // flat rings use Intra for every transfer
 enum class BufKind { Read, Partial };

@@ -335,10 +335,10 @@ RingResult ring_cost(const Cluster& c, const RingSetup& r) {
   // window on the contiguous layout).
   int flat_rounds = P;
   if (r.from_layout) {
-    const RingGeometry flat{1, P};
     const auto& bw = r.kv_backward ? r.work.fwd : r.work.qtravel;
-    flat_rounds = std::max(parallel::plan_ring_rounds(flat, [&](int q, int b) { return r.work.fwd[size_t(q)][size_t(b)].called; }).rounds,
-                           parallel::plan_ring_rounds(flat, [&](int q, int b) { return bw[size_t(q)][size_t(b)].called; }).rounds);
+    flat_rounds = parallel::flat_ring_rounds(
+        P, [&](int q, int b) { return r.work.fwd[size_t(q)][size_t(b)].called; },
+        [&](int q, int b) { return bw[size_t(q)][size_t(b)].called; });
   } else if (r.window > 0) {
     flat_rounds = std::min(P, 1 + int(std::ceil((r.window - 1) / r.t)));
   }
@@ -393,7 +393,7 @@ RingResult ring_cost(const Cluster& c, const RingSetup& r) {
     });
     f.rounds = int(fwd_times.size());
   } else if (r.window > 0) {
-    if (g.nodes == 1) f.rounds = std::min(P, 1 + int(std::ceil((r.window - 1) / t)));
+    if (g.nodes == 1) f.rounds = flat_rounds;
     for (int k = 0; k < f.rounds; ++k) {
       double a = 0;
       for (int i = 0; i < P; ++i) a = std::max(a, window_block_area(double(i - parallel::ring_block_at(g, i, k)), t, r.window));
@@ -540,20 +540,20 @@ int mpi_collective_rounds(const Collective& c, int P) {
 
 namespace {
 
-// The scheduling wait of a pass's blocking collectives on shared cores: per
-// dependent round of each call; a call that follows another of its group
-// waits nothing when the group fits on the host's cores (its members are
-// still on them) and follow_per_round when it does not. The others wait
-// wait_per_round times the share Cluster::wait_fraction of the compute since
-// the members last met: the kernel's for a call after it (work_kernel),
-// else the caller's before the pass (work_start; CPU seconds per rank).
+// The scheduling wait of a pass's blocking collectives over `group` of the
+// P ranks sharing the host: per dependent round of each call; a call that
+// follows another of its group waits nothing when the group fits on the
+// host's cores (its members are still on them) and the follow wait when it
+// does not. The others wait the whole wait times the share
+// Cluster::wait_fraction of the compute since the members last met: the
+// kernel's for a call after it (work.kernel), else the caller's before the
+// pass (work.start; CPU seconds per rank).
 struct PassWork {
-  int P = 1;  // the ranks sharing the host
   double start = std::numeric_limits<double>::infinity(), kernel = 0;
 };
-void add_collective_waits(PassCost& pass, const std::vector<Collective>& calls, int group, double wait_per_round,
-                          double follow_per_round, bool group_fits, const Cluster& cl, PassWork work) {
-  const int host_P = work.P;
+void add_collective_waits(PassCost& pass, const std::vector<Collective>& calls, int P, int group, const Cluster& cl, PassWork work) {
+  const double wait_per_round = cl.spin_collective_wait(P, group), follow_per_round = cl.follow_collective_wait(P);
+  const bool group_fits = cl.group_fits_cores(group);
   for (const Collective& c : calls) {
     pass.collectives += 1;
     const double W = c.after_kernel ? work.kernel : work.start;
@@ -561,7 +561,7 @@ void add_collective_waits(PassCost& pass, const std::vector<Collective>& calls, 
     // pass's last call): as a call right after another.
     const bool follows = c.follows || W <= 0;
     if (follows && group_fits) continue;
-    const double per_round = follows ? follow_per_round : wait_per_round * cl.wait_fraction(host_P, W);
+    const double per_round = follows ? follow_per_round : wait_per_round * cl.wait_fraction(P, W);
     const double w = mpi_collective_rounds(c, group) * per_round;
     pass.sync += w, pass.time += w;
   }
@@ -577,7 +577,6 @@ double cpu_seconds(const Cluster& c, int P, double t) { return t / (1.0 + c.off_
 // call came after it (Ulysses' o, lse: the members met there).
 PassWork pass_work(const Cluster& c, const AttnConfig& a, int P, const BlockingCollectives& bc, double kernel_t, double fwd_kernel_t) {
   PassWork w;
-  w.P = P;
   w.kernel = cpu_seconds(c, P, kernel_t);
   if (a.bench_timing) {
     bool fwd_meets_after = false;
@@ -719,7 +718,7 @@ AttnCost attention_cost(const Cluster& cluster, const AttnConfig& a, const AttnP
     out.bwd.time = gk + bwd_k + rs, out.bwd.compute = bwd_k, out.bwd.a2a_bytes = Pm1 * (chunk + 2 * s * kvd * 4);
     const double hf = (f / 4) / c.attn_rate_fwd(s / 2) * fwd_k / (f / c.attn_rate_fwd(s));  // as the full pass priced it
     out.half_fwd.time = coll(chunk / 2) + hf, out.half_fwd.compute = hf;
-    const double w = c.spin_collective_wait(P, P), wf = c.follow_collective_wait(P), e = c.elem_bytes;
+    const double e = c.elem_bytes;
     // CPU hosts: the local memory work around the collectives (fresh gathered
     // K,V; zero-filled dK,dV accumulators), per byte of those buffers.
     if (c.allgather_local > 0) {
@@ -729,12 +728,10 @@ AttnCost attention_cost(const Cluster& cluster, const AttnConfig& a, const AttnP
       add_local_work(out.half_fwd, c.allgather_local * gathered / 2);
     }
     const BlockingCollectives bc = blocking_collectives(a.method, P, s, p.n, p.nkv, p.d, e);
-    const bool fits = c.group_fits_cores(P);
-    const PassWork wk_fwd = pass_work(c, a, P, bc, fwd_k, -1), wk_bwd = pass_work(c, a, P, bc, bwd_k, fwd_k);
-    add_collective_waits(out.fwd, bc.fwd, P, w, wf, fits, c, wk_fwd);
-    add_collective_waits(out.bwd, bc.bwd, P, w, wf, fits, c, wk_bwd);
-    add_collective_waits(out.half_fwd, blocking_collectives(a.method, P, s / 2, p.n, p.nkv, p.d, e).fwd, P, w, wf, fits, c,
-                         {P, std::numeric_limits<double>::infinity(), cpu_seconds(c, P, hf)});
+    add_collective_waits(out.fwd, bc.fwd, P, P, c, pass_work(c, a, P, bc, fwd_k, -1));
+    add_collective_waits(out.bwd, bc.bwd, P, P, c, pass_work(c, a, P, bc, bwd_k, fwd_k));
+    add_collective_waits(out.half_fwd, blocking_collectives(a.method, P, s / 2, p.n, p.nkv, p.d, e).fwd, P, P, c,
+                         {std::numeric_limits<double>::infinity(), cpu_seconds(c, P, hf)});
     out.buffer_bytes = 2 * p.S * kvd * 2 + 2 * p.S * kvd * 4;
     out.describe = "allgather: K,V gathered from " + std::to_string(P) + " ranks, dK,dV reduce-scattered";
     return out;
@@ -782,7 +779,7 @@ AttnCost attention_cost(const Cluster& cluster, const AttnConfig& a, const AttnP
   out.bwd.time += a2a_bwd, out.bwd.a2a_bytes = frac * (s * nd * 2 + qkv);
   out.half_fwd.time += a2a_fwd / 2;
   out.rebuild.time = a2a_fwd, out.rebuild.a2a_bytes = frac * (qkv + o);
-  const double w = c.spin_collective_wait(P, hp), wf = c.follow_collective_wait(P), e = c.elem_bytes;
+  const double e = c.elem_bytes;
   // CPU hosts: the local memory work of seq_to_heads / heads_to_seq (fresh
   // buffers, pack / unpack, MPI's shared-memory copies, the head-layout
   // state), per byte of the local tensors they convert: q, k, v (elements),
@@ -796,12 +793,12 @@ AttnCost attention_cost(const Cluster& cluster, const AttnConfig& a, const AttnP
     add_local_work(out.half_fwd, c.a2a_local * fwd_b / 2);
   }
   const BlockingCollectives bc = blocking_collectives(a.method, hp, s, p.n, p.nkv, p.d, e);
-  const bool fits = c.group_fits_cores(hp);  // USP's head-parallel pairs on 2 cores: yes; Ulysses over 4: no
-  add_collective_waits(out.fwd, bc.fwd, hp, w, wf, fits, c, pass_work(c, a, P, bc, rr.fwd.compute, -1));
-  add_collective_waits(out.bwd, bc.bwd, hp, w, wf, fits, c, pass_work(c, a, P, bc, rr.bwd.compute, rr.fwd.compute));
-  add_collective_waits(out.rebuild, bc.rebuild, hp, w, wf, fits, c, {P});
-  add_collective_waits(out.half_fwd, blocking_collectives(a.method, hp, s / 2, p.n, p.nkv, p.d, e).fwd, hp, w, wf, fits, c,
-                       {P, std::numeric_limits<double>::infinity(), cpu_seconds(c, P, rr.half_fwd.compute)});
+  // (USP's head-parallel pairs fit on 2 cores; Ulysses' group of 4 does not)
+  add_collective_waits(out.fwd, bc.fwd, P, hp, c, pass_work(c, a, P, bc, rr.fwd.compute, -1));
+  add_collective_waits(out.bwd, bc.bwd, P, hp, c, pass_work(c, a, P, bc, rr.bwd.compute, rr.fwd.compute));
+  add_collective_waits(out.rebuild, bc.rebuild, P, hp, c, {});
+  add_collective_waits(out.half_fwd, blocking_collectives(a.method, hp, s / 2, p.n, p.nkv, p.d, e).fwd, P, hp, c,
+                       {std::numeric_limits<double>::infinity(), cpu_seconds(c, P, rr.half_fwd.compute)});
   // Head-layout copies of q, k, v (bf16), o and lse (fp32), and one pair of
   // all-to-all send/receive buffers of the largest tensor.
   out.buffer_bytes = rr.buffers + qkv + s * nd * 4 + s * double(p.n) * 4 + 2 * s * nd * 4;

@@ -33,17 +33,7 @@ double Cluster::attn_rate_bwd(double t) const {
   const double k = attn_fwd_over_bwd, rb = (1.0 / k + 2.5) / 3.5;
   return attn_rate(t) * rb;
 }
-double Cluster::concurrency_efficiency(int P) const {
-  if (P <= 1 || conc_ranks.empty()) return 1.0;
-  double x0 = 0, y0 = 1;  // log2 1, efficiency of one rank alone
-  const double x = std::log2(double(P));
-  for (size_t i = 0; i < conc_ranks.size(); ++i) {
-    const double x1 = std::log2(conc_ranks[i]), y1 = conc_eff[i];
-    if (x <= x1) return x1 > x0 ? y0 + (y1 - y0) * (x - x0) / (x1 - x0) : y1;
-    x0 = x1, y0 = y1;
-  }
-  return y0;
-}
+double Cluster::concurrency_efficiency(int P) const { return P <= 1 || concurrency.vals.empty() ? 1.0 : concurrency.at(P); }
 double PerRanks::at(int P) const {
   if (vals.empty()) return 0.0;
   BURST_ASSERT(ranks.empty() || ranks.size() == vals.size(), "PerRanks: ", vals.size(), " values for ", ranks.size(), " rank counts");
@@ -263,16 +253,19 @@ Cluster load_cluster(const std::string& name_or_path, const std::string& dir) {
     pair("host.call_us", 1e-6, &Cluster::TileCosts::call);
     pair("host.call_row_ns", 1e-9, &Cluster::TileCosts::row);
     pair("host.tile_causal_diag_us", 1e-6, &Cluster::TileCosts::causal_diag);
-    c.conc_ranks = list("host.concurrency_ranks");
-    c.conc_eff = list("host.concurrency_efficiency");
-    BURST_CHECK_CONFIG(c.conc_ranks.size() == c.conc_eff.size(), file,
-                       ": host.concurrency_ranks and host.concurrency_efficiency differ in length (", c.conc_ranks.size(), " vs ",
-                       c.conc_eff.size(), ")");
-    for (size_t i = 0; i < c.conc_ranks.size(); ++i) {
-      BURST_CHECK_CONFIG(c.conc_ranks[i] > (i ? c.conc_ranks[i - 1] : 1.0), file,
-                         ": host.concurrency_ranks must increase from above 1");
-      BURST_CHECK_CONFIG(c.conc_eff[i] > 0 && c.conc_eff[i] <= 2, file, ": host.concurrency_efficiency[", i, "] = ", c.conc_eff[i],
+    const std::vector<double> conc_ranks = list("host.concurrency_ranks"), conc_eff = list("host.concurrency_efficiency");
+    BURST_CHECK_CONFIG(conc_ranks.size() == conc_eff.size(), file,
+                       ": host.concurrency_ranks and host.concurrency_efficiency differ in length (", conc_ranks.size(), " vs ",
+                       conc_eff.size(), ")");
+    for (size_t i = 0; i < conc_ranks.size(); ++i) {
+      BURST_CHECK_CONFIG(conc_ranks[i] > (i ? conc_ranks[i - 1] : 1.0), file, ": host.concurrency_ranks must increase from above 1");
+      BURST_CHECK_CONFIG(conc_eff[i] > 0 && conc_eff[i] <= 2, file, ": host.concurrency_efficiency[", i, "] = ", conc_eff[i],
                          " is out of range (0, 2]");
+    }
+    if (!conc_ranks.empty()) {  // through (1, 1): one rank alone
+      c.concurrency.ranks = {1.0}, c.concurrency.vals = {1.0};
+      c.concurrency.ranks.insert(c.concurrency.ranks.end(), conc_ranks.begin(), conc_ranks.end());
+      c.concurrency.vals.insert(c.concurrency.vals.end(), conc_eff.begin(), conc_eff.end());
     }
   }
   return c;

@@ -128,8 +128,9 @@ struct Cluster {
   // rank while P ranks run on the host, relative to one rank alone (shared
   // caches and memory bandwidth, and when P exceeds the cores the context
   // switches between ranks). Piecewise linear in log2 P through (1, 1) and
-  // the measured points, the last value beyond them. Empty on GPU clusters.
-  std::vector<double> conc_ranks, conc_eff;
+  // the measured points (the loader puts (1, 1) first), the last value beyond
+  // them. Empty on GPU clusters.
+  PerRanks concurrency;
   // CPU machines (optional keys host.layer_overhead_ms,
   // host.step_overhead_ms, host.step_overhead_us_per_token): CPU time that
   // the kernel-rate terms do not carry, one rank alone: per layer (forward +
