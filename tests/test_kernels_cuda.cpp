@@ -426,9 +426,9 @@ void rope_case(long S, long nh, long d, bool in_place, bool inverse, double af, 
   EXPECT_LE(rel_err(got, want), tol);
 }
 
-// Sets BURST_ROPE_CUDA=1 for its scope (the CUDA RoPE is opt-in until this
-// test has passed on the GPU), restoring the variable after, also when an
-// assertion returns early.
+// Sets BURST_ROPE_CUDA=1 for its scope (the CUDA RoPE is the default, but
+// the caller's environment may have turned it off), restoring the variable
+// after, also when an assertion returns early.
 struct RopeCudaOn {
   std::string old;
   bool had = false;

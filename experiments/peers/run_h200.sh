@@ -23,6 +23,9 @@
 #   PART=10 OUT=$OUT experiments/peers/run_h200.sh  the timed call: lab backward variants, torch block and kernels,
 #                                                   bench kernels / layer / step / gemm (beta 0, 1), ncu of the blocks
 #   PART=11 OUT=$OUT experiments/peers/run_h200.sh  short: bench kernels, the block, the CUDA kernels' gpu tests
+#   PART=12 then PART=13 (same warm machine)         the timed call (whole build, bench kernels, the block with
+#                                                   the CUDA / portable RoPE, gemm beta 1), then every gpu test
+#                                                   (after the torch block when the card is not an H200)
 # (PART=2 rebuilds unless the machine is still warm from PART=1.)
 # Copy what comes back under $OUT into experiments/results/h200/ (at most 6
 # files per part: the device tool returns 8).
@@ -68,6 +71,54 @@ ncu_block() {
   head -n 30 "$OUT/ncu_layer_${m}_summary.txt"
   gzip -f "$csv"
 }
+if [ "$PART" = 12 ]; then
+  # The timed call of a two-call pair (PART 13 right after, on the same warm
+  # machine): the whole build (PART 13's tests need it), bench kernels with
+  # the CUDA RoPE, the block with backward variant 11 and the CUDA RoPE (and
+  # the portable RoPE side by side), SM clocks sampled, bench gemm beta 1.
+  step "bootstrap (Kokkos CUDA from .offline)" 120 scripts/bootstrap.sh --cuda --from .offline
+  step "build (everything)" 300 scripts/build.sh --cuda --deps-include "$(pwd)/.offline/include" -DBURST_ENABLE_NCCL=ON
+  build=$(pwd)/build-cuda
+  if [ -x "$build/burst" ]; then
+    step "burst bench kernels (RoPE v4, RMSNorm v2)" 30 "$build/burst" bench kernels \
+      --output "$OUT/kernels_bf16.h5"
+    nvidia-smi --query-gpu=timestamp,clocks.sm,power.draw,temperature.gpu --format=csv,noheader -lms 20 \
+      > "$OUT/clocks_layer.csv" 2>&1 &
+    smi=$!
+    for m in 1B 7B; do
+      layer32k " (backward variant 11, RoPE v4)" 30 "layer_${m}_bf16.h5" BURST_ROPE_CUDA=1
+      layer32k " (backward variant 11, portable RoPE)" 30 "layer_${m}_bf16_roperef.h5" BURST_ROPE_CUDA=0
+    done
+    kill "$smi" 2>/dev/null
+    awk -F', ' '{gsub(/ MHz/,"",$2); gsub(/ W/,"",$3); if ($2+0 > 0) {n++; c+=$2; if ($2<mn||mn==0) mn=$2; p+=$3}}
+      END {if (n) printf "SM clock over the block runs: mean %.0f MHz, min %d MHz, mean power %.0f W (%d samples)\n", c/n, mn, p/n, n}' \
+      "$OUT/clocks_layer.csv"
+    gzip -f "$OUT/clocks_layer.csv"
+    gemm_llama 1 90
+  fi
+  (cd "$OUT" && ls *.h5 >/dev/null 2>&1 && tar cf part12_h5.tar *.h5 && rm -f *.h5)
+  echo "PART 12 done in $(( $(date +%s) - t0 )) s"
+  date -u
+  exit 0
+fi
+if [ "$PART" = 13 ]; then
+  # Right after PART 12 on the same warm machine (its build-cuda kept): the
+  # torch block on the idle GPU when this card is not the H200 the earlier
+  # peer numbers came from (so PART 12's block has its peer on the same card),
+  # then every gpu test, the trainer's and the model's included.
+  build=$(pwd)/build-cuda
+  if ! nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200; then
+    step "torch LLaMA block (eager, compile) 1B and 7B at 32K (this card is not an H200)" 150 \
+      python3 experiments/peers/peers.py "$OUT" --only block --tokens 32768
+  fi
+  [ -x "$build/burst" ] || step "build (everything; PART 12's was not kept)" 300 \
+    scripts/build.sh --cuda --deps-include "$(pwd)/.offline/include" -DBURST_ENABLE_NCCL=ON
+  step "every gpu test" $(( $(left) - 10 )) bash -c "cd '$build' && ctest -j 12 --output-on-failure -L gpu -LE long \
+    > '$OUT/gpu_tests.log' 2>&1; rc=\$?; tail -n 30 '$OUT/gpu_tests.log'; exit \$rc"
+  echo "PART 13 done in $(( $(date +%s) - t0 )) s"
+  date -u
+  exit 0
+fi
 if [ "$PART" = 11 ]; then
   # A short call: the backward variant 11 in the engine (the block, 1B and 7B
   # at 32K) and the gpu tests of the CUDA kernels it and RMSNorm v2 touch,
@@ -79,7 +130,7 @@ if [ "$PART" = 11 ]; then
     --target test_dist_attention
   build=$(pwd)/build-cuda
   if [ -x "$build/burst" ]; then
-    step "burst bench kernels (RoPE v4, RMSNorm v2)" 30 env BURST_ROPE_CUDA=1 "$build/burst" bench kernels \
+    step "burst bench kernels (RoPE v4, RMSNorm v2)" 30 "$build/burst" bench kernels \
       --output "$OUT/kernels_bf16.h5"
     # SM clock and power every 20 ms while the blocks run (is the GEMM backward power-bound? NOTES "LLaMA block")
     nvidia-smi --query-gpu=timestamp,clocks.sm,power.draw,temperature.gpu --format=csv,noheader -lms 20 \
