@@ -970,6 +970,64 @@ TEST(PerfModel, HostCollectiveLocalWork) {
   }
 }
 
+// The all-gather method's local work measured per rank count
+// (host.allgather_local_ranks with host.allgather_local_ns_per_byte an
+// array): the value at P (log2-linear between the points, held beyond),
+// stretched by the share like every host term; its comm-only measurement
+// holds the follows' waits, so under it the method's follow calls (V after
+// K, the second reduce-scatter, a call right after the bench's barrier)
+// wait nothing more, while the calls after compute keep their waits. Bad
+// input is refused naming the key.
+TEST(PerfModel, AllGatherLocalWorkPerRankCountHoldsTheFollows) {
+  const std::string base = std::string(BURST_FIXTURE_DIR) + "/cpu_cluster_test.toml";
+  auto with = [&](const std::string& name, const std::string& extra) {
+    const std::string file = ::testing::TempDir() + name;
+    std::ifstream in(base);
+    std::ofstream out(file);
+    out << in.rdbuf() << "\nwait_work_ms = 3\ncollective_wait_follow_ms = 2\n" << extra;
+    return file;
+  };
+  const Cluster one = load_cluster(with("ag_local_one.toml", "allgather_local_ns_per_byte = 2\n"), default_data_dir());
+  const Cluster per = load_cluster(
+      with("ag_local_per.toml", "allgather_local_ranks = [2, 8]\nallgather_local_ns_per_byte = [2, 5]\n"), default_data_dir());
+  EXPECT_FALSE(one.allgather_local_holds_follows());
+  ASSERT_TRUE(per.allgather_local_holds_follows());
+  EXPECT_DOUBLE_EQ(per.allgather_local, 2e-9);  // unshared: the first point
+  EXPECT_DOUBLE_EQ(per.shared_by(2).allgather_local, 2e-9);
+  EXPECT_NEAR(per.shared_by(4).allgather_local, 3.5e-9 / (0.5 * one.concurrency_efficiency(4)), 1e-21);  // halfway in log2
+  EXPECT_NEAR(per.shared_by(16).allgather_local, 5e-9 / (2.0 / 16 * one.concurrency_efficiency(16)), 1e-21);
+  const AttnProblem p4{4, 2048, 8, 8, 16};
+  const double S = 2048, kvd = 128, e = 4, gathered = 2 * S * kvd * e, acc = 2 * S * kvd * 4;
+  const double f = 0.5 * one.concurrency_efficiency(4);
+  const double r3 = 3 * 5e-3, f3 = 3 * 2e-3;  // 3 rounds: whole, follow (as CollectiveWaitsGrowWithTheComputeBetweenCalls)
+  for (bool bench : {false, true}) {
+    AttnConfig ag;
+    ag.method = "allgather", ag.bench_timing = bench;
+    const AttnCost a1 = attention_cost(one, ag, p4), ap = attention_cost(per, ag, p4);
+    auto g = [&](double wall) { return per.wait_fraction(4, wall / 2); };
+    // the kernel's compute is the same; the local work is the per-P value's
+    const double kf = a1.fwd.compute - 2e-9 * gathered / f, kb = a1.bwd.compute - 2e-9 * (gathered + acc) / f;
+    EXPECT_NEAR(ap.fwd.compute, kf + 3.5e-9 * gathered / f, 1e-12) << bench;
+    EXPECT_NEAR(ap.bwd.compute, kb + 3.5e-9 * (gathered + acc) / f, 1e-12) << bench;
+    // the follows are in it: only the calls after compute wait
+    EXPECT_NEAR(ap.fwd.sync, bench ? 0.0 : r3, 1e-12) << bench;
+    EXPECT_NEAR(ap.bwd.sync, (bench ? r3 * g(kf) : r3) + r3 * g(kb), 1e-12) << bench;  // K after the forward or the projections; dK after the kernel
+    EXPECT_NEAR(a1.fwd.sync, (bench ? f3 : r3) + f3, 1e-12) << bench;  // the one-number form charges them
+  }
+  for (const auto& [extra, what] : std::vector<std::pair<std::string, std::string>>{
+           {"allgather_local_ns_per_byte = [2, 5]\n", "host.allgather_local_ranks"},
+           {"allgather_local_ranks = [2, 4, 8]\nallgather_local_ns_per_byte = [2, 5]\n", "2 values for the 3 rank counts"},
+           {"allgather_local_ranks = [4, 2]\nallgather_local_ns_per_byte = [2, 5]\n", "must increase"},
+           {"allgather_local_ranks = [2, 4]\nallgather_local_ns_per_byte = [2, -1]\n", "out of range"}}) {
+    try {
+      load_cluster(with("ag_local_bad.toml", extra), default_data_dir());
+      ADD_FAILURE() << "accepted: " << extra;
+    } catch (const Error& err) {
+      EXPECT_NE(std::string(err.what()).find(what), std::string::npos) << err.what();
+    }
+  }
+}
+
 // Measured attention rate points (CPU kernels whose rate is not monotonic in
 // the block size): linear in log t between the points, held beyond the
 // ends, scaled by shared_by like r_inf; mismatched lists are refused.

@@ -314,6 +314,7 @@ def ring_round_cpu(d):
                 spread=[spread(c["cpu"]) for c in per_case.values()], samples=[c["cpu"] for c in per_case.values()])
 
 
+ALLGATHER_LOCAL_RANKS = (4, 8)  # the all-gather method's local work also at these rank counts (above the cores)
 LOCAL_SEQ = 3072  # bench attention comm-only at 2 ranks: a size no experiment runs (they run 1024, 2048, 4096)
 
 
@@ -352,6 +353,33 @@ def collective_local_work(d, alpha, beta):
                 raw[m].append(t)
                 per[m].append(max(0.0, t * share - (calls[m] * alpha + moved[m] / beta)) / bytes_of[m])
     out = {m: (float(np.median(per[m])), spread(raw[m]), raw[m]) for m in per}
+    # The all-gather method also at each of ALLGATHER_LOCAL_RANKS: above the
+    # cores its comm-only run holds the members' turns on the shared cores
+    # between its back-to-back calls as well (the model then charges those
+    # calls no follow wait: Cluster::allgather_local_holds_follows).
+    at = [(P, out["allgather"][0], out["allgather"][1], out["allgather"][2])]
+    for Pn in ALLGATHER_LOCAL_RANKS:
+        sn = S / Pn
+        bytes_n = bytes_of["allgather"]  # the gathered K,V and the accumulators: S rows on every rank
+        moved_n = (Pn - 1) * (4 * sn * kvd * e + 2 * sn * kvd * 4)
+        vals, raws = [], []
+        for i in range(SAMPLES):
+            h5 = os.path.join(d, f"local_np{Pn}_S{S}_s{i}.h5")
+            C.mpiexec(Pn, ["bench", "attention", "--set", f"bench.heads={HEADS}", "--set", f"bench.kv_heads={KVH}",
+                           "--set", f"bench.head_dim={D}", "--set", "bench.repeats=5", "--set", "bench.warmup=1",
+                           "--set", "bench.methods=[\"allgather\"]", "--set", f"bench.seq=[{S}]", "--output", h5],
+                      os.path.join(d, f"local_np{Pn}_S{S}_s{i}.log"))
+            with h5py.File(h5, "r") as f:
+                cases = []
+                f.visititems(lambda n, o: cases.append(n) if isinstance(o, h5py.Group) and "comm_s_median" in o.attrs else None)
+                for cname in cases:
+                    a = f[cname].attrs
+                    share = min(1.0, float(a["cpu_share"])) if "cpu_share" in a else 1.0
+                    t = float(a["comm_s_median"])
+                    raws.append(t)
+                    vals.append(max(0.0, t * share - (calls["allgather"] * (Pn - 1) * alpha + moved_n / beta)) / bytes_n)
+        at.append((Pn, float(np.median(vals)), spread(raws), raws))
+    out["allgather_at"] = at
     return out
 
 
@@ -615,7 +643,8 @@ collective_wait_fit_ms = {wait_val("spin_fit")}   # measured: the blocking kinds
 concurrency_ranks = [{', '.join(str(c["ranks"]) for c in conc)}]
 concurrency_efficiency = [{', '.join(f'{c["eff"]:.4f}' for c in conc)}]
 a2a_local_ns_per_byte = {local["ulysses"][0] * 1e9:.4g}   # measured: bench attention, 2 ranks, {LOCAL_SEQ} tokens, Ulysses comm-only (no math) {', '.join(f'{x * 1e3:.2f}' for x in local["ulysses"][2])} ms (spread {local["ulysses"][1]:.2f}) less alpha-beta, per byte of the tensors converted
-allgather_local_ns_per_byte = {local["allgather"][0] * 1e9:.4g}   # measured: the same, all-gather method comm-only {', '.join(f'{x * 1e3:.2f}' for x in local["allgather"][2])} ms (spread {local["allgather"][1]:.2f}), per byte of gathered K,V and dK,dV accumulators
+allgather_local_ranks = [{', '.join(str(r[0]) for r in local["allgather_at"])}]
+allgather_local_ns_per_byte = [{', '.join(f"{r[1] * 1e9:.4g}" for r in local["allgather_at"])}]   # measured: the same, all-gather method comm-only at P = [{', '.join(str(r[0]) for r in local["allgather_at"])}]: {'; '.join(', '.join(f'{x * 1e3:.2f}' for x in r[3]) for r in local["allgather_at"])} ms (spreads {', '.join(f"{r[2]:.2f}" for r in local["allgather_at"])}) x the CPU share, less alpha-beta, per byte of gathered K,V and dK,dV accumulators (above the cores: with the members' turns between its calls)
 layer_overhead_ms = {layer_over * 1e3:.4g}    # measured: bench layer, one rank: intercept of the block's rest (CPU ms {rest_txt} at t = {LAYER_SEQ}; spreads {fmt_sp(sp["rest"])}) = a + b t + c t^2, c t^2 = {lay["rest_c"] * 1e12:.3g} ps t^2 in the attention rates
 # measured: bench attention --set bench.tile_costs=true ({HEADS}x{D}, s = {TILE_SEQ}, tiles 32 x 32, one rank, CPU clock), fwd / bwd CPU ms per call:
 # {tile_note}; all-skipped calls at s = {skip_note}
@@ -757,6 +786,8 @@ step_overhead_us_per_token = {step_b * 1e6:.4g}
         f["local_work_comm_only_s_allgather"] = np.array(local["allgather"][2])
         f.attrs["local_work_spread_ulysses"] = local["ulysses"][1]
         f.attrs["local_work_spread_allgather"] = local["allgather"][1]
+        f["allgather_local_ranks"] = np.array([r[0] for r in local["allgather_at"]])
+        f["allgather_local_s_per_byte_at"] = np.array([r[1] for r in local["allgather_at"]])
         f.attrs["seconds"] = time.time() - t_start
         # every command run (each attempt): the CPU other processes used during it (retaken above FOREIGN_MAX)
         log = C.call_log
@@ -803,7 +834,9 @@ step_overhead_us_per_token = {step_b * 1e6:.4g}
           f" ({sum(1 for r in coll_rows if not np.isfinite(r[8]))} cases with a sample <= 0)")
     print(f"local work of the blocking collectives (bench attention comm-only, 2 ranks, {LOCAL_SEQ} tokens): Ulysses "
           f"{local['ulysses'][0] * 1e9:.3f} ns/byte (comm-only {', '.join(f'{x * 1e3:.2f}' for x in local['ulysses'][2])} ms), "
-          f"all-gather {local['allgather'][0] * 1e9:.3f} ns/byte ({', '.join(f'{x * 1e3:.2f}' for x in local['allgather'][2])} ms)")
+          f"all-gather {local['allgather'][0] * 1e9:.3f} ns/byte ({', '.join(f'{x * 1e3:.2f}' for x in local['allgather'][2])} ms); "
+          f"all-gather at P = " + ", ".join(f"{r[0]}: {r[1] * 1e9:.3f} ns/byte ({', '.join(f'{x * 1e3:.2f}' for x in r[3])} ms)"
+                                            for r in local["allgather_at"]))
     print("tile costs (bench attention tile_costs, per (tile, head), fwd / bwd us): " + ", ".join(
         f"{k} {tf_[k] * 1e6:.3f} / {tb_[k] * 1e6:.3f}" for k in ("mask", "partial_causal", "partial_window", "partial_document", "skip", "call", "causal_diag"))
         + f", row {tf_['row'] * 1e9:.2f} / {tb_['row'] * 1e9:.2f} ns (unclamped: "

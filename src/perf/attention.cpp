@@ -550,6 +550,7 @@ namespace {
 // pass (work.start; CPU seconds per rank).
 struct PassWork {
   double start = std::numeric_limits<double>::infinity(), kernel = 0;
+  bool follows_in_local = false;  // a follow's wait is in the pass's local work (Cluster::allgather_local_holds_follows)
 };
 void add_collective_waits(PassCost& pass, const std::vector<Collective>& calls, int P, int group, const Cluster& cl, PassWork work) {
   const double wait_per_round = cl.spin_collective_wait(P, group), follow_per_round = cl.follow_collective_wait(P);
@@ -560,7 +561,7 @@ void add_collective_waits(PassCost& pass, const std::vector<Collective>& calls, 
     // No compute since the members met (the bench's barrier, the previous
     // pass's last call): as a call right after another.
     const bool follows = c.follows || W <= 0;
-    if (follows && group_fits) continue;
+    if (follows && (group_fits || work.follows_in_local)) continue;
     const double per_round = follows ? follow_per_round : wait_per_round * cl.wait_fraction(P, W);
     const double w = mpi_collective_rounds(c, group) * per_round;
     pass.sync += w, pass.time += w;
@@ -728,10 +729,14 @@ AttnCost attention_cost(const Cluster& cluster, const AttnConfig& a, const AttnP
       add_local_work(out.half_fwd, c.allgather_local * gathered / 2);
     }
     const BlockingCollectives bc = blocking_collectives(a.method, P, s, p.n, p.nkv, p.d, e);
-    add_collective_waits(out.fwd, bc.fwd, P, P, c, pass_work(c, a, P, bc, fwd_k, -1));
-    add_collective_waits(out.bwd, bc.bwd, P, P, c, pass_work(c, a, P, bc, bwd_k, fwd_k));
+    // Measured per rank count, the local term holds the follows' waits (the comm-only run it comes from).
+    const bool in_local = c.allgather_local > 0 && c.allgather_local_holds_follows();
+    PassWork wf = pass_work(c, a, P, bc, fwd_k, -1), wb = pass_work(c, a, P, bc, bwd_k, fwd_k);
+    wf.follows_in_local = wb.follows_in_local = in_local;
+    add_collective_waits(out.fwd, bc.fwd, P, P, c, wf);
+    add_collective_waits(out.bwd, bc.bwd, P, P, c, wb);
     add_collective_waits(out.half_fwd, blocking_collectives(a.method, P, s / 2, p.n, p.nkv, p.d, e).fwd, P, P, c,
-                         {std::numeric_limits<double>::infinity(), cpu_seconds(c, P, hf)});
+                         {std::numeric_limits<double>::infinity(), cpu_seconds(c, P, hf), in_local});
     out.buffer_bytes = 2 * p.S * kvd * 2 + 2 * p.S * kvd * 4;
     out.describe = "allgather: K,V gathered from " + std::to_string(P) + " ranks, dK,dV reduce-scattered";
     return out;

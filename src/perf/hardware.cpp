@@ -51,6 +51,7 @@ Cluster Cluster::shared_by(int P) const {
   double f = 1.0;
   if (host_cores > 0 && double(P) > host_cores) f = host_cores / double(P);
   if (host_cores > 0) f *= concurrency_efficiency(P);
+  if (c.allgather_local_holds_follows()) c.allgather_local = c.allgather_local_at.at(P);
   if (f != 1.0) {
     c.gemm_fraction *= f, c.attn_rate_inf *= f, c.hbm_bw *= f, c.host_mem_bw *= f;
     for (double& r : c.attn_pts_rate) r *= f;
@@ -205,8 +206,32 @@ Cluster load_cluster(const std::string& name_or_path, const std::string& dir) {
   if (t.at_path("host.layer_overhead_ms")) c.layer_overhead = num(t, "host.layer_overhead_ms", file, 0, 1e6) * 1e-3;
   if (t.at_path("host.step_overhead_ms")) c.step_overhead = num(t, "host.step_overhead_ms", file, 0, 1e6) * 1e-3;
   if (t.at_path("host.a2a_local_ns_per_byte")) c.a2a_local = num(t, "host.a2a_local_ns_per_byte", file, 0, 1e6) * 1e-9;
-  if (t.at_path("host.allgather_local_ns_per_byte"))
+  if (auto node = t.at_path("host.allgather_local_ns_per_byte"); node && node.is_array()) {
+    // one value per rank count of host.allgather_local_ranks (Cluster::allgather_local_at)
+    const toml::array* a = node.as_array();
+    const toml::array* r = t.at_path("host.allgather_local_ranks").as_array();
+    BURST_CHECK_CONFIG(r != nullptr && !r->empty(), file,
+                       ": host.allgather_local_ns_per_byte is an array, one value per rank count, but host.allgather_local_ranks "
+                       "(a non-empty array of rank counts) is missing");
+    BURST_CHECK_CONFIG(a->size() == r->size(), file, ": host.allgather_local_ns_per_byte has ", a->size(), " values for the ",
+                       r->size(), " rank counts of host.allgather_local_ranks");
+    PerRanks v;
+    for (size_t i = 0; i < a->size(); ++i) {
+      const auto& rk = *r->get(i);
+      const auto& x = *a->get(i);
+      BURST_CHECK_CONFIG(rk.is_integer(), file, ": host.allgather_local_ranks must hold whole rank counts");
+      const double rank = double(rk.as_integer()->get());
+      BURST_CHECK_CONFIG(rank > (v.ranks.empty() ? 0.0 : v.ranks.back()), file,
+                         ": host.allgather_local_ranks must increase from above 0 (got ", rank, ")");
+      BURST_CHECK_CONFIG(x.is_integer() || x.is_floating_point(), file, ": host.allgather_local_ns_per_byte must be an array of numbers");
+      const double ns = x.is_integer() ? double(x.as_integer()->get()) : x.as_floating_point()->get();
+      BURST_CHECK_CONFIG(ns >= 0 && ns <= 1e6, file, ": host.allgather_local_ns_per_byte[", i, "] = ", ns, " is out of range [0, 1e6]");
+      v.ranks.push_back(rank), v.vals.push_back(ns * 1e-9);
+    }
+    c.allgather_local_at = v, c.allgather_local = v.vals.front();
+  } else if (node) {
     c.allgather_local = num(t, "host.allgather_local_ns_per_byte", file, 0, 1e6) * 1e-9;
+  }
   if (t.at_path("host.ring_round_cpu_us")) c.ring_round_cpu = num(t, "host.ring_round_cpu_us", file, 0, 1e6) * 1e-6;
   if (t.at_path("host.ring_round_cpu_ns_per_byte"))
     c.ring_round_cpu_per_byte = num(t, "host.ring_round_cpu_ns_per_byte", file, 0, 1e6) * 1e-9;

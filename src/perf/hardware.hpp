@@ -153,6 +153,16 @@ struct Cluster {
   // no experiment runs). CPU time: stretched by shared_by like the other
   // host terms. 0 on GPU clusters.
   double a2a_local = 0, allgather_local = 0;  // s per byte
+  // The all-gather method's term measured at several rank counts
+  // (host.allgather_local_ranks, host.allgather_local_ns_per_byte an array):
+  // the comm-only run's CPU seconds per byte at each P. Above the cores that
+  // run holds the members' turns on the shared cores between its six
+  // back-to-back calls, so shared_by(P) takes allgather_local from it and the
+  // model charges no separate wait to a call that follows another (or a
+  // barrier) in that method (allgather_local_holds_follows). Empty: the
+  // number above at every P, follow waits charged as for every method.
+  PerRanks allgather_local_at;
+  bool allgather_local_holds_follows() const { return !allgather_local_at.ranks.empty(); }
   // CPU machines (optional keys host.tile_*_us, host.call_us,
   // host.call_row_ns: [forward, backward] each, measured by `burst bench
   // attention --set bench.tile_costs=true`, one rank, CPU seconds): what the
