@@ -103,9 +103,10 @@ def main():
                    + (", ".join(f"{x * 1e9:.3f} ns at {int(r)} ranks" for r, x in zip(f["allgather_local_ranks"][:],
                                                                                  f["allgather_local_s_per_byte_at"][:]))
                       if "allgather_local_ranks" in f else f"{A['allgather_local_s_per_byte'] * 1e9:.3f} ns")
-                   + " | `burst bench attention` comm-only (no math), 2 ranks (the all-gather method also at 4 and 8: above the "
-                   "cores with the members' turns between its calls, which the model then charges no separate wait), a size "
-                   "no experiment runs |")
+                   + " | `burst bench attention` comm-only (no math), 2 ranks"
+                   + (" (the all-gather method at each rank count named: above the cores with the members' turns between "
+                      "its calls, which the model then charges no separate wait)" if "allgather_local_ranks" in f else "")
+                   + ", a size no experiment runs |")
                   if "a2a_local_s_per_byte" in A.keys() else "",
                   (f"| the host kernel's tile costs, us per (tile, head), forward / backward | partly visible beyond a whole tile: "
                    f"causal diagonal {A['tile_partial_causal_fwd_s'] * 1e6:.2f} / {A['tile_partial_causal_bwd_s'] * 1e6:.2f}, window edge "

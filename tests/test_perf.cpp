@@ -987,18 +987,20 @@ TEST(PerfModel, AllGatherLocalWorkPerRankCountHoldsTheFollows) {
     out << in.rdbuf() << "\nwait_work_ms = 3\ncollective_wait_follow_ms = 2\n" << extra;
     return file;
   };
-  const Cluster one = load_cluster(with("ag_local_one.toml", "allgather_local_ns_per_byte = 2\n"), default_data_dir());
+  const std::string conc = "concurrency_ranks = [2, 4]\nconcurrency_efficiency = [0.9, 0.8]\n";
+  const Cluster one = load_cluster(with("ag_local_one.toml", conc + "allgather_local_ns_per_byte = 2\n"), default_data_dir());
   const Cluster per = load_cluster(
-      with("ag_local_per.toml", "allgather_local_ranks = [2, 8]\nallgather_local_ns_per_byte = [2, 5]\n"), default_data_dir());
+      with("ag_local_per.toml", conc + "allgather_local_ranks = [2, 8]\nallgather_local_ns_per_byte = [2, 5]\n"), default_data_dir());
   EXPECT_FALSE(one.allgather_local_holds_follows());
   ASSERT_TRUE(per.allgather_local_holds_follows());
+  ASSERT_DOUBLE_EQ(per.concurrency_efficiency(4), 0.8);
   EXPECT_DOUBLE_EQ(per.allgather_local, 2e-9);  // unshared: the first point
-  EXPECT_DOUBLE_EQ(per.shared_by(2).allgather_local, 2e-9);
-  EXPECT_NEAR(per.shared_by(4).allgather_local, 3.5e-9 / (0.5 * one.concurrency_efficiency(4)), 1e-21);  // halfway in log2
-  EXPECT_NEAR(per.shared_by(16).allgather_local, 5e-9 / (2.0 / 16 * one.concurrency_efficiency(16)), 1e-21);
+  EXPECT_NEAR(per.shared_by(2).allgather_local, 2e-9 / 0.9, 1e-21);
+  EXPECT_NEAR(per.shared_by(4).allgather_local, 3.5e-9 / (0.5 * 0.8), 1e-21);  // halfway in log2, the share, the efficiency
+  EXPECT_NEAR(per.shared_by(16).allgather_local, 5e-9 / (2.0 / 16 * 0.8), 1e-21);  // held beyond the last point
   const AttnProblem p4{4, 2048, 8, 8, 16};
   const double S = 2048, kvd = 128, e = 4, gathered = 2 * S * kvd * e, acc = 2 * S * kvd * 4;
-  const double f = 0.5 * one.concurrency_efficiency(4);
+  const double f = 0.5 * 0.8;
   const double r3 = 3 * 5e-3, f3 = 3 * 2e-3;  // 3 rounds: whole, follow (as CollectiveWaitsGrowWithTheComputeBetweenCalls)
   for (bool bench : {false, true}) {
     AttnConfig ag;
@@ -1013,12 +1015,17 @@ TEST(PerfModel, AllGatherLocalWorkPerRankCountHoldsTheFollows) {
     EXPECT_NEAR(ap.fwd.sync, bench ? 0.0 : r3, 1e-12) << bench;
     EXPECT_NEAR(ap.bwd.sync, (bench ? r3 * g(kf) : r3) + r3 * g(kb), 1e-12) << bench;  // K after the forward or the projections; dK after the kernel
     EXPECT_NEAR(a1.fwd.sync, (bench ? f3 : r3) + f3, 1e-12) << bench;  // the one-number form charges them
+    // the recompute's half forward: K after the layer's projections (whole; gathered K of 512 KiB: still a ring, 3
+    // rounds), V in the local work
+    EXPECT_NEAR(ap.half_fwd.sync, r3, 1e-12) << bench;
+    EXPECT_NEAR(a1.half_fwd.sync, r3 + f3, 1e-12) << bench;
   }
   for (const auto& [extra, what] : std::vector<std::pair<std::string, std::string>>{
            {"allgather_local_ns_per_byte = [2, 5]\n", "host.allgather_local_ranks"},
            {"allgather_local_ranks = [2, 4, 8]\nallgather_local_ns_per_byte = [2, 5]\n", "2 values for the 3 rank counts"},
            {"allgather_local_ranks = [4, 2]\nallgather_local_ns_per_byte = [2, 5]\n", "must increase"},
-           {"allgather_local_ranks = [2, 4]\nallgather_local_ns_per_byte = [2, -1]\n", "out of range"}}) {
+           {"allgather_local_ranks = [2, 4]\nallgather_local_ns_per_byte = [2, -1]\n", "out of range"},
+           {"allgather_local_ranks = [2, 4]\nallgather_local_ns_per_byte = 2\n", "is one number"}}) {
     try {
       load_cluster(with("ag_local_bad.toml", extra), default_data_dir());
       ADD_FAILURE() << "accepted: " << extra;

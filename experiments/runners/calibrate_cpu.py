@@ -318,7 +318,7 @@ ALLGATHER_LOCAL_RANKS = (4, 8)  # the all-gather method's local work also at the
 LOCAL_SEQ = 3072  # bench attention comm-only at 2 ranks: a size no experiment runs (they run 1024, 2048, 4096)
 
 
-def collective_local_work(d, alpha, beta):
+def collective_local_work(d, alpha, beta, eff):
     """CPU seconds per byte of the local memory work around the engine's
     blocking collectives: `burst bench attention` at 2 ranks, LOCAL_SEQ tokens,
     the comm-only run (every transfer and its copies, no attention math) of
@@ -336,6 +336,7 @@ def collective_local_work(d, alpha, beta):
     moved = {"ulysses": bytes_of["ulysses"] / 2, "allgather": 4 * s * kvd * e + 2 * s * kvd * 4}  # to the peer
     per = {m: [] for m in bytes_of}
     raw = {m: [] for m in bytes_of}
+    shares = {m: [] for m in bytes_of}
     for i in range(SAMPLES):
         h5 = os.path.join(d, f"local_np{P}_S{S}_s{i}.h5")
         C.mpiexec(P, ["bench", "attention", "--set", f"bench.heads={HEADS}", "--set", f"bench.kv_heads={KVH}",
@@ -351,17 +352,28 @@ def collective_local_work(d, alpha, beta):
                 share = min(1.0, float(a["cpu_share"])) if "cpu_share" in a else 1.0
                 t = float(a["comm_s_median"])
                 raw[m].append(t)
+                shares[m].append(share)
                 per[m].append(max(0.0, t * share - (calls[m] * alpha + moved[m] / beta)) / bytes_of[m])
     out = {m: (float(np.median(per[m])), spread(raw[m]), raw[m]) for m in per}
     # The all-gather method also at each of ALLGATHER_LOCAL_RANKS: above the
     # cores its comm-only run holds the members' turns on the shared cores
     # between its back-to-back calls as well (the model then charges those
     # calls no follow wait: Cluster::allgather_local_holds_follows).
-    at = [(P, out["allgather"][0], out["allgather"][1], out["allgather"][2])]
-    for Pn in ALLGATHER_LOCAL_RANKS:
+    # Each value inverts what the model charges the method's comm-only pass
+    # at Pn ranks (src/perf/attention.cpp, allgather): its three alpha-beta
+    # calls (K,V gathered forward and backward, dK,dV reduce-scattered) in
+    # wall time, plus the local work / f with f = share x concurrency
+    # efficiency (Cluster::shared_by): value = (t - alpha-beta) f / bytes.
+    def ag_value(t, Pn, share):
         sn = S / Pn
-        bytes_n = bytes_of["allgather"]  # the gathered K,V and the accumulators: S rows on every rank
-        moved_n = (Pn - 1) * (4 * sn * kvd * e + 2 * sn * kvd * 4)
+        ab = 3 * alpha + (Pn - 1) * (4 * sn * kvd * e + 2 * sn * kvd * 4) / beta
+        return max(0.0, t - ab) * share * eff.get(Pn, 1.0) / bytes_of["allgather"]
+    at = []
+    for Pn in (P,) + tuple(ALLGATHER_LOCAL_RANKS):
+        if Pn == P:  # the 2-rank runs above
+            vals = [ag_value(t, P, sh) for t, sh in zip(raw["allgather"], shares["allgather"])]
+            at.append((P, float(np.median(vals)), spread(raw["allgather"]), raw["allgather"]))
+            continue
         vals, raws = [], []
         for i in range(SAMPLES):
             h5 = os.path.join(d, f"local_np{Pn}_S{S}_s{i}.h5")
@@ -377,7 +389,7 @@ def collective_local_work(d, alpha, beta):
                     share = min(1.0, float(a["cpu_share"])) if "cpu_share" in a else 1.0
                     t = float(a["comm_s_median"])
                     raws.append(t)
-                    vals.append(max(0.0, t * share - (calls["allgather"] * (Pn - 1) * alpha + moved_n / beta)) / bytes_n)
+                    vals.append(ag_value(t, Pn, share))
         at.append((Pn, float(np.median(vals)), spread(raws), raws))
     out["allgather_at"] = at
     return out
@@ -584,7 +596,7 @@ def main():
                        f"(each fitted at its P alone; pooled over P: blocking {tau['spin'] * 1e3:.3g}, all-reduce "
                        f"{tau['nap'] * 1e3:.3g}, right after another {tau['follow'] * 1e3:.3g}, groups that fit "
                        f"{tau['spin_fit'] * 1e3:.3g} ms)\n") if WAIT_RANKS else ""
-    local = collective_local_work(d, alpha, beta)
+    local = collective_local_work(d, alpha, beta, {c["ranks"]: c["eff"] for c in lay["conc"]})
 
     conc = lay["conc"]
     gemm_txt = ", ".join(f"{g / 1e9:.1f}" for g in lay["gemm_rates"])
@@ -644,7 +656,7 @@ concurrency_ranks = [{', '.join(str(c["ranks"]) for c in conc)}]
 concurrency_efficiency = [{', '.join(f'{c["eff"]:.4f}' for c in conc)}]
 a2a_local_ns_per_byte = {local["ulysses"][0] * 1e9:.4g}   # measured: bench attention, 2 ranks, {LOCAL_SEQ} tokens, Ulysses comm-only (no math) {', '.join(f'{x * 1e3:.2f}' for x in local["ulysses"][2])} ms (spread {local["ulysses"][1]:.2f}) less alpha-beta, per byte of the tensors converted
 allgather_local_ranks = [{', '.join(str(r[0]) for r in local["allgather_at"])}]
-allgather_local_ns_per_byte = [{', '.join(f"{r[1] * 1e9:.4g}" for r in local["allgather_at"])}]   # measured: the same, all-gather method comm-only at P = [{', '.join(str(r[0]) for r in local["allgather_at"])}]: {'; '.join(', '.join(f'{x * 1e3:.2f}' for x in r[3]) for r in local["allgather_at"])} ms (spreads {', '.join(f"{r[2]:.2f}" for r in local["allgather_at"])}) x the CPU share, less alpha-beta, per byte of gathered K,V and dK,dV accumulators (above the cores: with the members' turns between its calls)
+allgather_local_ns_per_byte = [{', '.join(f"{r[1] * 1e9:.4g}" for r in local["allgather_at"])}]   # measured: the same, all-gather method comm-only at P = [{', '.join(str(r[0]) for r in local["allgather_at"])}]: {'; '.join(', '.join(f'{x * 1e3:.2f}' for x in r[3]) for r in local["allgather_at"])} ms (spreads {', '.join(f"{r[2]:.2f}" for r in local["allgather_at"])}) less the model's alpha-beta, x the CPU share x the concurrency efficiency, per byte of gathered K,V and dK,dV accumulators (above the cores: with the members' turns between its calls)
 layer_overhead_ms = {layer_over * 1e3:.4g}    # measured: bench layer, one rank: intercept of the block's rest (CPU ms {rest_txt} at t = {LAYER_SEQ}; spreads {fmt_sp(sp["rest"])}) = a + b t + c t^2, c t^2 = {lay["rest_c"] * 1e12:.3g} ps t^2 in the attention rates
 # measured: bench attention --set bench.tile_costs=true ({HEADS}x{D}, s = {TILE_SEQ}, tiles 32 x 32, one rank, CPU clock), fwd / bwd CPU ms per call:
 # {tile_note}; all-skipped calls at s = {skip_note}

@@ -543,8 +543,9 @@ namespace {
 // The scheduling wait of a pass's blocking collectives over `group` of the
 // P ranks sharing the host: per dependent round of each call; a call that
 // follows another of its group waits nothing when the group fits on the
-// host's cores (its members are still on them) and the follow wait when it
-// does not. The others wait the whole wait times the share
+// host's cores (its members are still on them) or when the pass's local work
+// holds it (work.follows_in_local: the all-gather method's local term
+// measured per rank count), and the follow wait otherwise. The others wait the whole wait times the share
 // Cluster::wait_fraction of the compute since the members last met: the
 // kernel's for a call after it (work.kernel), else the caller's before the
 // pass (work.start; CPU seconds per rank).
@@ -679,7 +680,7 @@ AttnCost attention_cost(const Cluster& cluster, const AttnConfig& a, const AttnP
   if (a.method == "allgather") {
     // Gather K,V (bf16) from every rank; local queries against all keys; the
     // backward gathers again and reduce-scatters dK,dV (fp32).
-    const double chunk = 2 * s * kvd * 2, Pm1 = P - 1, off = P > G ? double(P - G) : 0.0;
+    const double chunk = 2 * s * kvd * c.elem_bytes, Pm1 = P - 1, off = P > G ? double(P - G) : 0.0;
     auto coll = [&](double ch) {
       double t = c.nvlink().time(Pm1 * ch);
       if (off > 0) t = std::max(t, Link{c.ib_latency, c.ib_node_bw()}.time(off * ch));
@@ -730,7 +731,7 @@ AttnCost attention_cost(const Cluster& cluster, const AttnConfig& a, const AttnP
     }
     const BlockingCollectives bc = blocking_collectives(a.method, P, s, p.n, p.nkv, p.d, e);
     // Measured per rank count, the local term holds the follows' waits (the comm-only run it comes from).
-    const bool in_local = c.allgather_local > 0 && c.allgather_local_holds_follows();
+    const bool in_local = c.allgather_local_holds_follows();
     PassWork wf = pass_work(c, a, P, bc, fwd_k, -1), wb = pass_work(c, a, P, bc, bwd_k, fwd_k);
     wf.follows_in_local = wb.follows_in_local = in_local;
     add_collective_waits(out.fwd, bc.fwd, P, P, c, wf);

@@ -212,7 +212,7 @@ Cluster load_cluster(const std::string& name_or_path, const std::string& dir) {
     const toml::array* r = t.at_path("host.allgather_local_ranks").as_array();
     BURST_CHECK_CONFIG(r != nullptr && !r->empty(), file,
                        ": host.allgather_local_ns_per_byte is an array, one value per rank count, but host.allgather_local_ranks "
-                       "(a non-empty array of rank counts) is missing");
+                       "is missing or not a non-empty array of rank counts");
     BURST_CHECK_CONFIG(a->size() == r->size(), file, ": host.allgather_local_ns_per_byte has ", a->size(), " values for the ",
                        r->size(), " rank counts of host.allgather_local_ranks");
     PerRanks v;
@@ -230,6 +230,9 @@ Cluster load_cluster(const std::string& name_or_path, const std::string& dir) {
     }
     c.allgather_local_at = v, c.allgather_local = v.vals.front();
   } else if (node) {
+    BURST_CHECK_CONFIG(!t.at_path("host.allgather_local_ranks"), file,
+                       ": host.allgather_local_ranks is given but host.allgather_local_ns_per_byte is one number (give one "
+                       "value per rank count, or drop the ranks)");
     c.allgather_local = num(t, "host.allgather_local_ns_per_byte", file, 0, 1e6) * 1e-9;
   }
   if (t.at_path("host.ring_round_cpu_us")) c.ring_round_cpu = num(t, "host.ring_round_cpu_us", file, 0, 1e6) * 1e-6;

@@ -150,7 +150,7 @@ struct Cluster {
   // (zero-filled) reduce-scattered. On a GPU this is bandwidth-bound device
   // work the a2a alpha-beta term ignores; on one CPU thread it is ~3 ns per
   // byte (measured: `burst bench attention` comm-only runs, 2 ranks, a size
-  // no experiment runs). CPU time: stretched by shared_by like the other
+  // no experiment runs; the all-gather method's also per rank count, below). CPU time: stretched by shared_by like the other
   // host terms. 0 on GPU clusters.
   double a2a_local = 0, allgather_local = 0;  // s per byte
   // The all-gather method's term measured at several rank counts
@@ -160,7 +160,10 @@ struct Cluster {
   // back-to-back calls, so shared_by(P) takes allgather_local from it and the
   // model charges no separate wait to a call that follows another (or a
   // barrier) in that method (allgather_local_holds_follows). Empty: the
-  // number above at every P, follow waits charged as for every method.
+  // number above at every P, follow waits charged as for every method. The
+  // follows' waits are a time per call, folded here into a time per byte at
+  // the calibration's one size (3072 tokens): at other sizes they scale with
+  // the bytes (NOTES, "The all-gather method's local work per rank count").
   PerRanks allgather_local_at;
   bool allgather_local_holds_follows() const { return !allgather_local_at.ranks.empty(); }
   // CPU machines (optional keys host.tile_*_us, host.call_us,
