@@ -22,7 +22,6 @@
 #   PART=9 OUT=$OUT PASSKEY_ARGS=... ...            the untimed call: every gpu test beside the passkey stage 2
 #   PART=10 OUT=$OUT experiments/peers/run_h200.sh  the timed call: lab backward variants, torch block and kernels,
 #                                                   bench kernels / layer / step / gemm (beta 0, 1), ncu of the blocks
-#   PART=11 OUT=$OUT experiments/peers/run_h200.sh  short: bench kernels, the block, the CUDA kernels' gpu tests
 #   PART=12 then PART=13 (same warm machine)         the timed call (whole build, bench kernels, the block with
 #                                                   the CUDA / portable RoPE, gemm beta 1), then every gpu test
 #                                                   (after the torch block when the card is not an H200)
@@ -116,38 +115,6 @@ if [ "$PART" = 13 ]; then
   step "every gpu test" $(( $(left) - 10 )) bash -c "cd '$build' && ctest -j 12 --output-on-failure -L gpu -LE long \
     > '$OUT/gpu_tests.log' 2>&1; rc=\$?; tail -n 30 '$OUT/gpu_tests.log'; exit \$rc"
   echo "PART 13 done in $(( $(date +%s) - t0 )) s"
-  date -u
-  exit 0
-fi
-if [ "$PART" = 11 ]; then
-  # A short call: the backward variant 11 in the engine (the block, 1B and 7B
-  # at 32K) and the gpu tests of the CUDA kernels it and RMSNorm v2 touch,
-  # then the distributed attention on the one GPU (bf16, MPI staging) and the
-  # bench-collective ring, as far as the budget goes.
-  step "bootstrap (Kokkos CUDA from .offline)" 120 scripts/bootstrap.sh --cuda --from .offline
-  step "build (burst and the kernel tests)" 200 scripts/build.sh --cuda --deps-include "$(pwd)/.offline/include" \
-    -DBURST_ENABLE_NCCL=ON --target burst --target test_kernels_attention_cuda --target test_kernels_cuda \
-    --target test_dist_attention
-  build=$(pwd)/build-cuda
-  if [ -x "$build/burst" ]; then
-    step "burst bench kernels (RoPE v4, RMSNorm v2)" 30 "$build/burst" bench kernels \
-      --output "$OUT/kernels_bf16.h5"
-    # SM clock and power every 20 ms while the blocks run (is the GEMM backward power-bound? NOTES "LLaMA block")
-    nvidia-smi --query-gpu=timestamp,clocks.sm,power.draw,temperature.gpu --format=csv,noheader -lms 20 \
-      > "$OUT/clocks_layer.csv" 2>&1 &
-    smi=$!
-    for m in 1B 7B; do layer32k " (backward variant 11, RoPE v4)" 30 "layer_${m}_bf16.h5" BURST_ROPE_CUDA=1; done
-    kill "$smi" 2>/dev/null
-    awk -F', ' '{gsub(/ MHz/,"",$2); gsub(/ W/,"",$3); if ($2+0 > 0) {n++; c+=$2; if ($2<mn||mn==0) mn=$2; p+=$3}}
-      END {if (n) printf "SM clock over the block runs: mean %.0f MHz, min %d MHz, mean power %.0f W (%d samples)\n", c/n, mn, p/n, n}' \
-      "$OUT/clocks_layer.csv"
-    step "gpu tests: CUDA attention kernels, CUDA kernels (RMSNorm v2), distributed attention, bench collective" 240 \
-      bash -c "cd '$build' && ctest -j 16 --output-on-failure -L gpu -LE long \
-      -R 'test_kernels_attention_cuda|test_kernels_cuda|test_dist_attention|bench_collective' \
-      > '$OUT/gpu_tests.log' 2>&1; rc=\$?; tail -n 25 '$OUT/gpu_tests.log'; exit \$rc"
-    gemm_llama 1 90  # PART 10's first cap (40 s) was too short
-  fi
-  echo "PART 11 done in $(( $(date +%s) - t0 )) s"
   date -u
   exit 0
 fi
