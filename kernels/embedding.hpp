@@ -39,18 +39,43 @@ void embedding_forward(Kokkos::View<const std::int32_t*, Layout, Mem> tok, Kokko
       KOKKOS_LAMBDA(const long e) { out(e / H, e % H) = W(tok(e / H), e % H); });
 }
 
+// Tokens per group of the embedding backward (registers per thread: 3 per token).
+constexpr int kEmbeddingGroup = 16;
+
 // dW[tok[i]] += dout[i]: one thread per hidden column walks the tokens in
-// order, so repeated tokens add up deterministically without atomics.
+// order, so repeated tokens add up deterministically without atomics, in
+// position order. It walks them kEmbeddingGroup at a time: the group's ids,
+// dout values and dW values are loaded first (independent loads, in flight
+// together), then the additions run in position order in registers (a token
+// seen earlier in the group continues from that one's sum), then the stores
+// (a repeated token's last store carries its final sum). The sums are
+// bitwise those of the one-token-at-a-time loop; the GPU thread no longer
+// waits one memory latency per token (v1: 16 ms for 32K tokens at hidden
+// 2048 on an H100, 2048 threads in a dependent chain each).
 template <class T, class Mem>
 void embedding_backward(Kokkos::View<const std::int32_t*, Layout, Mem> tok, Kokkos::View<const T**, Layout, Mem> dout,
                         Kokkos::View<accum_t<T>**, Layout, Mem> dW) {
   using Acc = accum_t<T>;
   using Exec = typename Kokkos::View<T**, Layout, Mem>::execution_space;
+  constexpr int U = kEmbeddingGroup;
   const long N = tok.extent(0), H = dW.extent(1);
   BURST_CHECK_INPUT(long(dout.extent(0)) == N && long(dout.extent(1)) == H, "embedding backward: dout shape");
   Kokkos::parallel_for(
       "burst::embedding_backward", Kokkos::RangePolicy<Exec>(0, H), KOKKOS_LAMBDA(const long h) {
-        for (long i = 0; i < N; ++i) dW(tok(i), h) += Acc(dout(i, h));
+        for (long i0 = 0; i0 < N; i0 += U) {
+          const int n = N - i0 < U ? int(N - i0) : U;
+          std::int32_t t[U];
+          Acc d[U], w[U];
+          for (int k = 0; k < n; ++k) t[k] = tok(i0 + k), d[k] = Acc(dout(i0 + k, h));
+          for (int k = 0; k < n; ++k) w[k] = dW(t[k], h);
+          for (int k = 0; k < n; ++k) {
+            Acc base = w[k];
+            for (int j = 0; j < k; ++j)
+              if (t[j] == t[k]) base = w[j];  // the latest earlier sum of this token
+            w[k] = base + d[k];
+          }
+          for (int k = 0; k < n; ++k) dW(t[k], h) = w[k];
+        }
       });
 }
 

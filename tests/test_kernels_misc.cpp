@@ -331,6 +331,51 @@ TEST(Embedding, ForwardBackwardWithRepeatedTokens) {
   }
 }
 
+// The grouped backward (kEmbeddingGroup tokens at a time) against the
+// one-token-at-a-time loop in float, where the order of the additions shows:
+// bitwise equal, with repeated tokens inside and across groups (one token at
+// a third of the positions, runs of one token longer than a group), a length
+// that is not a multiple of the group, and a dW that starts non-zero.
+TEST(Embedding, BackwardGroupsAddInPositionOrder) {
+  const long V = 37, H = 5;
+  for (long N : {1L, 15L, 16L, 17L, 100L, 1000L}) {
+    std::vector<std::int32_t> ids(static_cast<size_t>(N));
+    std::uint64_t r = 12345 + std::uint64_t(N);
+    for (long i = 0; i < N; ++i) {
+      r = r * 6364136223846793005ULL + 1442695040888963407ULL;
+      const std::int32_t x = std::int32_t((r >> 33) % std::uint64_t(V));
+      ids[size_t(i)] = (i / 40) % 5 == 1 ? 7 : (x % 3 == 0 ? 3 : x);  // runs of 40 x token 7, token 3 at ~1/3
+    }
+    Kokkos::View<std::int32_t*, Layout, Mem> tok("act/tok", N);
+    auto ht = Kokkos::create_mirror_view(tok);
+    for (long i = 0; i < N; ++i) ht(i) = ids[size_t(i)];
+    Kokkos::deep_copy(tok, ht);
+    Kokkos::View<float**, Layout, Mem> dout("act/dout", N, H), dW("grads/emb", V, H);
+    auto hd = Kokkos::create_mirror_view(dout);
+    auto hw = Kokkos::create_mirror_view(dW);
+    for (long i = 0; i < N; ++i)
+      for (long h = 0; h < H; ++h) {
+        r = r * 6364136223846793005ULL + 1442695040888963407ULL;
+        hd(i, h) = float(double(r >> 11) / double(1ULL << 53) * 2 - 1) * (i % 7 == 0 ? 1e4f : 1.f);  // magnitudes that round
+      }
+    for (long v = 0; v < V; ++v)
+      for (long h = 0; h < H; ++h) hw(v, h) = 0.25f * float(v) - 0.5f * float(h);
+    Kokkos::deep_copy(dout, hd);
+    Kokkos::deep_copy(dW, hw);
+    std::vector<float> want(static_cast<size_t>(V * H));
+    for (long v = 0; v < V; ++v)
+      for (long h = 0; h < H; ++h) want[size_t(v * H + h)] = hw(v, h);
+    for (long i = 0; i < N; ++i)
+      for (long h = 0; h < H; ++h) want[size_t(ids[size_t(i)] * H + h)] += hd(i, h);  // the position order
+    embedding_backward<float, Mem>(tok, dout, dW);
+    Kokkos::deep_copy(hw, dW);
+    long differ = 0;
+    for (long v = 0; v < V; ++v)
+      for (long h = 0; h < H; ++h) differ += hw(v, h) != want[size_t(v * H + h)];
+    EXPECT_EQ(differ, 0) << "N = " << N;
+  }
+}
+
 TEST(CrossEntropy, ValueGradientAndIgnoreIndex) {
   const long N = 6, V = 7;
   Vec logits = randn(N * V, 3.0);
