@@ -51,7 +51,8 @@ constexpr int kEmbeddingGroup = 16;
 // (a repeated token's last store carries its final sum). The sums are
 // bitwise those of the one-token-at-a-time loop; the GPU thread no longer
 // waits one memory latency per token (v1: 16 ms for 32K tokens at hidden
-// 2048 on an H100, 2048 threads in a dependent chain each).
+// 2048 on an H100, 2048 threads in a dependent chain each). A tail shorter
+// than a group runs one token at a time.
 template <class T, class Mem>
 void embedding_backward(Kokkos::View<const std::int32_t*, Layout, Mem> tok, Kokkos::View<const T**, Layout, Mem> dout,
                         Kokkos::View<accum_t<T>**, Layout, Mem> dW) {
@@ -62,20 +63,28 @@ void embedding_backward(Kokkos::View<const std::int32_t*, Layout, Mem> tok, Kokk
   BURST_CHECK_INPUT(long(dout.extent(0)) == N && long(dout.extent(1)) == H, "embedding backward: dout shape");
   Kokkos::parallel_for(
       "burst::embedding_backward", Kokkos::RangePolicy<Exec>(0, H), KOKKOS_LAMBDA(const long h) {
-        for (long i0 = 0; i0 < N; i0 += U) {
-          const int n = N - i0 < U ? int(N - i0) : U;
+        const long full = N / U * U;
+        for (long i0 = 0; i0 < full; i0 += U) {
+          // Every loop has the compile-time trip count U and is unrolled, so
+          // t, d and w stay in registers (with a run-time count they went to
+          // local memory: v2's first GPU run, 19.5 ms against v1's 15.7).
           std::int32_t t[U];
           Acc d[U], w[U];
-          for (int k = 0; k < n; ++k) t[k] = tok(i0 + k), d[k] = Acc(dout(i0 + k, h));
-          for (int k = 0; k < n; ++k) w[k] = dW(t[k], h);
-          for (int k = 0; k < n; ++k) {
+#pragma unroll
+          for (int k = 0; k < U; ++k) t[k] = tok(i0 + k), d[k] = Acc(dout(i0 + k, h));
+#pragma unroll
+          for (int k = 0; k < U; ++k) w[k] = dW(t[k], h);
+#pragma unroll
+          for (int k = 0; k < U; ++k) {
             Acc base = w[k];
-            for (int j = 0; j < k; ++j)
-              if (t[j] == t[k]) base = w[j];  // the latest earlier sum of this token
+#pragma unroll
+            for (int j = 0; j < k; ++j) base = t[j] == t[k] ? w[j] : base;  // the latest earlier sum of this token
             w[k] = base + d[k];
           }
-          for (int k = 0; k < n; ++k) dW(t[k], h) = w[k];
+#pragma unroll
+          for (int k = 0; k < U; ++k) dW(t[k], h) = w[k];
         }
+        for (long i = full; i < N; ++i) dW(tok(i), h) += Acc(dout(i, h));  // the tail, one token at a time
       });
 }
 
