@@ -23,7 +23,7 @@
 #   PART=10 OUT=$OUT experiments/peers/run_h200.sh  the timed call: lab backward variants, torch block and kernels,
 #                                                   bench kernels / layer / step / gemm (beta 0, 1), ncu of the blocks
 #   PART=12 then PART=13 (same warm machine)         the timed call (whole build, bench kernels, the block with
-#                                                   the CUDA / portable RoPE, gemm beta 1), then every gpu test
+#                                                   the CUDA / portable RoPE, the 1B step, gemm beta 1), then every gpu test
 #                                                   (after the torch block when the card is not an H200)
 # (PART=2 rebuilds unless the machine is still warm from PART=1.)
 # Copy what comes back under $OUT into experiments/results/h200/ (at most 6
@@ -93,6 +93,9 @@ if [ "$PART" = 12 ]; then
       END {if (n) printf "SM clock over the block runs: mean %.0f MHz, min %d MHz, mean power %.0f W (%d samples)\n", c/n, mn, p/n, n}' \
       "$OUT/clocks_layer.csv"
     gzip -f "$OUT/clocks_layer.csv"
+    step "burst bench step 1B bf16 whole, 32K / 128K tokens (the embedding_backward phase: v2.1 against v1's 15.7 ms)" 60 \
+      "$build/burst" bench step --set bench.preset=1B --set 'bench.tokens=[32768,131072]' --set bench.dtype=bf16 \
+      --set bench.activation=whole --set bench.repeats=2 --set bench.warmup=1 --output "$OUT/step_1B_bf16.h5"
     gemm_llama 1 90
   fi
   (cd "$OUT" && ls *.h5 >/dev/null 2>&1 && tar cf part12_h5.tar *.h5 && rm -f *.h5)
