@@ -318,6 +318,28 @@ ALLGATHER_LOCAL_RANKS = (4, 8)  # the all-gather method's local work also at the
 LOCAL_SEQ = 3072  # bench attention comm-only at 2 ranks: a size no experiment runs (they run 1024, 2048, 4096)
 
 
+def comm_only_runs(d, P, methods, hp=None):
+    """(method, comm-only seconds, CPU share) of every case of SAMPLES
+    `burst bench attention` runs at P ranks, LOCAL_SEQ tokens."""
+    rows = []
+    for i in range(SAMPLES):
+        h5 = os.path.join(d, f"local_np{P}_S{LOCAL_SEQ}_s{i}.h5")
+        C.mpiexec(P, ["bench", "attention", "--set", f"bench.heads={HEADS}", "--set", f"bench.kv_heads={KVH}",
+                      "--set", f"bench.head_dim={D}", "--set", "bench.repeats=5", "--set", "bench.warmup=1"]
+                  + (["--set", f"bench.hp={hp}"] if hp else [])
+                  + ["--set", "bench.methods=[" + ",".join(f'"{m}"' for m in methods) + "]",
+                     "--set", f"bench.seq=[{LOCAL_SEQ}]", "--output", h5], os.path.join(d, f"local_np{P}_S{LOCAL_SEQ}_s{i}.log"))
+        with h5py.File(h5, "r") as f:
+            cases = []
+            f.visititems(lambda n, o: cases.append(n) if isinstance(o, h5py.Group) and "comm_s_median" in o.attrs else None)
+            for cname in cases:
+                a = f[cname].attrs
+                m = a["method"].decode() if isinstance(a["method"], bytes) else str(a["method"])
+                share = min(1.0, float(a["cpu_share"])) if "cpu_share" in a else 1.0
+                rows.append((m, float(a["comm_s_median"]), share))
+    return rows
+
+
 def collective_local_work(d, alpha, beta, eff):
     """CPU seconds per byte of the local memory work around the engine's
     blocking collectives: `burst bench attention` at 2 ranks, LOCAL_SEQ tokens,
@@ -327,70 +349,40 @@ def collective_local_work(d, alpha, beta, eff):
     (fresh gathered K, V; zero-filled dK, dV reduce-scattered), less the
     alpha-beta time of the bytes that cross to the peer (priced separately),
     over the bytes of the tensors the collectives fill (the same bytes as
-    src/perf's host.*_local terms). Median of SAMPLES runs."""
+    src/perf's host.*_local terms). Median of SAMPLES runs. Each value is
+    (median, spread, raw comm-only seconds); "allgather_at" holds one per
+    rank count (P, median, spread, raw), its first the 2-rank "allgather"."""
     P, S = 2, LOCAL_SEQ
     s, nd, kvd, e = S / P, HEADS * D, KVH * D, 4.0
-    bytes_of = {"ulysses": (s * (nd + 2 * kvd) * e + s * nd * 4 + s * HEADS * 4) + (s * nd * e + s * (nd + 2 * kvd) * 4),
-                "allgather": 2 * S * kvd * e + (2 * S * kvd * e + 2 * S * kvd * 4)}
-    calls = {"ulysses": 9, "allgather": 6}  # collectives per forward + backward
-    moved = {"ulysses": bytes_of["ulysses"] / 2, "allgather": 4 * s * kvd * e + 2 * s * kvd * 4}  # to the peer
-    per = {m: [] for m in bytes_of}
-    raw = {m: [] for m in bytes_of}
-    shares = {m: [] for m in bytes_of}
-    for i in range(SAMPLES):
-        h5 = os.path.join(d, f"local_np{P}_S{S}_s{i}.h5")
-        C.mpiexec(P, ["bench", "attention", "--set", f"bench.heads={HEADS}", "--set", f"bench.kv_heads={KVH}",
-                      "--set", f"bench.head_dim={D}", "--set", "bench.repeats=5", "--set", "bench.warmup=1",
-                      "--set", f"bench.hp={P}", "--set", "bench.methods=[\"ulysses\",\"allgather\"]",
-                      "--set", f"bench.seq=[{S}]", "--output", h5], os.path.join(d, f"local_np{P}_S{S}_s{i}.log"))
-        with h5py.File(h5, "r") as f:
-            cases = []
-            f.visititems(lambda n, o: cases.append(n) if isinstance(o, h5py.Group) and "comm_s_median" in o.attrs else None)
-            for cname in cases:
-                a = f[cname].attrs
-                m = a["method"].decode() if isinstance(a["method"], bytes) else str(a["method"])
-                share = min(1.0, float(a["cpu_share"])) if "cpu_share" in a else 1.0
-                t = float(a["comm_s_median"])
-                raw[m].append(t)
-                shares[m].append(share)
-                per[m].append(max(0.0, t * share - (calls[m] * alpha + moved[m] / beta)) / bytes_of[m])
-    out = {m: (float(np.median(per[m])), spread(raw[m]), raw[m]) for m in per}
+    uly_bytes = (s * (nd + 2 * kvd) * e + s * nd * 4 + s * HEADS * 4) + (s * nd * e + s * (nd + 2 * kvd) * 4)
+    ag_bytes = 2 * S * kvd * e + (2 * S * kvd * e + 2 * S * kvd * 4)
     # The all-gather method also at each of ALLGATHER_LOCAL_RANKS: above the
     # cores its comm-only run holds the members' turns on the shared cores
     # between its back-to-back calls as well (the model then charges those
     # calls no follow wait: Cluster::allgather_local_holds_follows).
-    # Each value inverts what the model charges the method's comm-only pass
-    # at Pn ranks (src/perf/attention.cpp, allgather): its three alpha-beta
-    # calls (K,V gathered forward and backward, dK,dV reduce-scattered) in
-    # wall time, plus the local work / f with f = share x concurrency
-    # efficiency (Cluster::shared_by): value = (t - alpha-beta) f / bytes.
+    rows = {Pn: comm_only_runs(d, Pn, ["ulysses", "allgather"] if Pn == P else ["allgather"], hp=P if Pn == P else None)
+            for Pn in (P,) + tuple(ALLGATHER_LOCAL_RANKS)}
+    # Ulysses: 9 collectives per forward + backward, half its bytes to the peer.
+    uly = [(t, sh) for m, t, sh in rows[P] if m == "ulysses"]
+    uly_raw = [t for t, _ in uly]
+    uly_per = [max(0.0, t * sh - (9 * alpha + uly_bytes / 2 / beta)) / uly_bytes for t, sh in uly]
+    out = {"ulysses": (float(np.median(uly_per)), spread(uly_raw), uly_raw)}
+
+    # Each all-gather value inverts what the model charges the method's
+    # comm-only pass at Pn ranks (src/perf/attention.cpp, allgather): its
+    # three alpha-beta calls (K,V gathered forward and backward, dK,dV
+    # reduce-scattered) in wall time, plus the local work / f with f = share x
+    # concurrency efficiency (Cluster::shared_by): value = (t - alpha-beta) f / bytes.
     def ag_value(t, Pn, share):
         sn = S / Pn
         ab = 3 * alpha + (Pn - 1) * (4 * sn * kvd * e + 2 * sn * kvd * 4) / beta
-        return max(0.0, t - ab) * share * eff.get(Pn, 1.0) / bytes_of["allgather"]
+        return max(0.0, t - ab) * share * eff.get(Pn, 1.0) / ag_bytes
     at = []
-    for Pn in (P,) + tuple(ALLGATHER_LOCAL_RANKS):
-        if Pn == P:  # the 2-rank runs above
-            vals = [ag_value(t, P, sh) for t, sh in zip(raw["allgather"], shares["allgather"])]
-            at.append((P, float(np.median(vals)), spread(raw["allgather"]), raw["allgather"]))
-            continue
-        vals, raws = [], []
-        for i in range(SAMPLES):
-            h5 = os.path.join(d, f"local_np{Pn}_S{S}_s{i}.h5")
-            C.mpiexec(Pn, ["bench", "attention", "--set", f"bench.heads={HEADS}", "--set", f"bench.kv_heads={KVH}",
-                           "--set", f"bench.head_dim={D}", "--set", "bench.repeats=5", "--set", "bench.warmup=1",
-                           "--set", "bench.methods=[\"allgather\"]", "--set", f"bench.seq=[{S}]", "--output", h5],
-                      os.path.join(d, f"local_np{Pn}_S{S}_s{i}.log"))
-            with h5py.File(h5, "r") as f:
-                cases = []
-                f.visititems(lambda n, o: cases.append(n) if isinstance(o, h5py.Group) and "comm_s_median" in o.attrs else None)
-                for cname in cases:
-                    a = f[cname].attrs
-                    share = min(1.0, float(a["cpu_share"])) if "cpu_share" in a else 1.0
-                    t = float(a["comm_s_median"])
-                    raws.append(t)
-                    vals.append(ag_value(t, Pn, share))
-        at.append((Pn, float(np.median(vals)), spread(raws), raws))
+    for Pn, runs in rows.items():
+        ag = [(t, sh) for m, t, sh in runs if m == "allgather"]
+        raw = [t for t, _ in ag]
+        at.append((Pn, float(np.median([ag_value(t, Pn, sh) for t, sh in ag])), spread(raw), raw))
+    out["allgather"] = at[0][1:]
     out["allgather_at"] = at
     return out
 

@@ -26,6 +26,7 @@
 #include "core/timer.hpp"
 #include "io/h5.hpp"
 #include "parallel/attention_method.hpp"
+#include "perf/shape.hpp"
 
 #include <algorithm>
 #include <ctime>
@@ -69,11 +70,7 @@ double visible_pairs(const AttnProblem& pb) {
       for (long q = 0; q < pb.seq; ++q) v += double(std::min(q + 1, pb.mask.window));
       return v;
     }
-    case MaskType::Document: {
-      double v = 0;
-      for (long l : pb.doc_lengths) v += double(l) * double(l + 1) / 2;
-      return v;
-    }
+    case MaskType::Document: return perf::document_area(pb.doc_lengths);
   }
   return S * S;
 }

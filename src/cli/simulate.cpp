@@ -308,11 +308,7 @@ void table_sparse(io::H5File& f, const Ctx& x) {
       const AttnProblem p{32, S, 40, 40, 128};
       validate_attention(a, p, x.cl.gpus_per_node);
       const AttnCost r = attention_cost(x.cl, a, p);
-      double area = visible_area(S, true, double(a.window));
-      if (a.document) {
-        area = 0;
-        for (long l : docs) area += double(l) * double(l + 1) / 2;
-      }
+      const double area = a.document ? document_area(docs) : visible_area(S, true, double(a.window));
       const double t = r.fwd.time + r.bwd.time;
       tflops.push_back(3.5 * 4 * area * double(p.n * p.d) / p.P / t / 1e12);
       total.push_back(t), compute.push_back(r.fwd.compute + r.bwd.compute);
@@ -495,11 +491,8 @@ int cmd_simulate(const SimulateOptions& o) {
     const AttnProblem p{s.P, s.S, s.model.heads, s.model.kv_heads, s.model.head_dim};
     s.attn.bench_timing = true;  // as `burst bench attention` times the passes: a barrier, then forward and backward
     const AttnCost a = attention_cost(x.cl, s.attn, p);
-    double area = visible_area(s.S, s.attn.causal, double(s.attn.window));
-    if (s.attn.document) {  // the bench's convention: every document's causal triangle, diagonal included
-      area = 0;
-      for (long l : s.attn.doc_lengths) area += double(l) * double(l + 1) / 2;
-    }
+    const double area =
+        s.attn.document ? document_area(s.attn.doc_lengths) : visible_area(s.S, s.attn.causal, double(s.attn.window));
     const double gflops = 3.5 * 4 * area * double(p.n * p.d) / p.P / (a.fwd.time + a.bwd.time) / 1e9;
     std::printf("%s, %s tokens on %d x %s, heads %ld (kv %ld) x %ld: %s\n  fwd %.5f s (compute %.5f), bwd %.5f s (compute %.5f), "
                 "%.3f GFLOP/s per rank (paper convention, visible area)\n",

@@ -108,6 +108,45 @@ double num(const toml::table& t, const std::string& key, const std::string& file
   return v;
 }
 
+// An optional array of whole rank counts, increasing from above `above`
+// (empty when the file does not name it).
+std::vector<double> rank_counts(const toml::table& t, const std::string& key, const std::string& file, double above) {
+  std::vector<double> ranks;
+  auto node = t.at_path(key);
+  if (!node) return ranks;
+  const toml::array* a = node.as_array();
+  BURST_CHECK_CONFIG(a != nullptr && !a->empty(), file, ": ", key, " must be a non-empty array of rank counts");
+  for (const auto& e : *a) {
+    BURST_CHECK_CONFIG(e.is_integer(), file, ": ", key, " must hold whole rank counts");
+    const double r = double(e.as_integer()->get());
+    BURST_CHECK_CONFIG(r > (ranks.empty() ? above : ranks.back()), file, ": ", key, " must increase from above ", above, " (got ", r,
+                       ")");
+    ranks.push_back(r);
+  }
+  return ranks;
+}
+
+// A number at `key` (every P) or an array of one per rank count of `ranks`
+// (read from `ranks_key`), each in [lo, hi], times `unit`. The file must name it.
+PerRanks per_ranks(const toml::table& t, const std::string& key, const std::string& file, const std::vector<double>& ranks,
+                   const std::string& ranks_key, double lo, double hi, double unit) {
+  auto node = t.at_path(key);
+  if (!node.is_array()) return num(t, key, file, lo, hi) * unit;
+  const toml::array* a = node.as_array();
+  BURST_CHECK_CONFIG(!ranks.empty(), file, ": ", key, " is an array, one value per rank count, but ", ranks_key, " is missing");
+  BURST_CHECK_CONFIG(a->size() == ranks.size(), file, ": ", key, " has ", a->size(), " values for the ", ranks.size(),
+                     " rank counts of ", ranks_key);
+  PerRanks w;
+  w.ranks = ranks;
+  for (const auto& e : *a) {
+    BURST_CHECK_CONFIG(e.is_integer() || e.is_floating_point(), file, ": ", key, " must be an array of numbers");
+    const double v = e.is_integer() ? double(e.as_integer()->get()) : e.as_floating_point()->get();
+    BURST_CHECK_CONFIG(v >= lo && v <= hi, file, ": ", key, "[", w.vals.size(), "] = ", v, " is out of range [", lo, ", ", hi, "]");
+    w.vals.push_back(v * unit);
+  }
+  return w;
+}
+
 // A required whole number (a count: GPUs, HCAs).
 int whole(const toml::table& t, const std::string& key, const std::string& file, int lo, int hi) {
   const double v = num(t, key, file, lo, hi);
@@ -166,35 +205,9 @@ Cluster load_cluster(const std::string& name_or_path, const std::string& dir) {
   {
     // The collective waits: each a number (every P) or an array, one value
     // per rank count of host.wait_ranks.
-    std::vector<double> wait_ranks;
-    if (auto node = t.at_path("host.wait_ranks")) {
-      const toml::array* a = node.as_array();
-      BURST_CHECK_CONFIG(a != nullptr && !a->empty(), file, ": host.wait_ranks must be a non-empty array of rank counts");
-      for (const auto& e : *a) {
-        BURST_CHECK_CONFIG(e.is_integer(), file, ": host.wait_ranks must hold whole rank counts");
-        const double r = double(e.as_integer()->get());
-        BURST_CHECK_CONFIG(r > (wait_ranks.empty() ? 1.0 : wait_ranks.back()), file,
-                           ": host.wait_ranks must increase from above 1 (got ", r, ")");
-        wait_ranks.push_back(r);
-      }
-    }
-    auto wait = [&](const char* key, const PerRanks& fallback) -> PerRanks {
-      auto node = t.at_path(key);
-      if (!node) return fallback;
-      if (!node.is_array()) return num(t, key, file, 0, 1e4) * 1e-3;
-      const toml::array* a = node.as_array();
-      BURST_CHECK_CONFIG(!wait_ranks.empty(), file, ": ", key, " is an array, one value per rank count, but host.wait_ranks is missing");
-      BURST_CHECK_CONFIG(a->size() == wait_ranks.size(), file, ": ", key, " has ", a->size(), " values for the ", wait_ranks.size(),
-                         " rank counts of host.wait_ranks");
-      PerRanks w;
-      w.ranks = wait_ranks;
-      for (const auto& e : *a) {
-        BURST_CHECK_CONFIG(e.is_integer() || e.is_floating_point(), file, ": ", key, " must be an array of numbers");
-        const double v = e.is_integer() ? double(e.as_integer()->get()) : e.as_floating_point()->get();
-        BURST_CHECK_CONFIG(v >= 0 && v <= 1e4, file, ": ", key, "[", w.vals.size(), "] = ", v, " is out of range [0, 10000]");
-        w.vals.push_back(v * 1e-3);
-      }
-      return w;
+    const std::vector<double> wait_ranks = rank_counts(t, "host.wait_ranks", file, 1);
+    auto wait = [&](const char* key, const PerRanks& fallback) {
+      return t.at_path(key) ? per_ranks(t, key, file, wait_ranks, "host.wait_ranks", 0, 1e4, 1e-3) : fallback;
     };
     c.coll_wait_spin = wait("host.collective_wait_ms", PerRanks{});
     c.coll_wait_nap = wait("host.nap_wait_ms", PerRanks{});
@@ -206,34 +219,15 @@ Cluster load_cluster(const std::string& name_or_path, const std::string& dir) {
   if (t.at_path("host.layer_overhead_ms")) c.layer_overhead = num(t, "host.layer_overhead_ms", file, 0, 1e6) * 1e-3;
   if (t.at_path("host.step_overhead_ms")) c.step_overhead = num(t, "host.step_overhead_ms", file, 0, 1e6) * 1e-3;
   if (t.at_path("host.a2a_local_ns_per_byte")) c.a2a_local = num(t, "host.a2a_local_ns_per_byte", file, 0, 1e6) * 1e-9;
-  if (auto node = t.at_path("host.allgather_local_ns_per_byte"); node && node.is_array()) {
-    // one value per rank count of host.allgather_local_ranks (Cluster::allgather_local_at)
-    const toml::array* a = node.as_array();
-    const toml::array* r = t.at_path("host.allgather_local_ranks").as_array();
-    BURST_CHECK_CONFIG(r != nullptr && !r->empty(), file,
-                       ": host.allgather_local_ns_per_byte is an array, one value per rank count, but host.allgather_local_ranks "
-                       "is missing or not a non-empty array of rank counts");
-    BURST_CHECK_CONFIG(a->size() == r->size(), file, ": host.allgather_local_ns_per_byte has ", a->size(), " values for the ",
-                       r->size(), " rank counts of host.allgather_local_ranks");
-    PerRanks v;
-    for (size_t i = 0; i < a->size(); ++i) {
-      const auto& rk = *r->get(i);
-      const auto& x = *a->get(i);
-      BURST_CHECK_CONFIG(rk.is_integer(), file, ": host.allgather_local_ranks must hold whole rank counts");
-      const double rank = double(rk.as_integer()->get());
-      BURST_CHECK_CONFIG(rank > (v.ranks.empty() ? 0.0 : v.ranks.back()), file,
-                         ": host.allgather_local_ranks must increase from above 0 (got ", rank, ")");
-      BURST_CHECK_CONFIG(x.is_integer() || x.is_floating_point(), file, ": host.allgather_local_ns_per_byte must be an array of numbers");
-      const double ns = x.is_integer() ? double(x.as_integer()->get()) : x.as_floating_point()->get();
-      BURST_CHECK_CONFIG(ns >= 0 && ns <= 1e6, file, ": host.allgather_local_ns_per_byte[", i, "] = ", ns, " is out of range [0, 1e6]");
-      v.ranks.push_back(rank), v.vals.push_back(ns * 1e-9);
-    }
-    c.allgather_local_at = v, c.allgather_local = v.vals.front();
-  } else if (node) {
-    BURST_CHECK_CONFIG(!t.at_path("host.allgather_local_ranks"), file,
+  if (t.at_path("host.allgather_local_ns_per_byte")) {
+    // one value per rank count of host.allgather_local_ranks (Cluster::allgather_local_at), or one number
+    const std::vector<double> ranks = rank_counts(t, "host.allgather_local_ranks", file, 0);
+    const PerRanks v = per_ranks(t, "host.allgather_local_ns_per_byte", file, ranks, "host.allgather_local_ranks", 0, 1e6, 1e-9);
+    BURST_CHECK_CONFIG(!v.ranks.empty() || ranks.empty(), file,
                        ": host.allgather_local_ranks is given but host.allgather_local_ns_per_byte is one number (give one "
                        "value per rank count, or drop the ranks)");
-    c.allgather_local = num(t, "host.allgather_local_ns_per_byte", file, 0, 1e6) * 1e-9;
+    if (!v.ranks.empty()) c.allgather_local_at = v;
+    c.allgather_local = v.vals.front();
   }
   if (t.at_path("host.ring_round_cpu_us")) c.ring_round_cpu = num(t, "host.ring_round_cpu_us", file, 0, 1e6) * 1e-6;
   if (t.at_path("host.ring_round_cpu_ns_per_byte"))

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 namespace burst::perf {
 
@@ -40,6 +41,14 @@ inline double paper_flops(const ModelShape& m, double S, bool causal = true) {
 inline double visible_area(double S, bool causal, double window) {
   if (window > 0) return window >= S ? S * S / 2 : S * window - window * window / 2;
   return causal ? S * S / 2 : S * S;
+}
+
+// Query-key pairs the document mask lets through: every document's causal
+// triangle, diagonal included (the bench's convention).
+inline double document_area(const std::vector<long>& doc_lengths) {
+  double a = 0;
+  for (long l : doc_lengths) a += double(l) * double(l + 1) / 2;
+  return a;
 }
 
 // The same F(S) with the attention term counting the mask's visible area A
