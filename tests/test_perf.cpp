@@ -37,6 +37,16 @@ ModelShape shape(const std::string& name) {
   m.head_dim = c.head_dim, m.vocab = c.vocab, m.gated = c.mlp == MlpKind::SwiGLU;
   return m;
 }
+// The CPU cluster fixture (tests/fixtures/cpu_cluster_test.toml) with `extra`
+// appended to its last table ([host]), written to the test's temp dir as
+// `name`; returns the path.
+std::string cpu_fixture_with(const std::string& name, const std::string& extra) {
+  const std::string file = ::testing::TempDir() + name;
+  std::ifstream in(std::string(BURST_FIXTURE_DIR) + "/cpu_cluster_test.toml");
+  std::ofstream out(file);
+  out << in.rdbuf() << "\n" << extra;
+  return file;
+}
 
 }  // namespace
 
@@ -297,13 +307,8 @@ TEST(PerfModel, LayoutRoundsOnTheCpuARunUsed) {
   // (the backward's per-rank work outside the rounds, D = rowsum(dO o), stays at the rank's share)
   EXPECT_NEAR(attention_cost(bound_idle, ct, p).bwd.compute, bct.bwd.compute, 1e-3 * bct.bwd.compute);
   // Read from the cluster file; anything but "core" or "none" is refused.
-  const std::string dir = std::string(BURST_FIXTURE_DIR), file = ::testing::TempDir() + "cpu_bound.toml";
   for (const char* v : {"core", "none", "socket"}) {
-    {
-      std::ifstream in(dir + "/cpu_cluster_test.toml");
-      std::ofstream out(file);
-      out << in.rdbuf() << "\nbinding = \"" << v << "\"\n";
-    }
+    const std::string file = cpu_fixture_with("cpu_bound.toml", "binding = \"" + std::string(v) + "\"\n");
     if (std::string(v) == "socket") {
       EXPECT_THROW(load_cluster(file, default_data_dir()), Error);
     } else {
@@ -627,12 +632,7 @@ TEST(PerfModel, CollectivesOnSharedCoresWaitForTheirMembers) {
 // step's timed all-reduces: the gradients' whole, the token count and the
 // loss none (the stop signal comes after the step's timer).
 TEST(PerfModel, CollectiveWaitsGrowWithTheComputeBetweenCalls) {
-  const std::string file = ::testing::TempDir() + "cpu_wait_work.toml";
-  {
-    std::ifstream in(std::string(BURST_FIXTURE_DIR) + "/cpu_cluster_test.toml");
-    std::ofstream out(file);
-    out << in.rdbuf() << "\nwait_work_ms = 3\ncollective_wait_follow_ms = 2\n";
-  }
+  const std::string file = cpu_fixture_with("cpu_wait_work.toml", "wait_work_ms = 3\ncollective_wait_follow_ms = 2\n");
   const Cluster c = load_cluster(file, default_data_dir());
   const Cluster plain = load_cluster(std::string(BURST_FIXTURE_DIR) + "/cpu_cluster_test.toml", default_data_dir());
   EXPECT_DOUBLE_EQ(c.wait_work.at(4), 3e-3);
@@ -777,12 +777,7 @@ TEST(PerfModel, SubGroupCollectivesBackToBackDoNotWaitAgain) {
   // (host.collective_wait_fit_ms; without it, collective_wait_ms): USP's
   // pairs take it, Ulysses and USP's groups of 4 keep collective_wait_ms.
   EXPECT_DOUBLE_EQ(c.coll_wait_spin_fit.at(4), c.coll_wait_spin.at(4));
-  const std::string fit_file = ::testing::TempDir() + "cpu_fit_wait.toml";
-  {
-    std::ifstream in(std::string(BURST_FIXTURE_DIR) + "/cpu_cluster_test.toml");
-    std::ofstream out(fit_file);
-    out << in.rdbuf() << "\ncollective_wait_fit_ms = 2\n";
-  }
+  const std::string fit_file = cpu_fixture_with("cpu_fit_wait.toml", "collective_wait_fit_ms = 2\n");
   const Cluster cf = load_cluster(fit_file, default_data_dir());
   EXPECT_DOUBLE_EQ(cf.coll_wait_spin_fit.at(4), 2e-3);
   EXPECT_DOUBLE_EQ(cf.spin_collective_wait(4, 2), 2e-3);
@@ -831,12 +826,7 @@ TEST(PerfModel, SubGroupCollectivesBackToBackDoNotWaitAgain) {
   EXPECT_DOUBLE_EQ(cr.nap_collective_wait(8), 2.5e-3 * 3);
   EXPECT_NEAR(attention_cost(cr, uly, p4).fwd.sync, (3 + 3) * 5e-3 + (3 + 3 + 1) * 0.5e-3, 1e-12);
   auto refused = [&](const std::string& extra, const std::string& want) {
-    const std::string bad = ::testing::TempDir() + "cpu_bad_wait.toml";
-    {
-      std::ifstream in(std::string(BURST_FIXTURE_DIR) + "/cpu_cluster_test.toml");
-      std::ofstream out(bad);
-      out << in.rdbuf() << "\n" << extra;
-    }
+    const std::string bad = cpu_fixture_with("cpu_bad_wait.toml", extra);
     try {
       load_cluster(bad, default_data_dir());
       ADD_FAILURE() << "accepted: " << extra;
@@ -979,13 +969,8 @@ TEST(PerfModel, HostCollectiveLocalWork) {
 // wait nothing more, while the calls after compute keep their waits. Bad
 // input is refused naming the key.
 TEST(PerfModel, AllGatherLocalWorkPerRankCountHoldsTheFollows) {
-  const std::string base = std::string(BURST_FIXTURE_DIR) + "/cpu_cluster_test.toml";
-  auto with = [&](const std::string& name, const std::string& extra) {
-    const std::string file = ::testing::TempDir() + name;
-    std::ifstream in(base);
-    std::ofstream out(file);
-    out << in.rdbuf() << "\nwait_work_ms = 3\ncollective_wait_follow_ms = 2\n" << extra;
-    return file;
+  auto with = [](const std::string& name, const std::string& extra) {
+    return cpu_fixture_with(name, "wait_work_ms = 3\ncollective_wait_follow_ms = 2\n" + extra);
   };
   const std::string conc = "concurrency_ranks = [2, 4]\nconcurrency_efficiency = [0.9, 0.8]\n";
   const Cluster one = load_cluster(with("ag_local_one.toml", conc + "allgather_local_ns_per_byte = 2\n"), default_data_dir());
@@ -1113,25 +1098,16 @@ TEST(PerfModel, LayoutRoundsChargeTheHostKernelsTileCosts) {
   zz.method = "burst";
   EXPECT_DOUBLE_EQ(attention_cost(c, zz, p).fwd.time, attention_cost(a800(), zz, p).fwd.time);
   // Read from the cluster file, stretched by the share: 2 cores over 4 ranks halve every rate.
-  const std::string dir = std::string(BURST_FIXTURE_DIR), file = ::testing::TempDir() + "cpu_tiles.toml";
-  {
-    std::ifstream in(dir + "/cpu_cluster_test.toml");
-    std::ofstream out(file);
-    out << in.rdbuf() << "\ntile_mask_us = [1, 2]\ntile_partial_causal_us = [3, 4]\ntile_partial_window_us = [5, 6]\n"
-        << "tile_partial_document_us = [7, 8]\ntile_skip_us = [0.5, 1]\ncall_us = [70, 140]\ncall_row_ns = [2, 4]\n"
-        << "tile_causal_diag_us = [1.5, 3]\n";
-  }
+  const std::string file = cpu_fixture_with(
+      "cpu_tiles.toml", "tile_mask_us = [1, 2]\ntile_partial_causal_us = [3, 4]\ntile_partial_window_us = [5, 6]\n"
+                        "tile_partial_document_us = [7, 8]\ntile_skip_us = [0.5, 1]\ncall_us = [70, 140]\ncall_row_ns = [2, 4]\n"
+                        "tile_causal_diag_us = [1.5, 3]\n");
   const Cluster h = load_cluster(file, default_data_dir());
   EXPECT_DOUBLE_EQ(h.tile_fwd.partial_window, 5e-6);
   EXPECT_DOUBLE_EQ(h.tile_bwd.row, 4e-9);
   EXPECT_DOUBLE_EQ(h.tile_bwd.causal_diag, 3e-6);
   EXPECT_DOUBLE_EQ(h.shared_by(4).tile_bwd.call, 140e-6 / (h.host_cores / 4));
-  const std::string bad = ::testing::TempDir() + "cpu_tiles_bad.toml";
-  {
-    std::ifstream in(dir + "/cpu_cluster_test.toml");
-    std::ofstream out(bad);
-    out << in.rdbuf() << "\ntile_skip_us = [1]\n";
-  }
+  const std::string bad = cpu_fixture_with("cpu_tiles_bad.toml", "tile_skip_us = [1]\n");
   try {
     load_cluster(bad, default_data_dir());
     FAIL() << "a tile cost that is not a [forward, backward] pair was accepted";
@@ -1166,12 +1142,7 @@ TEST(PerfModel, RingTransfersOnSharedCoresCostCpu) {
   const double q = 2 * 2048.0 * 512 * c.elem_bytes + 2 * 2048.0 * 8 * 4, dq = 2048.0 * 512 * 4;
   EXPECT_NEAR(with.bwd.compute - base.bwd.compute, 4 * 1e-4 + 3 * 1e-10 * (q + dq), 1e-12);
   EXPECT_DOUBLE_EQ(a800().ring_round_cpu + a800().ring_round_cpu_per_byte, 0);
-  const std::string dir = std::string(BURST_FIXTURE_DIR), file = ::testing::TempDir() + "cpu_ring_cpu.toml";
-  {
-    std::ifstream in(dir + "/cpu_cluster_test.toml");
-    std::ofstream out(file);
-    out << in.rdbuf() << "\nring_round_cpu_us = 60\nring_round_cpu_ns_per_byte = 0.15\n";
-  }
+  const std::string file = cpu_fixture_with("cpu_ring_cpu.toml", "ring_round_cpu_us = 60\nring_round_cpu_ns_per_byte = 0.15\n");
   const Cluster h = load_cluster(file, default_data_dir());
   EXPECT_DOUBLE_EQ(h.ring_round_cpu, 60e-6);
   EXPECT_DOUBLE_EQ(h.ring_round_cpu_per_byte, 0.15e-9);
