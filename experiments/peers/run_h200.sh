@@ -105,14 +105,12 @@ if [ "$PART" = 12 ]; then
 fi
 if [ "$PART" = 13 ]; then
   # Right after PART 12 on the same warm machine (its build-cuda kept): the
-  # torch block on the idle GPU when this card is not the H200 the earlier
-  # peer numbers came from (so PART 12's block has its peer on the same card),
+  # torch block on the idle GPU (so PART 12's block has its peer on the same
+  # card and the same day: clocks and power limits differ card to card),
   # then every gpu test, the trainer's and the model's included.
   build=$(pwd)/build-cuda
-  if ! nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200; then
-    step "torch LLaMA block (eager, compile) 1B and 7B at 32K (this card is not an H200)" 150 \
-      python3 experiments/peers/peers.py "$OUT" --only block --tokens 32768
-  fi
+  step "torch LLaMA block (eager, compile) 1B and 7B at 32K (the peer on this same card)" 150 \
+    python3 experiments/peers/peers.py "$OUT" --only block --tokens 32768
   [ -x "$build/burst" ] || step "build (everything; PART 12's was not kept)" 300 \
     scripts/build.sh --cuda --deps-include "$(pwd)/.offline/include" -DBURST_ENABLE_NCCL=ON
   step "every gpu test" $(( $(left) - 10 )) bash -c "cd '$build' && ctest -j 12 --output-on-failure -L gpu -LE long \
