@@ -44,24 +44,34 @@ void rmsnorm_forward(Kokkos::View<const T**, Layout, Mem> x, Kokkos::View<const 
       });
 }
 
-// dx = rstd * (g - x * rstd^2 * mean(g * x)), g = dy * w; dw = sum_i dy * x * rstd.
-// dw is added to (accumulated over micro-batches), dx is written.
+// dx = rstd * (g - x * rstd^2 * mean(g * x)) [+ residual], g = dy * w; dw = sum_i dy * x * rstd.
+// dw is added to (accumulated over micro-batches), dx is written. A residual
+// (the block's skip connection; empty = none) is added in the accumulation
+// type before dx's one rounding: the pass a separate add would cost, saved.
 template <class T, class Mem>
 void rmsnorm_backward(Kokkos::View<const T**, Layout, Mem> dy, Kokkos::View<const T**, Layout, Mem> x,
                       Kokkos::View<const T*, Layout, Mem> w, Kokkos::View<const accum_t<T>*, Layout, Mem> rstd,
-                      Kokkos::View<T**, Layout, Mem> dx, Kokkos::View<accum_t<T>*, Layout, Mem> dw) {
+                      Kokkos::View<T**, Layout, Mem> dx, Kokkos::View<accum_t<T>*, Layout, Mem> dw,
+                      Kokkos::View<const T**, Layout, Mem> residual = {}) {
   using Acc = accum_t<T>;
   using Exec = typename Kokkos::View<T**, Layout, Mem>::execution_space;
   const long N = x.extent(0), H = x.extent(1);
   BURST_CHECK_INPUT(dy.extent(0) == x.extent(0) && dy.extent(1) == x.extent(1) && dx.extent(0) == x.extent(0) &&
                         dx.extent(1) == x.extent(1) && long(dw.extent(0)) == H && long(rstd.extent(0)) == N,
                     "rmsnorm backward: shapes of dy, x, dx, dw, rstd disagree");
+  const bool has_res = residual.data() != nullptr;
+  BURST_CHECK_INPUT(!has_res || (residual.extent(0) == x.extent(0) && residual.extent(1) == x.extent(1)),
+                    "rmsnorm backward: the residual is ", residual.extent(0), " x ", residual.extent(1), ", x is ",
+                    x.extent(0), " x ", x.extent(1));
+  BURST_CHECK_INPUT(!has_res || residual.data() != dx.data(),
+                    "rmsnorm backward: the residual must not be dx itself (dx is written while rows are read)");
 #ifdef BURST_HAVE_CUDA
   if constexpr (cuda::rmsnorm_dispatches<T, Mem>()) {
-    if (cuda::all_contiguous(dy, x, w, rstd, dx, dw)) {
+    if (cuda::all_contiguous(dy, x, w, rstd, dx, dw) && (!has_res || residual.span_is_contiguous())) {
       void* ws = cuda::workspace(rn::rmsnorm_backward_workspace(N, H));
-      cuda::check(rn::rmsnorm_backward(cuda::dtype_code<T>(), N, H, dy.data(), x.data(), w.data(), rstd.data(), dx.data(),
-                                       dw.data(), ws, Kokkos::Cuda().cuda_stream()),
+      cuda::check(rn::rmsnorm_backward(cuda::dtype_code<T>(), N, H, dy.data(), x.data(), w.data(), rstd.data(),
+                                       has_res ? residual.data() : nullptr, dx.data(), dw.data(), ws,
+                                       Kokkos::Cuda().cuda_stream()),
                   "rmsnorm backward (kernels/cuda)");
       return;
     }
@@ -73,7 +83,8 @@ void rmsnorm_backward(Kokkos::View<const T**, Layout, Mem> dy, Kokkos::View<cons
         Acc gx = 0;
         for (long h = 0; h < H; ++h) gx += Acc(dy(i, h)) * Acc(w(h)) * Acc(x(i, h));
         const Acc c = r * r * gx / Acc(H);
-        for (long h = 0; h < H; ++h) dx(i, h) = T(r * (Acc(dy(i, h)) * Acc(w(h)) - Acc(x(i, h)) * c));
+        for (long h = 0; h < H; ++h)
+          dx(i, h) = T(r * (Acc(dy(i, h)) * Acc(w(h)) - Acc(x(i, h)) * c) + (has_res ? Acc(residual(i, h)) : Acc(0)));
       });
   // Column sums, one thread per column: deterministic, no atomics.
   Kokkos::parallel_for(

@@ -300,9 +300,15 @@ TEST(LmHeadCuda, ChunkedAgainstDouble) {
 
 // ---------------------------------------------------------------- RMSNorm
 
-template <class T> void rmsnorm_case(long N, long H, double tol) {
-  SCOPED_TRACE(testing::Message() << scalar_name<T>() << " N=" << N << " H=" << H);
-  D2<T> x("x", N, H), y("y", N, H), dy("dy", N, H), dx("dx", N, H);
+// With `residual`, the backward adds a residual view into dx (the block's
+// skip connection, fused) and the reference adds it too.
+template <class T> void rmsnorm_case(long N, long H, double tol, bool residual = false) {
+  SCOPED_TRACE(testing::Message() << scalar_name<T>() << " N=" << N << " H=" << H << " residual=" << residual);
+  D2<T> x("x", N, H), y("y", N, H), dy("dy", N, H), dx("dx", N, H), res;
+  if (residual) {
+    res = D2<T>("res", N, H);
+    fill_random(res, 3.0);
+  }
   D1<T> w("w", H);
   D1<float> rstd("rstd", N), dw("dw", H);
   fill_random(x, 2.0), fill_random(dy, 1.0), fill_random1(w, 1.5), fill_random1(dw, 0.5);
@@ -314,9 +320,10 @@ template <class T> void rmsnorm_case(long N, long H, double tol) {
   auto hdw0 = host(dw);
   const double eps = 1e-5;
   rmsnorm_forward<T, Mem>(x, w, eps, y, rstd);
-  rmsnorm_backward<T, Mem>(dy, x, w, rstd, dx, dw);
+  rmsnorm_backward<T, Mem>(dy, x, w, rstd, dx, dw, res);
   auto hy = host(y);
   auto hdx = host(dx);
+  auto hres = residual ? host(res) : decltype(host(res))();
   auto hdw = host(dw);
   auto hr = host(rstd);
   std::vector<double> yg, yr, dxg, dxr, dwg, dwr(H), rg, rr;
@@ -333,7 +340,8 @@ template <class T> void rmsnorm_case(long N, long H, double tol) {
     }
     const double c = r * r * gx / H;
     for (long h = 0; h < H; ++h)
-      dxg.push_back(double(hdx(i, h))), dxr.push_back(r * (double(hdy(i, h)) * double(hw(h)) - double(hx(i, h)) * c));
+      dxg.push_back(double(hdx(i, h))), dxr.push_back(r * (double(hdy(i, h)) * double(hw(h)) - double(hx(i, h)) * c) +
+                                                      (residual ? double(hres(i, h)) : 0.0));
   }
   EXPECT_LE(rel_err(rg, rr), 1e-5);
   EXPECT_LE(rel_err(yg, yr), tol);
@@ -357,6 +365,12 @@ TEST(RmsNormCuda, ForwardBackward) {
   rmsnorm_case<float>(70, 2048, 1e-5);
   rmsnorm_case<float>(513, 4096, 1e-5);
   rmsnorm_case<float>(3, 1028, 1e-5);
+  // The residual added in the backward's pass, on both kernels and types.
+  rmsnorm_case<bf16>(50, 300, 1e-2, true);
+  rmsnorm_case<float>(1, 7, 1e-5, true);
+  rmsnorm_case<bf16>(3000, 4096, 1e-2, true);
+  rmsnorm_case<bf16>(1030, 2056, 1e-2, true);
+  rmsnorm_case<float>(513, 4096, 1e-5, true);
 }
 
 // ---------------------------------------------------------------- RoPE

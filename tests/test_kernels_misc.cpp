@@ -11,6 +11,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <functional>
 #include <utility>
@@ -100,6 +101,21 @@ TEST(RmsNorm, ForwardAndGradients) {
   };
   EXPECT_LT(fd_error(x, gx, loss), 1e-6);
   EXPECT_LT(fd_error(w, gw, loss), 1e-6);
+  // The residual form: dx = the same gradient + the residual, dw accumulated again.
+  {
+    Vec R = randn(N * H, 2.0);
+    Kokkos::View<double**, Layout, Mem> dx2("act/dx2", N, H);
+    rmsnorm_backward<double, Mem>(dev2(W, N, H), dev2(x, N, H), dev1(w), dev1(rstd), dx2, dw, dev2(R, N, H));
+    const Vec gx2 = host(dx2), gw2 = host(dw);
+    for (long e = 0; e < N * H; ++e) EXPECT_NEAR(gx2[e], gx[e] + R[e], 1e-13);
+    for (long h = 0; h < H; ++h) EXPECT_NEAR(gw2[h], 2 * gw[h], 1e-13);
+    EXPECT_THROW((rmsnorm_backward<double, Mem>(dev2(W, N, H), dev2(x, N, H), dev1(w), dev1(rstd), dx2, dw,
+                                                Kokkos::View<double**, Layout, Mem>("act/r", N, H + 1))),
+                 Error);  // a residual of another shape
+    EXPECT_THROW((rmsnorm_backward<double, Mem>(dev2(W, N, H), dev2(x, N, H), dev1(w), dev1(rstd), dx2, dw,
+                                                Kokkos::View<const double**, Layout, Mem>(dx2))),
+                 Error);  // dx itself as the residual
+  }
   EXPECT_THROW((rmsnorm_forward<double, Mem>(dev2(x, N, H), dev1(w), 0.0, Kokkos::View<double**, Layout, Mem>("act/y", N, H),
                                              Kokkos::View<double*, Layout, Mem>("act/r", N))),
                Error);
@@ -329,22 +345,32 @@ TEST(Embedding, ForwardBackwardWithRepeatedTokens) {
   } catch (const Error& e) {
     EXPECT_STREQ(e.what(), "embedding: token id 9 at position 3 is outside the vocabulary [0, 5)");
   }
+  try {  // the backward checks the ids too: a bad one would write outside dW
+    embedding_backward<double, Mem>(tok, dev2(dout, ids.size(), H), dW);
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_STREQ(e.what(), "embedding backward: token id 9 at position 3 is outside the vocabulary [0, 5)");
+  }
 }
 
-// The grouped backward (kEmbeddingGroup tokens at a time) against the
-// one-token-at-a-time loop in float, where the order of the additions shows:
-// bitwise equal, with repeated tokens inside and across groups (one token at
-// a third of the positions, runs of one token longer than a group), a length
-// that is not a multiple of the group, and a dW that starts non-zero.
-TEST(Embedding, BackwardGroupsAddInPositionOrder) {
+// The sorted backward (positions sorted by token, one thread per distinct
+// token and column) against the one-token-at-a-time loop in float, where the
+// order of the additions shows: bitwise equal, with repeated tokens (one token
+// at a third of the positions, runs of 40 of one token, one token at every
+// position), lengths around the unroll of 8, token ids up to V - 1 (every
+// radix bit), and a dW that starts non-zero.
+TEST(Embedding, BackwardAddsInPositionOrder) {
   const long V = 37, H = 5;
-  for (long N : {1L, 15L, 16L, 17L, 100L, 1000L}) {
+  for (long N : {1L, 7L, 8L, 9L, 17L, 100L, 1000L, -300L}) {
+    const bool one_token = N < 0;
+    N = one_token ? -N : N;
     std::vector<std::int32_t> ids(static_cast<size_t>(N));
     std::uint64_t r = 12345 + std::uint64_t(N);
     for (long i = 0; i < N; ++i) {
       r = r * 6364136223846793005ULL + 1442695040888963407ULL;
       const std::int32_t x = std::int32_t((r >> 33) % std::uint64_t(V));
-      ids[size_t(i)] = (i / 40) % 5 == 1 ? 7 : (x % 3 == 0 ? 3 : x);  // runs of 40 x token 7, token 3 at ~1/3
+      ids[size_t(i)] = one_token ? std::int32_t(V - 1)
+                                 : (i / 40) % 5 == 1 ? 7 : (x % 3 == 0 ? 3 : x);  // runs of 40 x token 7, token 3 at ~1/3
     }
     Kokkos::View<std::int32_t*, Layout, Mem> tok("act/tok", N);
     auto ht = Kokkos::create_mirror_view(tok);
@@ -373,6 +399,33 @@ TEST(Embedding, BackwardGroupsAddInPositionOrder) {
     for (long v = 0; v < V; ++v)
       for (long h = 0; h < H; ++h) differ += hw(v, h) != want[size_t(v * H + h)];
     EXPECT_EQ(differ, 0) << "N = " << N;
+  }
+}
+
+// The stable sort under the backward: positions grouped by token in
+// increasing id, ascending within a token, at vocabularies of 1, 2 (one radix
+// bit), 3 and 2^17 + 5.
+TEST(Embedding, SortPositionsByTokenIsStable) {
+  for (long V : {1L, 2L, 3L, (1L << 17) + 5}) {
+    const long N = 777;
+    std::vector<std::int32_t> ids(static_cast<size_t>(N));
+    std::uint64_t r = 99 + std::uint64_t(V);
+    for (long i = 0; i < N; ++i) {
+      r = r * 6364136223846793005ULL + 1442695040888963407ULL;
+      ids[size_t(i)] = std::int32_t((r >> 33) % std::uint64_t(V > 64 ? 40 : V)) * std::int32_t(V > 64 ? 3277 : 1);
+    }
+    Kokkos::View<std::int32_t*, Layout, Mem> tok("act/tok", N), order("work/o", N), tmp("work/t", N), scan("work/s", N);
+    auto ht = Kokkos::create_mirror_view(tok);
+    for (long i = 0; i < N; ++i) ht(i) = ids[size_t(i)];
+    Kokkos::deep_copy(tok, ht);
+    sort_positions_by_token<Mem>(tok, V, order, tmp, scan);
+    auto ho = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), order);
+    std::vector<std::int32_t> want(static_cast<size_t>(N));
+    for (long i = 0; i < N; ++i) want[size_t(i)] = std::int32_t(i);
+    std::stable_sort(want.begin(), want.end(), [&](std::int32_t x, std::int32_t y) { return ids[size_t(x)] < ids[size_t(y)]; });
+    long differ = 0;
+    for (long i = 0; i < N; ++i) differ += ho(i) != want[size_t(i)];
+    EXPECT_EQ(differ, 0) << "V = " << V;
   }
 }
 

@@ -71,7 +71,7 @@ __global__ void __launch_bounds__(kThreads) fwd_kernel(long H, const T* __restri
 template <class T>
 __global__ void __launch_bounds__(kThreads) bwd_dx_kernel(long H, const T* __restrict__ dy, const T* __restrict__ x,
                                                           const T* __restrict__ w, const float* __restrict__ rstd,
-                                                          T* __restrict__ dx) {
+                                                          const T* __restrict__ res, T* __restrict__ dx) {
   __shared__ float sm[kThreads / 32 + 1];
   const long row = blockIdx.x;
   const T *dyr = dy + row * H, *xr = x + row * H;
@@ -80,7 +80,9 @@ __global__ void __launch_bounds__(kThreads) bwd_dx_kernel(long H, const T* __res
   gx = block_sum(gx, sm);
   const float r = rstd[row], c = r * r * gx / float(H);
   T* dxr = dx + row * H;
-  for (long h = threadIdx.x; h < H; h += kThreads) dxr[h] = from_f<T>(r * (to_f(dyr[h]) * to_f(w[h]) - to_f(xr[h]) * c));
+  const T* rr = res ? res + row * H : nullptr;
+  for (long h = threadIdx.x; h < H; h += kThreads)
+    dxr[h] = from_f<T>(r * (to_f(dyr[h]) * to_f(w[h]) - to_f(xr[h]) * c) + (rr ? to_f(rr[h]) : 0.f));
 }
 
 template <class T>
@@ -185,8 +187,8 @@ __global__ void __launch_bounds__(kThreads) fwd_vec_kernel(long H, const T* __re
 template <class T, int NV>
 __global__ void __launch_bounds__(kThreads) bwd_vec_kernel(long N, long H, const T* __restrict__ dy,
                                                            const T* __restrict__ x, const T* __restrict__ w,
-                                                           const float* __restrict__ rstd, T* __restrict__ dx,
-                                                           float* __restrict__ part) {
+                                                           const float* __restrict__ rstd, const T* __restrict__ res,
+                                                           T* __restrict__ dx, float* __restrict__ part) {
   constexpr int V = Vec<T>::n;
   __shared__ float sm[kThreads / 32 + 1];
   const int nv = int(H / V);
@@ -217,14 +219,21 @@ __global__ void __launch_bounds__(kThreads) bwd_vec_kernel(long N, long H, const
     gx = block_sum(gx, sm);
     const float r = rstd[row], c = r * r * gx / float(H);
     uint4* dxr = reinterpret_cast<uint4*>(dx + row * H);
+    const uint4* rr = res ? reinterpret_cast<const uint4*>(res + row * H) : nullptr;
 #pragma unroll
     for (int k = 0; k < NV; ++k) {
       const int j = threadIdx.x + k * kThreads;
       if (j < nv) {
-        float o[V];
+        float o[V], rv[V];
+        if (rr) {
+          unpack(__ldg(rr + j), rv, T());
+        } else {
+#pragma unroll
+          for (int e = 0; e < V; ++e) rv[e] = 0.f;
+        }
 #pragma unroll
         for (int e = 0; e < V; ++e) {
-          o[e] = r * (dyv[k][e] * wf[k][e] - xv[k][e] * c);
+          o[e] = r * (dyv[k][e] * wf[k][e] - xv[k][e] * c) + rv[e];
           acc[k][e] += dyv[k][e] * xv[k][e] * r;
         }
         dxr[j] = pack(o, T());
@@ -277,22 +286,24 @@ cudaError_t fwd(long N, long H, const void* x, const void* w, float eps, void* y
 }
 
 template <class T>
-cudaError_t bwd(long N, long H, const void* dy, const void* x, const void* w, const float* rstd, void* dx, float* dw,
-                void* ws, cudaStream_t st) {
+cudaError_t bwd(long N, long H, const void* dy, const void* x, const void* w, const float* rstd, const void* res,
+                void* dx, float* dw, void* ws, cudaStream_t st) {
   float* part = static_cast<float*>(ws);
   cudaError_t e;
   const int nv = vec_per_thread<T>(H);
-  if (nv > 0 && aligned16(dy) && aligned16(x) && aligned16(w) && aligned16(dx)) {
+  if (nv > 0 && aligned16(dy) && aligned16(x) && aligned16(w) && aligned16(dx) && aligned16(res)) {
     const int blocks = int(N < kBwdBlocks ? N : kBwdBlocks);
     auto k = nv == 1 ? bwd_vec_kernel<T, 1> : nv == 2 ? bwd_vec_kernel<T, 2> : bwd_vec_kernel<T, kMaxVec>;
     k<<<unsigned(blocks), kThreads, 0, st>>>(N, H, static_cast<const T*>(dy), static_cast<const T*>(x),
-                                             static_cast<const T*>(w), rstd, static_cast<T*>(dx), part);
+                                             static_cast<const T*>(w), rstd, static_cast<const T*>(res),
+                                             static_cast<T*>(dx), part);
     if ((e = cudaGetLastError()) != cudaSuccess) return e;
     bwd_dw_sum<<<unsigned((H + 255) / 256), 256, 0, st>>>(H, blocks, part, dw);
     return cudaGetLastError();
   }
   bwd_dx_kernel<T><<<unsigned(N), kThreads, 0, st>>>(H, static_cast<const T*>(dy), static_cast<const T*>(x),
-                                                     static_cast<const T*>(w), rstd, static_cast<T*>(dx));
+                                                     static_cast<const T*>(w), rstd, static_cast<const T*>(res),
+                                                     static_cast<T*>(dx));
   if ((e = cudaGetLastError()) != cudaSuccess) return e;
   int chunks;
   long rows;
@@ -324,11 +335,11 @@ size_t rmsnorm_backward_workspace(long N, long H) {
 }
 
 cudaError_t rmsnorm_backward(int dtype, long N, long H, const void* dy, const void* x, const void* w, const float* rstd,
-                             void* dx, float* dw, void* workspace, cudaStream_t stream) {
+                             const void* residual, void* dx, float* dw, void* workspace, cudaStream_t stream) {
   if (N <= 0 || H <= 0) return cudaSuccess;
   if (N > 0x7fffffffL) return cudaErrorInvalidValue;
-  return dtype == 1 ? bwd<__nv_bfloat16>(N, H, dy, x, w, rstd, dx, dw, workspace, stream)
-                    : bwd<float>(N, H, dy, x, w, rstd, dx, dw, workspace, stream);
+  return dtype == 1 ? bwd<__nv_bfloat16>(N, H, dy, x, w, rstd, residual, dx, dw, workspace, stream)
+                    : bwd<float>(N, H, dy, x, w, rstd, residual, dx, dw, workspace, stream);
 }
 
 }  // namespace rn

@@ -85,6 +85,9 @@ template <class T> static void run(Runtime& rt, const Config& cfg, const std::st
     time_it("rmsnorm_forward", 2.0 * N * H * e + 4.0 * N, [&] { kernels::rmsnorm_forward<T, Mem>(x, w, 1e-5, y, rstd); });
     time_it("rmsnorm_backward", 3.0 * N * H * e + 4.0 * N,
             [&] { kernels::rmsnorm_backward<T, Mem>(dy, x, w, rstd, dx, dw); });
+    // The block's form: the residual (the skip connection's gradient) added in the same pass.
+    time_it("rmsnorm_backward_residual", 4.0 * N * H * e + 4.0 * N,
+            [&] { kernels::rmsnorm_backward<T, Mem>(dy, x, w, rstd, dx, dw, y); });
   }
   {
     View2<T> g("work/k.gate", N, F), u("work/k.up", N, F), h("work/k.h", N, F), dh("work/k.dh", N, F);

@@ -348,9 +348,9 @@ void LlamaModel<T, Mem>::layer_backward(int l, const TokenBatch<Mem>& b, LayerAc
   }
   gemm('T', 'N', 1, dup, a.h2, 1, grads_.mat(p + "mlp.up_proj.weight"));
   V2 dx2 = act2<T, Mem>("d.x2", s, H);
+  // dx2 = RMSNorm's backward + dx (the residual, added in the same pass)
   kernels::rmsnorm_backward<T, Mem>(dh2, a.x2, params_.vec(p + "post_attention_layernorm.weight"), a.rstd2, dx2,
-                                    grads_.vec(p + "post_attention_layernorm.weight"));
-  kernels::add_inplace<T, Mem>(dx2, dx);  // residual
+                                    grads_.vec(p + "post_attention_layernorm.weight"), dx);
   // Attention: x2 = x + o_proj(o)
   V2 dO = act2<T, Mem>("d.attn.o", s, n * d);
   gemm('N', 'N', 1, dx2, params_.mat(p + "self_attn.o_proj.weight"), 0, dO);
@@ -378,9 +378,9 @@ void LlamaModel<T, Mem>::layer_backward(int l, const TokenBatch<Mem>& b, LayerAc
   gemm('T', 'N', 1, dq, a.h1, 1, grads_.mat(p + "self_attn.q_proj.weight"));
   gemm('T', 'N', 1, dk, a.h1, 1, grads_.mat(p + "self_attn.k_proj.weight"));
   gemm('T', 'N', 1, dv, a.h1, 1, grads_.mat(p + "self_attn.v_proj.weight"));
+  // dx = RMSNorm's backward + dx2 (the residual; dx's old value, dL/d(output), is no longer read)
   kernels::rmsnorm_backward<T, Mem>(dh1, a.x_in, params_.vec(p + "input_layernorm.weight"), a.rstd1, dx,
-                                    grads_.vec(p + "input_layernorm.weight"));
-  kernels::add_inplace<T, Mem>(dx, dx2);  // residual
+                                    grads_.vec(p + "input_layernorm.weight"), dx2);
 }
 
 template <class T, class Mem> StepLoss LlamaModel<T, Mem>::forward_backward(const TokenBatch<Mem>& b, double grad_norm) {
