@@ -93,7 +93,7 @@ if [ "$PART" = 12 ]; then
       END {if (n) printf "SM clock over the block runs: mean %.0f MHz, min %d MHz, mean power %.0f W (%d samples)\n", c/n, mn, p/n, n}' \
       "$OUT/clocks_layer.csv"
     gzip -f "$OUT/clocks_layer.csv"
-    step "burst bench step 1B bf16 whole, 32K / 128K tokens (the embedding_backward phase: v2.1 against v1's 15.7 ms)" 60 \
+    step "burst bench step 1B bf16 whole, 32K / 128K tokens (the embedding_backward phase: v3, sorted, against v1's 15.7 ms)" 60 \
       "$build/burst" bench step --set bench.preset=1B --set 'bench.tokens=[32768,131072]' --set bench.dtype=bf16 \
       --set bench.activation=whole --set bench.repeats=2 --set bench.warmup=1 --output "$OUT/step_1B_bf16.h5"
     gemm_llama 1 90
