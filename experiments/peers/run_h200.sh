@@ -22,6 +22,7 @@
 #   PART=9 OUT=$OUT PASSKEY_ARGS=... ...            the untimed call: every gpu test beside the passkey stage 2
 #   PART=10 OUT=$OUT experiments/peers/run_h200.sh  the timed call: lab backward variants, torch block and kernels,
 #                                                   bench kernels / layer / step / gemm (beta 0, 1), ncu of the blocks
+#   PART=14 OUT=$OUT BUDGET=590 experiments/peers/run_h200.sh   PART 12 + 13 trimmed into one call
 #   PART=12 then PART=13 (same warm machine)         the timed call (whole build, bench kernels, the block with
 #                                                   the CUDA / portable RoPE, the 1B step, gemm beta 1), then every gpu test
 #                                                   (after the torch block when the card is not an H200)
@@ -70,6 +71,30 @@ ncu_block() {
   head -n 30 "$OUT/ncu_layer_${m}_summary.txt"
   gzip -f "$csv"
 }
+if [ "$PART" = 14 ]; then
+  # PART 12 + 13 in one call (when the device budget holds only one): the
+  # whole build, bench kernels, the block at 1B and 7B (engine defaults), the
+  # 1B step at 32K (its embedding_backward phase), the torch block on the
+  # same card, then every gpu test in the time left.
+  step "bootstrap (Kokkos CUDA from .offline)" 120 scripts/bootstrap.sh --cuda --from .offline
+  step "build (everything)" 300 scripts/build.sh --cuda --deps-include "$(pwd)/.offline/include" -DBURST_ENABLE_NCCL=ON
+  build=$(pwd)/build-cuda
+  if [ -x "$build/burst" ]; then
+    step "burst bench kernels (RMSNorm backward + residual)" 30 "$build/burst" bench kernels --output "$OUT/kernels_bf16.h5"
+    for m in 1B 7B; do layer32k " (RMSNorm backward + residual)" 30 "layer_${m}_bf16.h5"; done
+    step "burst bench step 1B bf16 whole, 32K (the embedding_backward phase: v3, sorted, against v1's 15.7 ms)" 40 \
+      "$build/burst" bench step --set bench.preset=1B --set 'bench.tokens=[32768]' --set bench.dtype=bf16 \
+      --set bench.activation=whole --set bench.repeats=2 --set bench.warmup=1 --output "$OUT/step_1B_bf16.h5"
+    step "torch LLaMA block (eager, compile) 1B and 7B at 32K (the peer on this same card)" 90 \
+      python3 experiments/peers/peers.py "$OUT" --only block --tokens 32768
+    step "every gpu test" $(( $(left) - 10 )) bash -c "cd '$build' && ctest -j 16 --output-on-failure -L gpu -LE long \
+      > '$OUT/gpu_tests.log' 2>&1; rc=\$?; tail -n 30 '$OUT/gpu_tests.log'; exit \$rc"
+  fi
+  (cd "$OUT" && ls *.h5 >/dev/null 2>&1 && tar cf part14_h5.tar *.h5 && rm -f *.h5)
+  echo "PART 14 done in $(( $(date +%s) - t0 )) s"
+  date -u
+  exit 0
+fi
 if [ "$PART" = 12 ]; then
   # The timed call of a two-call pair (PART 13 right after, on the same warm
   # machine): the whole build (PART 13's tests need it), bench kernels with
