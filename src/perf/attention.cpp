@@ -738,7 +738,7 @@ AttnCost attention_cost(const Cluster& cluster, const AttnConfig& a, const AttnP
     add_collective_waits(out.bwd, bc.bwd, P, P, c, wb);
     add_collective_waits(out.half_fwd, blocking_collectives(a.method, P, s / 2, p.n, p.nkv, p.d, e).fwd, P, P, c,
                          {std::numeric_limits<double>::infinity(), cpu_seconds(c, P, hf), in_local});
-    out.buffer_bytes = 2 * p.S * kvd * 2 + 2 * p.S * kvd * 4;
+    out.buffer_bytes = 2 * p.S * kvd * e + 2 * p.S * kvd * 4;  // the gathered K,V in the engine's element, the dK,dV accumulators in fp32
     out.describe = "allgather: K,V gathered from " + std::to_string(P) + " ranks, dK,dV reduce-scattered";
     return out;
   }
