@@ -48,6 +48,7 @@ constexpr int kEmbeddingUnroll = 8;
 // token (a stable LSD radix sort, one bit per pass: an exclusive scan of the
 // zeros, then a scatter; scans and scatters are deterministic), into
 // `order`; `tmp` and `scan` are scratch of N entries. Bits: those of V - 1.
+// The ids must lie in [0, V) (the caller checks them).
 template <class Mem>
 void sort_positions_by_token(Kokkos::View<const std::int32_t*, Layout, Mem> tok, long V,
                              Kokkos::View<std::int32_t*, Layout, Mem> order, Kokkos::View<std::int32_t*, Layout, Mem> tmp,
@@ -55,6 +56,10 @@ void sort_positions_by_token(Kokkos::View<const std::int32_t*, Layout, Mem> tok,
   using Exec = typename Kokkos::View<std::int32_t*, Layout, Mem>::execution_space;
   using I = std::int32_t;
   const long N = tok.extent(0);
+  BURST_CHECK_INPUT(long(order.extent(0)) >= N && long(tmp.extent(0)) >= N && long(scan.extent(0)) >= N,
+                    "sort_positions_by_token: scratch of ", order.extent(0), " / ", tmp.extent(0), " / ", scan.extent(0),
+                    " entries for ", N, " tokens");
+  BURST_CHECK_INPUT(V >= 1 && V <= (1L << 31), "sort_positions_by_token: vocabulary ", V, " outside [1, 2^31]");
   auto a = order, b = tmp;
   Kokkos::parallel_for("burst::embedding_sort_init", Kokkos::RangePolicy<Exec>(0, N), KOKKOS_LAMBDA(const long i) { a(i) = I(i); });
   int bits = 0;

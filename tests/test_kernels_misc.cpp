@@ -360,7 +360,8 @@ TEST(Embedding, ForwardBackwardWithRepeatedTokens) {
 // position), lengths around the unroll of 8, token ids up to V - 1 (every
 // radix bit), and a dW that starts non-zero.
 TEST(Embedding, BackwardAddsInPositionOrder) {
-  const long V = 37, H = 5;
+  const long H = 5;
+  for (long V : {37L, 17L})  // 6 radix passes (the order ends in `order`) and 5 (it ends in the scratch and is copied)
   for (long N : {1L, 7L, 8L, 9L, 17L, 100L, 1000L, -300L}) {
     const bool one_token = N < 0;
     N = one_token ? -N : N;
@@ -398,7 +399,7 @@ TEST(Embedding, BackwardAddsInPositionOrder) {
     long differ = 0;
     for (long v = 0; v < V; ++v)
       for (long h = 0; h < H; ++h) differ += hw(v, h) != want[size_t(v * H + h)];
-    EXPECT_EQ(differ, 0) << "N = " << N;
+    EXPECT_EQ(differ, 0) << "V = " << V << ", N = " << N;
   }
 }
 
@@ -426,6 +427,8 @@ TEST(Embedding, SortPositionsByTokenIsStable) {
     long differ = 0;
     for (long i = 0; i < N; ++i) differ += ho(i) != want[size_t(i)];
     EXPECT_EQ(differ, 0) << "V = " << V;
+    EXPECT_THROW(sort_positions_by_token<Mem>(tok, V, order, tmp, Kokkos::View<std::int32_t*, Layout, Mem>("work/s", N - 1)),
+                 Error);  // scratch shorter than the tokens
   }
 }
 
