@@ -13,7 +13,8 @@ const char* kFwdNames128[] = {"fwd BR128 BC64 8w (Q in regs)", "fwd BR128 BC32 4
                               "fwd wgmma BR128 BC128 2WG", "fwd wgmma BR128 BC128 2WG overlap",
                               "fwd wgmma overlap DIAG V-desc LBO/SBO swapped", "fwd wgmma_tma_ws BR128 BC128 pingpong",
                               "fwd wgmma_tma_ws pingpong trap-free", "fwd wgmma_tma_ws pingpong trap-free intra-WG overlap",
-                              "fwd wgmma_tma_ws intra-WG overlap 3 stages"};
+                              "fwd wgmma_tma_ws intra-WG overlap 3 stages",
+                              "fwd wgmma_tma_ws 3 stages persistent snake grid"};
 const char* kFwdNames64[] = {"fwd BR128 BC64 8w (Q in regs)", "fwd BR128 BC32 4w MT2 (Q in smem)",
                              "fwd BR64 BC64 4w x2/SM (Q in regs)", "fwd BR128 BC64 4w MT2 (Q in smem)",
                              "fwd wgmma BR128 BC128 2WG", "fwd wgmma BR128 BC128 2WG overlap",

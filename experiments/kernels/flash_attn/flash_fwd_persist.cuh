@@ -1,0 +1,311 @@
+// Forward variant 11 (sm_90a only, lab): variant 10 (flash_fwd_tma_ws.cuh,
+// MODE 2, 3 K/V stages) on a persistent grid.
+//
+// Why (NOTES run 7): variant 10 is 0.95-0.96x cuDNN at 32K and 0.87-0.90x on
+// the rectangular ring blocks (4K x 8K, 8K x 4K, 16K x 8K), and a deeper K/V
+// pipeline did not move the latter, which leaves the per-block costs: one
+// block per (head, 128 query rows) means barrier set-up, the Q load and the
+// pipeline fill before the first product, and the epilogue's O stores after
+// the last, with the tensor cores of that SM idle, once per 32-64 key tiles.
+// cuDNN's forward runs a persistent grid (132 blocks on the H200).
+//
+// What changes against variant 10:
+// - grid = min(tiles, SMs) blocks (one per SM: 225 KB of smem); block b walks
+//   the (head, query tile) items b, b + G, b + 2G, ... of a list sorted longest
+//   first (query tiles from the last), in snake order: in odd rounds the
+//   blocks take the round's items in reverse, so a block that took a longer
+//   item in one round takes a shorter one in the next (causal balance);
+// - the K/V ring's stage counter runs on across items (no refill from stage 0);
+// - Q has an empty barrier too (2 arrivals: each consumer warpgroup once its
+//   last S product of the item retired), so the producer loads the next item's
+//   Q, and its first K/V tiles, while the consumers run the epilogue;
+// - per item the consumers reset O, m, l and the mask's row info, and keep
+//   variant 10's ping-pong turn protocol, which is balanced per item (see
+//   flash_fwd_tma_ws.cuh), so it repeats across items;
+// - an item with no visible key tile loads nothing and writes the empty
+//   rows' O = 0, lse = -inf, as variant 10's block does.
+// Status: written 2026-12-05 (no GPU in that session after it); compiles with
+// nvcc 13.0 for sm_90a; not yet checked or timed on a GPU.
+#pragma once
+
+#include "flash_fwd_tma_ws.cuh"
+
+namespace burst_fa {
+namespace dev {
+
+// Item t of the list (longest first): query tile nqt - 1 - t / n, head t % n.
+struct PersistItem {
+  int h, qt;
+};
+__device__ __forceinline__ PersistItem persist_item(int t, int n, int nqt) { return {t % n, nqt - 1 - t / n}; }
+// The block's r-th item in snake order: round r covers items [r G, r G + G).
+__device__ __forceinline__ int persist_index(int r, int b, int G) { return r * G + ((r & 1) ? G - 1 - b : b); }
+
+template <int D, int BC, int NST, bool POS>
+__global__ void __launch_bounds__(384, 1)
+    flash_fwd_persist_kernel(const __grid_constant__ FwdParams p, const __grid_constant__ CUtensorMap tm_q,
+                             const __grid_constant__ CUtensorMap tm_k, const __grid_constant__ CUtensorMap tm_v) {
+  using Tr = TmaWsTraits<D, BC, NST>;
+  constexpr int BR = Tr::BR;
+  constexpr int NO = D / 8;
+  extern __shared__ __align__(1024) unsigned char tw_smem_raw[];
+  const uint32_t raw_u32 = smem_u32(tw_smem_raw);
+  const uint32_t sbase = (raw_u32 + 1023u) & ~1023u;
+  const uint32_t q_s = sbase;
+  const uint32_t k_s = q_s + Tr::Q_BYTES;
+  const uint32_t v_s = k_s + NST * Tr::KV_BYTES;
+  const uint32_t bar0 = v_s + NST * Tr::KV_BYTES;  // TmaWsTraits reserves 1 + 4 NST barriers; +1 below (smem_bytes has slack)
+  const uint32_t bar_q = bar0;
+  auto bar_full_k = [&](int s) { return bar0 + 8u * (1 + s); };
+  auto bar_full_v = [&](int s) { return bar0 + 8u * (1 + NST + s); };
+  auto bar_empty_k = [&](int s) { return bar0 + 8u * (1 + 2 * NST + s); };
+  auto bar_empty_v = [&](int s) { return bar0 + 8u * (1 + 3 * NST + s); };
+  const uint32_t bar_q_empty = bar0 + 8u * (1 + 4 * NST);
+
+  const int tid = threadIdx.x, wg = tid / 128;
+  const MaskDev& mask = p.mask;
+  const int nqt = (p.sq + BR - 1) / BR, items = nqt * p.n, G = gridDim.x, b = blockIdx.x;
+  const int nkt = (p.sk + BC - 1) / BC;
+  // The item's visible key tiles: [first, kt_end) with next_tile skipping the invisible ones.
+  auto item_end = [&](int i0, int i1) {
+    int e = nkt;
+    if (mask.kind == kMaskCausal) {
+      const long long last = (long long)(i1 - 1) + mask.diag_offset;
+      e = last < 0 ? 0 : (int)(last / BC + 1 < nkt ? last / BC + 1 : nkt);
+    }
+    return e;
+  };
+
+  if (tid == 0) {
+    mbar_init(bar_q, 1);
+    mbar_init(bar_q_empty, 2);  // one arrival per consumer warpgroup
+#pragma unroll
+    for (int s = 0; s < NST; ++s) {
+      mbar_init(bar_full_k(s), 1);
+      mbar_init(bar_full_v(s), 1);
+      mbar_init(bar_empty_k(s), 2);
+      mbar_init(bar_empty_v(s), 2);
+    }
+    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+  }
+  __syncthreads();
+
+  if (wg == 0) {
+    // ------------------------------------------------------------ producer
+    setmaxnreg_dec<24>();
+    if (tid == 0) {
+      tma_prefetch_desc(&tm_q);
+      tma_prefetch_desc(&tm_k);
+      tma_prefetch_desc(&tm_v);
+      int c = 0;   // K/V stage counter over all of the block's items
+      int qn = 0;  // items with a visible tile so far (Q loads)
+      for (int r = 0;; ++r) {
+        const int t = persist_index(r, b, G);
+        if (r * G >= items) break;
+        if (t >= items) continue;  // the last round's missing items (snake order: any block may lack one)
+        const PersistItem it = persist_item(t, p.n, nqt);
+        const int i0 = it.qt * BR, i1 = min(i0 + BR, p.sq), hk = it.h / p.group, kt_end = item_end(i0, i1);
+        auto tile_cls = [&](int kt) {
+          const int j0 = kt * BC;
+          return classify_tile(mask, i0, i1, j0, min(j0 + BC, p.sk), j0 + BC > p.sk);
+        };
+        auto next_tile = [&](int kt) {
+          while (kt < kt_end && tile_cls(kt) == 0) ++kt;
+          return kt;
+        };
+        const int first = next_tile(0);
+        if (first >= kt_end) continue;
+        mbar_wait_fault(bar_q_empty, ((uint32_t)qn & 1u) ^ 1u);  // the previous item's last S product retired
+        mbar_arrive_expect_tx(bar_q, Tr::Q_BYTES);
+#pragma unroll
+        for (int bb = 0; bb < D / 64; ++bb) tma_load_3d(q_s + bb * BR * 128, &tm_q, bar_q, bb * 64, it.h, i0);
+        ++qn;
+        for (int kt = first; kt < kt_end; kt = next_tile(kt + 1), ++c) {
+          const int st = c % NST;
+          const uint32_t ph = (uint32_t)(c / NST) & 1u;
+          mbar_wait_fault(bar_empty_k(st), ph ^ 1u);
+          mbar_arrive_expect_tx(bar_full_k(st), Tr::KV_BYTES);
+#pragma unroll
+          for (int bb = 0; bb < D / 64; ++bb)
+            tma_load_3d(k_s + st * Tr::KV_BYTES + bb * BC * 128, &tm_k, bar_full_k(st), bb * 64, hk, kt * BC);
+          mbar_wait_fault(bar_empty_v(st), ph ^ 1u);
+          mbar_arrive_expect_tx(bar_full_v(st), Tr::KV_BYTES);
+#pragma unroll
+          for (int bb = 0; bb < D / 64; ++bb)
+            tma_load_3d(v_s + st * Tr::KV_BYTES + bb * BC * 128, &tm_v, bar_full_v(st), bb * 64, hk, kt * BC);
+        }
+      }
+    }
+    return;
+  }
+
+  // -------------------------------------------------------------- consumers
+  setmaxnreg_inc<240>();
+  const int cw = wg - 1;
+  const int wtid = tid % 128;
+  const int lane = tid % 32, g = lane >> 2, t = lane & 3;
+  const int wrow = cw * 64 + (wtid / 32) * 16;
+  const int my_bar = cw == 0 ? kBarSched0 : kBarSched1, other_bar = cw == 0 ? kBarSched1 : kBarSched0;
+  const uint32_t q_base = q_s + cw * 64 * 128;
+  int c = 0;   // K/V stage counter, as the producer's
+  int qn = 0;  // items with a visible tile so far
+
+  for (int r = 0;; ++r) {
+    const int ti = persist_index(r, b, G);
+    if (r * G >= items) break;
+    if (ti >= items) continue;
+    const PersistItem it = persist_item(ti, p.n, nqt);
+    const int h = it.h, i0 = it.qt * BR, i1 = min(i0 + BR, p.sq), kt_end = item_end(i0, i1);
+    const int row0 = i0 + wrow + g;
+    auto tile_cls = [&](int kt) {
+      const int j0 = kt * BC;
+      return classify_tile(mask, i0, i1, j0, min(j0 + BC, p.sk), j0 + BC > p.sk);
+    };
+    auto next_tile = [&](int kt) {
+      while (kt < kt_end && tile_cls(kt) == 0) ++kt;
+      return kt;
+    };
+    const int first = next_tile(0);
+
+    RowInfo qinfo[POS ? 2 : 1];
+    if constexpr (POS) {
+#pragma unroll
+      for (int hf = 0; hf < 2; ++hf) qinfo[hf] = row_info(mask, min(row0 + hf * 8, p.sq - 1), true);
+    }
+    float o[D / 2];
+#pragma unroll
+    for (int x = 0; x < D / 2; ++x) o[x] = 0.f;
+    float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.f, 0.f};
+
+    if (first < kt_end) {
+      if (cw == 1) named_bar_arrive(kBarSched0, 256);  // consumer 0 goes first in every item
+      mbar_wait_fault(bar_q, (uint32_t)qn & 1u);
+      float s[BC / 2];
+      uint32_t pf[BC / 16][4];
+      float alpha[2];
+      int cur = first, nxt = next_tile(first + 1);
+      {  // turn 0 (peeled, as variant 9/10: unconditional waits in the loop)
+        const int st = c % NST;
+        const uint32_t ph = (uint32_t)(c / NST) & 1u;
+        mbar_wait_fault(bar_full_k(st), ph);
+        uint32_t qa = q_base, ka = k_s + st * Tr::KV_BYTES;
+        asm volatile("" : "+r"(qa), "+r"(ka));
+        named_bar_sync(my_bar, 256);
+        wgmma_fence();
+        issue_qk<D, BC, BR>(s, qa, ka);
+        wgmma_commit();
+        if (cw == 0 || nxt < kt_end) named_bar_arrive(other_bar, 256);
+        wgmma_wait<0>();
+        reg_fence(s);
+        if (wtid == 0) mbar_arrive(bar_empty_k(st));
+        if (nxt >= kt_end && wtid == 0) mbar_arrive(bar_q_empty);  // Q no longer read in this item
+        if (tile_cls(cur) == 1) tile_mask<BC, POS>(s, mask, p.sk, row0, cur * BC, t, qinfo);
+        softmax_step<BC>(s, m, l, alpha, p.scale_log2);
+        pack_p<BC>(s, pf);
+      }
+      int k = 1;  // the item's turn index; stage of turn k: (c + k) % NST
+      for (; nxt < kt_end; ++k) {
+        cur = nxt;
+        nxt = next_tile(cur + 1);
+        const bool last = nxt >= kt_end;
+        const int st = (c + k) % NST, pst = (c + k - 1) % NST;
+        const uint32_t ph = (uint32_t)((c + k) / NST) & 1u, pph = (uint32_t)((c + k - 1) / NST) & 1u;
+        mbar_wait_fault(bar_full_k(st), ph);
+        mbar_wait_fault(bar_full_v(pst), pph);
+        uint32_t qa = q_base, ka = k_s + st * Tr::KV_BYTES, va = v_s + pst * Tr::KV_BYTES;
+        asm volatile("" : "+r"(qa), "+r"(ka), "+r"(va));
+        named_bar_sync(my_bar, 256);
+        wgmma_fence();
+        issue_qk<D, BC, BR>(s, qa, ka);
+        wgmma_commit();
+        issue_pv<D, BC>(o, pf, va);
+        wgmma_commit();
+        if (cw == 0 || !last) named_bar_arrive(other_bar, 256);
+        wgmma_wait<1>();
+        reg_fence(s);
+        if (wtid == 0) mbar_arrive(bar_empty_k(st));
+        if (last && wtid == 0) mbar_arrive(bar_q_empty);
+        if (tile_cls(cur) == 1) tile_mask<BC, POS>(s, mask, p.sk, row0, cur * BC, t, qinfo);
+        softmax_step<BC>(s, m, l, alpha, p.scale_log2);
+        wgmma_wait<0>();
+        reg_fence(o);
+        reg_fence(pf);
+        if (wtid == 0) mbar_arrive(bar_empty_v(pst));
+        rescale_o<D>(o, alpha);
+        pack_p<BC>(s, pf);
+      }
+      // the last tile's P V (turn k - 1)
+      const int st = (c + k - 1) % NST;
+      const uint32_t ph = (uint32_t)((c + k - 1) / NST) & 1u;
+      mbar_wait_fault(bar_full_v(st), ph);
+      uint32_t va = v_s + st * Tr::KV_BYTES;
+      asm volatile("" : "+r"(va));
+      wgmma_fence();
+      issue_pv<D, BC>(o, pf, va);
+      wgmma_commit();
+      wgmma_wait<0>();
+      reg_fence(o);
+      if (wtid == 0) mbar_arrive(bar_empty_v(st));
+      c += k;
+      ++qn;
+    }
+
+    // ---- epilogue (variant 10's): O / l, lse = (m + log2 l) ln 2
+#pragma unroll
+    for (int hf = 0; hf < 2; ++hf) {
+      float lsum = l[hf];
+      lsum += __shfl_xor_sync(0xffffffffu, lsum, 1);
+      lsum += __shfl_xor_sync(0xffffffffu, lsum, 2);
+      const int i = row0 + hf * 8;
+      if (i >= p.sq) continue;
+      const bool empty = !(lsum > 0.f);
+      const float inv = empty ? 0.f : 1.f / lsum;
+      const size_t rowbase = ((size_t)i * p.n + h) * D + 2 * t;
+#pragma unroll
+      for (int x = 0; x < NO; ++x) {
+        const float v0 = o[x * 4 + hf * 2] * inv, v1 = o[x * 4 + hf * 2 + 1] * inv;
+        if (p.o_f32) *reinterpret_cast<float2*>(p.o_f32 + rowbase + x * 8) = make_float2(v0, v1);
+        if (p.o_bf16) *reinterpret_cast<__nv_bfloat162*>(p.o_bf16 + rowbase + x * 8) = __floats2bfloat162_rn(v0, v1);
+      }
+      if (t == 0) p.lse[(size_t)i * p.n + h] = empty ? -INFINITY : (m[hf] + log2f(lsum)) * 0.69314718055994531f;
+    }
+  }
+}
+
+// One block per SM (the device's count, read once), at most one per item.
+template <int D, int BC, int NST, bool POS>
+cudaError_t launch_fwd_persist_t(const FwdParams& p, cudaStream_t st) {
+  using Tr = TmaWsTraits<D, BC, NST>;
+  constexpr size_t smem = Tr::smem_bytes + 8;  // + the Q empty barrier
+  static_assert(smem <= 227 * 1024, "shared memory");
+  auto kern = flash_fwd_persist_kernel<D, BC, NST, POS>;
+  static cudaError_t attr = cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
+  if (attr != cudaSuccess) return attr;
+  static int sms = [] {
+    int dev = 0, n = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess || cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess)
+      return 0;
+    return n;
+  }();
+  if (sms <= 0) return cudaErrorInvalidDevice;
+  CUtensorMap tq, tk, tv;
+  std::memset(&tq, 0, sizeof tq), std::memset(&tk, 0, sizeof tk), std::memset(&tv, 0, sizeof tv);
+  cudaError_t e = make_tile_map(&tq, p.q, p.sq, p.n, D, Tr::BR);
+  if (e == cudaSuccess && p.sk > 0) e = make_tile_map(&tk, p.k, p.sk, p.nkv, D, BC);
+  if (e == cudaSuccess && p.sk > 0) e = make_tile_map(&tv, p.v, p.sk, p.nkv, D, BC);
+  if (e != cudaSuccess) return e;
+  const long long items = (long long)((p.sq + Tr::BR - 1) / Tr::BR) * p.n;
+  if (items <= 0) return cudaSuccess;
+  const int grid = (int)(items < sms ? items : sms);
+  kern<<<grid, Tr::NT, smem, st>>>(p, tq, tk, tv);
+  return cudaGetLastError();
+}
+
+template <int D, int BC, int NST>
+cudaError_t launch_fwd_persist(const FwdParams& p, cudaStream_t st) {
+  return p.mask.kind >= kMaskWindow ? launch_fwd_persist_t<D, BC, NST, true>(p, st)
+                                    : launch_fwd_persist_t<D, BC, NST, false>(p, st);
+}
+
+}  // namespace dev
+}  // namespace burst_fa
