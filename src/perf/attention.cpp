@@ -678,7 +678,7 @@ AttnCost attention_cost(const Cluster& cluster, const AttnConfig& a, const AttnP
     return out;
   }
   if (a.method == "allgather") {
-    // Gather K,V (bf16) from every rank; local queries against all keys; the
+    // Gather K,V (elements) from every rank; local queries against all keys; the
     // backward gathers again and reduce-scatters dK,dV (fp32).
     const double chunk = 2 * s * kvd * c.elem_bytes, Pm1 = P - 1, off = P > G ? double(P - G) : 0.0;
     auto coll = [&](double ch) {
@@ -759,9 +759,14 @@ AttnCost attention_cost(const Cluster& cluster, const AttnConfig& a, const AttnP
   std::vector<int> hp_group, cp_group;  // of world rank 0 (h = 0, c = 0)
   for (int h = 0; h < hp; ++h) hp_group.push_back(head_first ? h : h * cp);
   for (int cc = 0; cc < cp; ++cc) cp_group.push_back(head_first ? cc * hp : cc);
-  const double qkv = s * (nd + 2 * kvd) * 2, o = s * nd * 2 + s * double(p.n) * 4;  // bf16 O, fp32 lse
+  // q, k, v, O, dO and dQ, dK, dV in the cluster's element (bf16 on the GPU
+  // clusters, as the paper's systems send them; the host build's float, as
+  // the engine sends q, k, v, dO in its element and O, dQ, dK, dV in fp32,
+  // which are the same four bytes there), lse in fp32.
+  const double e = c.elem_bytes;
+  const double qkv = s * (nd + 2 * kvd) * e, o = s * nd * e + s * double(p.n) * 4;
   const double a2a_fwd = a2a_time(c, hp_group, 0, qkv) + a2a_time(c, hp_group, 0, o);
-  const double a2a_bwd = a2a_time(c, hp_group, 0, s * nd * 2) + a2a_time(c, hp_group, 0, qkv);
+  const double a2a_bwd = a2a_time(c, hp_group, 0, s * nd * e) + a2a_time(c, hp_group, 0, qkv);
   const double frac = double(hp - 1) / hp;
   RingSetup r;
   r.members = cp_group;
@@ -782,10 +787,9 @@ AttnCost attention_cost(const Cluster& cluster, const AttnConfig& a, const AttnP
   }
   out.fwd = rr.fwd, out.bwd = rr.bwd, out.half_fwd = rr.half_fwd;
   out.fwd.time += a2a_fwd, out.fwd.a2a_bytes = frac * (qkv + o);
-  out.bwd.time += a2a_bwd, out.bwd.a2a_bytes = frac * (s * nd * 2 + qkv);
+  out.bwd.time += a2a_bwd, out.bwd.a2a_bytes = frac * (s * nd * e + qkv);
   out.half_fwd.time += a2a_fwd / 2;
   out.rebuild.time = a2a_fwd, out.rebuild.a2a_bytes = frac * (qkv + o);
-  const double e = c.elem_bytes;
   // CPU hosts: the local memory work of seq_to_heads / heads_to_seq (fresh
   // buffers, pack / unpack, MPI's shared-memory copies, the head-layout
   // state), per byte of the local tensors they convert: q, k, v (elements),
@@ -805,7 +809,7 @@ AttnCost attention_cost(const Cluster& cluster, const AttnConfig& a, const AttnP
   add_collective_waits(out.rebuild, bc.rebuild, P, hp, c, {});
   add_collective_waits(out.half_fwd, blocking_collectives(a.method, hp, s / 2, p.n, p.nkv, p.d, e).fwd, P, hp, c,
                        {std::numeric_limits<double>::infinity(), cpu_seconds(c, P, rr.half_fwd.compute)});
-  // Head-layout copies of q, k, v (bf16), o and lse (fp32), and one pair of
+  // Head-layout copies of q, k, v (elements), o and lse (fp32), and one pair of
   // all-to-all send/receive buffers of the largest tensor.
   out.buffer_bytes = rr.buffers + qkv + s * nd * 4 + s * double(p.n) * 4 + 2 * s * nd * 4;
   std::ostringstream os;
