@@ -135,29 +135,6 @@ void gelu_backward(Kokkos::View<const T**, Layout, Mem> dy, Kokkos::View<const T
       });
 }
 
-// y += alpha * x over any 2-D views of one shape (residual adds, gradient sums).
-template <class T, class Mem>
-void add_inplace(Kokkos::View<T**, Layout, Mem> y, Kokkos::View<const T**, Layout, Mem> x, double alpha = 1.0) {
-  using Acc = accum_t<T>;
-  using Exec = typename Kokkos::View<T**, Layout, Mem>::execution_space;
-  check_same_2d("add", y, x);
-  const long F = y.extent(1);
-#ifdef BURST_HAVE_CUDA
-  if constexpr (cuda::ew_dispatches<T, Mem>()) {
-    if (cuda::all_contiguous(y, x)) {
-      cuda::check(ew::add_inplace(long(y.size()), cuda::nvb(y.data()), cuda::nvb(x.data()), float(alpha),
-                                  Kokkos::Cuda().cuda_stream()),
-                  "add (kernels/cuda)");
-      return;
-    }
-  }
-#endif
-  Kokkos::parallel_for(
-      "burst::add_inplace", Kokkos::RangePolicy<Exec>(0, long(y.extent(0)) * F), KOKKOS_LAMBDA(const long e) {
-        y(e / F, e % F) = T(Acc(y(e / F, e % F)) + Acc(alpha) * Acc(x(e / F, e % F)));
-      });
-}
-
 // y = x converted to y's type (round to nearest even for bf16), any two
 // 2-D views of one shape. The model uses it for attention's fp32 O and
 // dQ / dK / dV, which the bf16 GEMMs after it read in bf16.

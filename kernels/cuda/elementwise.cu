@@ -88,24 +88,6 @@ __global__ void swiglu_bwd_scalar(long b, long e, const __nv_bfloat16* dh, const
   }
 }
 
-__global__ void add_vec(long nv, Vec8* __restrict__ y, const Vec8* __restrict__ x, float alpha) {
-  for (long i = blockIdx.x * long(blockDim.x) + threadIdx.x; i < nv; i += long(gridDim.x) * blockDim.x) {
-    const Vec8 a = y[i], b = x[i];
-    Vec8 r;
-#pragma unroll
-    for (int k = 0; k < 4; ++k) {
-      const float2 ya = __bfloat1622float2(a.v[k]), xb = __bfloat1622float2(b.v[k]);
-      r.v[k] = __floats2bfloat162_rn(ya.x + alpha * xb.x, ya.y + alpha * xb.y);
-    }
-    y[i] = r;
-  }
-}
-
-__global__ void add_scalar(long b, long e, __nv_bfloat16* y, const __nv_bfloat16* x, float alpha) {
-  for (long i = b + blockIdx.x * long(blockDim.x) + threadIdx.x; i < e; i += long(gridDim.x) * blockDim.x)
-    y[i] = __float2bfloat16_rn(__bfloat162float(y[i]) + alpha * __bfloat162float(x[i]));
-}
-
 __global__ void cvt_vec(long nv, const float4* __restrict__ x, Vec8* __restrict__ y) {
   for (long i = blockIdx.x * long(blockDim.x) + threadIdx.x; i < nv; i += long(gridDim.x) * blockDim.x) {
     const float4 a = x[2 * i], b = x[2 * i + 1];
@@ -152,18 +134,6 @@ cudaError_t swiglu_backward(long n, const __nv_bfloat16* dh, const __nv_bfloat16
     done = nv * 8;
   }
   if (done < n) swiglu_bwd_scalar<<<blocks_for(n - done), kThreads, 0, st>>>(done, n, dh, g, u, dg, du);
-  return cudaGetLastError();
-}
-
-cudaError_t add_inplace(long n, __nv_bfloat16* y, const __nv_bfloat16* x, float alpha, cudaStream_t st) {
-  if (n <= 0) return cudaSuccess;
-  long done = 0;
-  if (aligned16(y) && aligned16(x)) {
-    const long nv = n / 8;
-    if (nv > 0) add_vec<<<blocks_for(nv), kThreads, 0, st>>>(nv, reinterpret_cast<Vec8*>(y), reinterpret_cast<const Vec8*>(x), alpha);
-    done = nv * 8;
-  }
-  if (done < n) add_scalar<<<blocks_for(n - done), kThreads, 0, st>>>(done, n, y, x, alpha);
   return cudaGetLastError();
 }
 

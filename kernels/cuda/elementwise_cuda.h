@@ -2,7 +2,6 @@
 // kernels/activations.hpp for bf16 device views). No Kokkos here.
 //   swiglu_forward:  h = silu(g) * u
 //   swiglu_backward: dg = dh * u * s * (1 + g (1 - s)), du = dh * g * s, s = sigmoid(g)
-//   add_inplace:     y += alpha * x
 //   f32_to_bf16:     y = bf16(x) (round to nearest even)
 // All arrays are n contiguous elements, bf16 unless named fp32; math in fp32.
 // 16-byte vector accesses (8 bf16) when every pointer is 16-byte aligned,
@@ -18,7 +17,6 @@ namespace ew {
 cudaError_t swiglu_forward(long n, const __nv_bfloat16* g, const __nv_bfloat16* u, __nv_bfloat16* h, cudaStream_t stream);
 cudaError_t swiglu_backward(long n, const __nv_bfloat16* dh, const __nv_bfloat16* g, const __nv_bfloat16* u,
                             __nv_bfloat16* dg, __nv_bfloat16* du, cudaStream_t stream);
-cudaError_t add_inplace(long n, __nv_bfloat16* y, const __nv_bfloat16* x, float alpha, cudaStream_t stream);
 cudaError_t f32_to_bf16(long n, const float* x, __nv_bfloat16* y, cudaStream_t stream);
 
 }  // namespace ew
