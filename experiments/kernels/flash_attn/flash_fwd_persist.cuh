@@ -40,6 +40,31 @@ struct PersistItem {
 __device__ __forceinline__ PersistItem persist_item(int t, int n, int nqt) { return {t % n, nqt - 1 - t / n}; }
 // The block's r-th item in snake order: round r covers items [r G, r G + G).
 __device__ __forceinline__ int persist_index(int r, int b, int G) { return r * G + ((r & 1) ? G - 1 - b : b); }
+// An item's rows and key tiles, as the producer and the consumers both walk
+// them: query rows [i0, i1) of head h, visible key tiles among [0, kt_end)
+// (the causal bound), next() skipping the invisible ones (cls() == 0).
+template <int BR, int BC> struct ItemTiles {
+  const FwdParams* p;
+  int h, i0, i1, kt_end;
+  __device__ __forceinline__ int cls(int kt) const {
+    const int j0 = kt * BC;
+    return classify_tile(p->mask, i0, i1, j0, min(j0 + BC, p->sk), j0 + BC > p->sk);
+  }
+  __device__ __forceinline__ int next(int kt) const {
+    while (kt < kt_end && cls(kt) == 0) ++kt;
+    return kt;
+  }
+};
+template <int BR, int BC> __device__ __forceinline__ ItemTiles<BR, BC> item_tiles(const FwdParams& p, int t, int nqt) {
+  const PersistItem it = persist_item(t, p.n, nqt);
+  const int i0 = it.qt * BR, i1 = min(i0 + BR, p.sq), nkt = (p.sk + BC - 1) / BC;
+  int e = nkt;
+  if (p.mask.kind == kMaskCausal) {
+    const long long last = (long long)(i1 - 1) + p.mask.diag_offset;
+    e = last < 0 ? 0 : (int)(last / BC + 1 < nkt ? last / BC + 1 : nkt);
+  }
+  return {&p, it.h, i0, i1, e};
+}
 
 template <int D, int BC, int NST, bool POS>
 __global__ void __launch_bounds__(384, 1)
@@ -65,16 +90,6 @@ __global__ void __launch_bounds__(384, 1)
   const int tid = threadIdx.x, wg = tid / 128;
   const MaskDev& mask = p.mask;
   const int nqt = (p.sq + BR - 1) / BR, items = nqt * p.n, G = gridDim.x, b = blockIdx.x;
-  const int nkt = (p.sk + BC - 1) / BC;
-  // The item's visible key tiles: [first, kt_end) with next_tile skipping the invisible ones.
-  auto item_end = [&](int i0, int i1) {
-    int e = nkt;
-    if (mask.kind == kMaskCausal) {
-      const long long last = (long long)(i1 - 1) + mask.diag_offset;
-      e = last < 0 ? 0 : (int)(last / BC + 1 < nkt ? last / BC + 1 : nkt);
-    }
-    return e;
-  };
 
   if (tid == 0) {
     mbar_init(bar_q, 1);
@@ -99,28 +114,19 @@ __global__ void __launch_bounds__(384, 1)
       tma_prefetch_desc(&tm_v);
       int c = 0;   // K/V stage counter over all of the block's items
       int qn = 0;  // items with a visible tile so far (Q loads)
-      for (int r = 0;; ++r) {
+      for (int r = 0; r * G < items; ++r) {
         const int t = persist_index(r, b, G);
-        if (r * G >= items) break;
         if (t >= items) continue;  // the last round's missing items (snake order: any block may lack one)
-        const PersistItem it = persist_item(t, p.n, nqt);
-        const int i0 = it.qt * BR, i1 = min(i0 + BR, p.sq), hk = it.h / p.group, kt_end = item_end(i0, i1);
-        auto tile_cls = [&](int kt) {
-          const int j0 = kt * BC;
-          return classify_tile(mask, i0, i1, j0, min(j0 + BC, p.sk), j0 + BC > p.sk);
-        };
-        auto next_tile = [&](int kt) {
-          while (kt < kt_end && tile_cls(kt) == 0) ++kt;
-          return kt;
-        };
-        const int first = next_tile(0);
+        const ItemTiles<BR, BC> it = item_tiles<BR, BC>(p, t, nqt);
+        const int hk = it.h / p.group, kt_end = it.kt_end;
+        const int first = it.next(0);
         if (first >= kt_end) continue;
         mbar_wait_fault(bar_q_empty, ((uint32_t)qn & 1u) ^ 1u);  // the previous item's last S product retired
         mbar_arrive_expect_tx(bar_q, Tr::Q_BYTES);
 #pragma unroll
-        for (int bb = 0; bb < D / 64; ++bb) tma_load_3d(q_s + bb * BR * 128, &tm_q, bar_q, bb * 64, it.h, i0);
+        for (int bb = 0; bb < D / 64; ++bb) tma_load_3d(q_s + bb * BR * 128, &tm_q, bar_q, bb * 64, it.h, it.i0);
         ++qn;
-        for (int kt = first; kt < kt_end; kt = next_tile(kt + 1), ++c) {
+        for (int kt = first; kt < kt_end; kt = it.next(kt + 1), ++c) {
           const int st = c % NST;
           const uint32_t ph = (uint32_t)(c / NST) & 1u;
           mbar_wait_fault(bar_empty_k(st), ph ^ 1u);
@@ -150,22 +156,13 @@ __global__ void __launch_bounds__(384, 1)
   int c = 0;   // K/V stage counter, as the producer's
   int qn = 0;  // items with a visible tile so far
 
-  for (int r = 0;; ++r) {
+  for (int r = 0; r * G < items; ++r) {
     const int ti = persist_index(r, b, G);
-    if (r * G >= items) break;
     if (ti >= items) continue;
-    const PersistItem it = persist_item(ti, p.n, nqt);
-    const int h = it.h, i0 = it.qt * BR, i1 = min(i0 + BR, p.sq), kt_end = item_end(i0, i1);
-    const int row0 = i0 + wrow + g;
-    auto tile_cls = [&](int kt) {
-      const int j0 = kt * BC;
-      return classify_tile(mask, i0, i1, j0, min(j0 + BC, p.sk), j0 + BC > p.sk);
-    };
-    auto next_tile = [&](int kt) {
-      while (kt < kt_end && tile_cls(kt) == 0) ++kt;
-      return kt;
-    };
-    const int first = next_tile(0);
+    const ItemTiles<BR, BC> it = item_tiles<BR, BC>(p, ti, nqt);
+    const int h = it.h, kt_end = it.kt_end;
+    const int row0 = it.i0 + wrow + g;
+    const int first = it.next(0);
 
     RowInfo qinfo[POS ? 2 : 1];
     if constexpr (POS) {
@@ -183,7 +180,7 @@ __global__ void __launch_bounds__(384, 1)
       float s[BC / 2];
       uint32_t pf[BC / 16][4];
       float alpha[2];
-      int cur = first, nxt = next_tile(first + 1);
+      int cur = first, nxt = it.next(first + 1);
       {  // turn 0 (peeled, as variant 9/10: unconditional waits in the loop)
         const int st = c % NST;
         const uint32_t ph = (uint32_t)(c / NST) & 1u;
@@ -199,14 +196,14 @@ __global__ void __launch_bounds__(384, 1)
         reg_fence(s);
         if (wtid == 0) mbar_arrive(bar_empty_k(st));
         if (nxt >= kt_end && wtid == 0) mbar_arrive(bar_q_empty);  // Q no longer read in this item
-        if (tile_cls(cur) == 1) tile_mask<BC, POS>(s, mask, p.sk, row0, cur * BC, t, qinfo);
+        if (it.cls(cur) == 1) tile_mask<BC, POS>(s, mask, p.sk, row0, cur * BC, t, qinfo);
         softmax_step<BC>(s, m, l, alpha, p.scale_log2);
         pack_p<BC>(s, pf);
       }
       int k = 1;  // the item's turn index; stage of turn k: (c + k) % NST
       for (; nxt < kt_end; ++k) {
         cur = nxt;
-        nxt = next_tile(cur + 1);
+        nxt = it.next(cur + 1);
         const bool last = nxt >= kt_end;
         const int st = (c + k) % NST, pst = (c + k - 1) % NST;
         const uint32_t ph = (uint32_t)((c + k) / NST) & 1u, pph = (uint32_t)((c + k - 1) / NST) & 1u;
@@ -225,7 +222,7 @@ __global__ void __launch_bounds__(384, 1)
         reg_fence(s);
         if (wtid == 0) mbar_arrive(bar_empty_k(st));
         if (last && wtid == 0) mbar_arrive(bar_q_empty);
-        if (tile_cls(cur) == 1) tile_mask<BC, POS>(s, mask, p.sk, row0, cur * BC, t, qinfo);
+        if (it.cls(cur) == 1) tile_mask<BC, POS>(s, mask, p.sk, row0, cur * BC, t, qinfo);
         softmax_step<BC>(s, m, l, alpha, p.scale_log2);
         wgmma_wait<0>();
         reg_fence(o);
