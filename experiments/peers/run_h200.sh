@@ -57,6 +57,33 @@ gemm_llama() {
     --set bench.out_dtype=float --set bench.beta="$1" --set bench.squares=false --set bench.llama=true \
     --set bench.repeats=5 --output "$OUT/gemm_llama_f32out_beta$1.h5"
 }
+# build_everything [BUILD_CAP [BOOT_CAP]]: Kokkos CUDA from .offline, then the
+# whole engine and its tests into build-cuda (two steps, caps 300 / 120 s by
+# default); sets $build.
+build_everything() {
+  step "bootstrap (Kokkos CUDA from .offline)" "${2:-120}" scripts/bootstrap.sh --cuda --from .offline
+  step "build (everything)" "${1:-300}" scripts/build.sh --cuda --deps-include "$(pwd)/.offline/include" -DBURST_ENABLE_NCCL=ON
+  build=$(pwd)/build-cuda
+}
+# step_1b TOKENS CAP: `burst bench step` of the 1B preset, bf16, whole, at
+# TOKENS (a TOML array), 2 repeats after 1 warmup, into $OUT/step_1B_bf16.h5.
+step_1b() {
+  step "burst bench step 1B bf16 whole, tokens $1 (the embedding_backward phase: v3, sorted, against v1's 15.7 ms)" "$2" \
+    "$build/burst" bench step --set bench.preset=1B --set "bench.tokens=$1" --set bench.dtype=bf16 \
+    --set bench.activation=whole --set bench.repeats=2 --set bench.warmup=1 --output "$OUT/step_1B_bf16.h5"
+}
+# torch_block CAP: the torch LLaMA block (eager, compile) at 1B and 7B, 32K,
+# on this card (the peer of the calls' `bench layer`), into $OUT/peers_block.json.
+torch_block() {
+  step "torch LLaMA block (eager, compile) 1B and 7B at 32K (the peer on this same card)" "$1" \
+    python3 experiments/peers/peers.py "$OUT" --only block --tokens 32768
+}
+# gpu_tests JOBS: every gpu test (label gpu, not long) in the time left, the
+# log in $OUT/gpu_tests.log.
+gpu_tests() {
+  step "every gpu test" $(( $(left) - 10 )) bash -c "cd '$build' && ctest -j $1 --output-on-failure -L gpu -LE long \
+    > '$OUT/gpu_tests.log' 2>&1; rc=\$?; tail -n 30 '$OUT/gpu_tests.log'; exit \$rc"
+}
 # ncu_block M: Nsight Compute's duration and DRAM bytes of every kernel of one
 # block of preset M, forward + backward at 32K (the NVTX range block_fwd_bwd of
 # bench layer's first timed round), summarised by ncu_kernels_summary.py.
@@ -76,19 +103,13 @@ if [ "$PART" = 14 ]; then
   # whole build, bench kernels, the block at 1B and 7B (engine defaults), the
   # 1B step at 32K (its embedding_backward phase), the torch block on the
   # same card, then every gpu test in the time left.
-  step "bootstrap (Kokkos CUDA from .offline)" 120 scripts/bootstrap.sh --cuda --from .offline
-  step "build (everything)" 300 scripts/build.sh --cuda --deps-include "$(pwd)/.offline/include" -DBURST_ENABLE_NCCL=ON
-  build=$(pwd)/build-cuda
+  build_everything
   if [ -x "$build/burst" ]; then
     step "burst bench kernels (RMSNorm backward + residual)" 30 "$build/burst" bench kernels --output "$OUT/kernels_bf16.h5"
     for m in 1B 7B; do layer32k " (RMSNorm backward + residual)" 30 "layer_${m}_bf16.h5"; done
-    step "burst bench step 1B bf16 whole, 32K (the embedding_backward phase: v3, sorted, against v1's 15.7 ms)" 40 \
-      "$build/burst" bench step --set bench.preset=1B --set 'bench.tokens=[32768]' --set bench.dtype=bf16 \
-      --set bench.activation=whole --set bench.repeats=2 --set bench.warmup=1 --output "$OUT/step_1B_bf16.h5"
-    step "torch LLaMA block (eager, compile) 1B and 7B at 32K (the peer on this same card)" 90 \
-      python3 experiments/peers/peers.py "$OUT" --only block --tokens 32768
-    step "every gpu test" $(( $(left) - 10 )) bash -c "cd '$build' && ctest -j 16 --output-on-failure -L gpu -LE long \
-      > '$OUT/gpu_tests.log' 2>&1; rc=\$?; tail -n 30 '$OUT/gpu_tests.log'; exit \$rc"
+    step_1b '[32768]' 40
+    torch_block 90
+    gpu_tests 16
   fi
   (cd "$OUT" && ls *.h5 >/dev/null 2>&1 && tar cf part14_h5.tar *.h5 && rm -f *.h5)
   echo "PART 14 done in $(( $(date +%s) - t0 )) s"
@@ -100,9 +121,7 @@ if [ "$PART" = 12 ]; then
   # machine): the whole build (PART 13's tests need it), bench kernels with
   # the CUDA RoPE, the block with backward variant 11 and the CUDA RoPE (and
   # the portable RoPE side by side), SM clocks sampled, bench gemm beta 1.
-  step "bootstrap (Kokkos CUDA from .offline)" 120 scripts/bootstrap.sh --cuda --from .offline
-  step "build (everything)" 300 scripts/build.sh --cuda --deps-include "$(pwd)/.offline/include" -DBURST_ENABLE_NCCL=ON
-  build=$(pwd)/build-cuda
+  build_everything
   if [ -x "$build/burst" ]; then
     step "burst bench kernels (RoPE v4, RMSNorm v2)" 30 "$build/burst" bench kernels \
       --output "$OUT/kernels_bf16.h5"
@@ -118,9 +137,7 @@ if [ "$PART" = 12 ]; then
       END {if (n) printf "SM clock over the block runs: mean %.0f MHz, min %d MHz, mean power %.0f W (%d samples)\n", c/n, mn, p/n, n}' \
       "$OUT/clocks_layer.csv"
     gzip -f "$OUT/clocks_layer.csv"
-    step "burst bench step 1B bf16 whole, 32K / 128K tokens (the embedding_backward phase: v3, sorted, against v1's 15.7 ms)" 60 \
-      "$build/burst" bench step --set bench.preset=1B --set 'bench.tokens=[32768,131072]' --set bench.dtype=bf16 \
-      --set bench.activation=whole --set bench.repeats=2 --set bench.warmup=1 --output "$OUT/step_1B_bf16.h5"
+    step_1b '[32768,131072]' 60
     gemm_llama 1 90
   fi
   (cd "$OUT" && ls *.h5 >/dev/null 2>&1 && tar cf part12_h5.tar *.h5 && rm -f *.h5)
@@ -134,12 +151,9 @@ if [ "$PART" = 13 ]; then
   # card and the same day: clocks and power limits differ card to card),
   # then every gpu test, the trainer's and the model's included.
   build=$(pwd)/build-cuda
-  step "torch LLaMA block (eager, compile) 1B and 7B at 32K (the peer on this same card)" 150 \
-    python3 experiments/peers/peers.py "$OUT" --only block --tokens 32768
-  [ -x "$build/burst" ] || step "build (everything; PART 12's was not kept)" 300 \
-    scripts/build.sh --cuda --deps-include "$(pwd)/.offline/include" -DBURST_ENABLE_NCCL=ON
-  step "every gpu test" $(( $(left) - 10 )) bash -c "cd '$build' && ctest -j 12 --output-on-failure -L gpu -LE long \
-    > '$OUT/gpu_tests.log' 2>&1; rc=\$?; tail -n 30 '$OUT/gpu_tests.log'; exit \$rc"
+  torch_block 150
+  [ -x "$build/burst" ] || build_everything  # PART 12's build was not kept
+  gpu_tests 12
   echo "PART 13 done in $(( $(date +%s) - t0 )) s"
   date -u
   exit 0
@@ -149,9 +163,7 @@ if [ "$PART" = 9 ]; then
   # (ctest -j 8, in the background: the trainer's and the model's take ~300 s)
   # beside the passkey stage 2 (its throughput is then not a clean figure; its
   # accuracy is what this run is for). Passkey arguments: PASSKEY_ARGS.
-  step "bootstrap (Kokkos CUDA from .offline)" 120 scripts/bootstrap.sh --cuda --from .offline
-  step "build (everything)" 240 scripts/build.sh --cuda --deps-include "$(pwd)/.offline/include" -DBURST_ENABLE_NCCL=ON
-  build=$(pwd)/build-cuda
+  build_everything 240
   if [ -x "$build/burst" ]; then
     (cd "$build" && timeout --kill-after=10 $(( $(left) - 20 )) ctest -j 8 --output-on-failure -L gpu -LE long \
       > "$OUT/gpu_tests.log" 2>&1; echo "ctest exit $? at t = $(( $(date +%s) - t0 )) s" >> "$OUT/gpu_tests.log") &
@@ -212,11 +224,8 @@ if [ "$PART" = 6 ]; then
   # cp.async wgmma kernels side by side, the 1B step at 32K-128K, then every
   # gpu test but the trainer's and the model's (PART 7 / the passkey call
   # runs those: they take ~250 s each under ctest -j).
-  step "torch LLaMA block (eager, compile) 1B and 7B at 32K" 150 \
-    python3 experiments/peers/peers.py "$OUT" --only block --tokens 32768
-  step "bootstrap (Kokkos CUDA from .offline)" 120 scripts/bootstrap.sh --cuda --from .offline
-  step "build (everything)" 240 scripts/build.sh --cuda --deps-include "$(pwd)/.offline/include" -DBURST_ENABLE_NCCL=ON
-  build=$(pwd)/build-cuda
+  torch_block 150
+  build_everything 240
   if [ -x "$build/burst" ]; then
     for m in 1B 7B; do
       [ "${WGMMA_LAYERS:-1}" = 1 ] && \
@@ -265,11 +274,8 @@ if [ "$PART" = 4 ]; then
   # test (the forward now runs on it by default), the block with the wgmma
   # and with the mma.sync forward side by side (BURST_FA_FORWARD=mma), the
   # 1B training step, and the torch block in the same call.
-  step "torch LLaMA block (eager, compile) 1B and 7B at 32K" 150 \
-    python3 experiments/peers/peers.py "$OUT" --only block --tokens 32768
-  step "bootstrap (Kokkos CUDA from .offline)" 240 scripts/bootstrap.sh --cuda --from .offline
-  step "build (everything)" 330 scripts/build.sh --cuda --deps-include "$(pwd)/.offline/include" -DBURST_ENABLE_NCCL=ON
-  build=$(pwd)/build-cuda
+  torch_block 150
+  build_everything 330 240
   if [ -x "$build/burst" ]; then
     for m in 1B 7B; do
       layer32k ", mma.sync forward" 90 "layer_${m}_bf16_mmafwd.h5" BURST_FA_FORWARD=mma
