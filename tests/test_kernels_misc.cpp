@@ -46,6 +46,16 @@ Kokkos::View<double*, Layout, Mem> dev1(const Vec& v) {
   Kokkos::deep_copy(d, h);
   return d;
 }
+Kokkos::View<std::int32_t*, Layout, Mem> dev_ids(const std::vector<std::int32_t>& v) {
+  Kokkos::View<std::int32_t*, Layout, Mem> d("act/tok", v.size());
+  auto h = Kokkos::create_mirror_view(d);
+  for (size_t i = 0; i < v.size(); ++i) h(i) = v[i];
+  Kokkos::deep_copy(d, h);
+  return d;
+}
+// One step of a 64-bit LCG (Knuth's MMIX constants): a reproducible stream
+// for the tests that need exact values, independent of the library's RNG.
+std::uint64_t lcg(std::uint64_t& r) { return r = r * 6364136223846793005ULL + 1442695040888963407ULL; }
 template <class V> Vec host(const V& d) {
   auto h = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), d);
   return Vec(h.data(), h.data() + h.span());
@@ -363,23 +373,17 @@ TEST(Embedding, BackwardAddsInPositionOrder) {
     std::vector<std::int32_t> ids(static_cast<size_t>(N));
     std::uint64_t r = 12345 + std::uint64_t(N);
     for (long i = 0; i < N; ++i) {
-      r = r * 6364136223846793005ULL + 1442695040888963407ULL;
-      const std::int32_t x = std::int32_t((r >> 33) % std::uint64_t(V));
+      const std::int32_t x = std::int32_t((lcg(r) >> 33) % std::uint64_t(V));
       ids[size_t(i)] = one_token ? std::int32_t(V - 1)
                                  : (i / 40) % 5 == 1 ? 7 : (x % 3 == 0 ? 3 : x);  // runs of 40 x token 7, token 3 at ~1/3
     }
-    Kokkos::View<std::int32_t*, Layout, Mem> tok("act/tok", N);
-    auto ht = Kokkos::create_mirror_view(tok);
-    for (long i = 0; i < N; ++i) ht(i) = ids[size_t(i)];
-    Kokkos::deep_copy(tok, ht);
+    const auto tok = dev_ids(ids);
     Kokkos::View<float**, Layout, Mem> dout("act/dout", N, H), dW("grads/emb", V, H);
     auto hd = Kokkos::create_mirror_view(dout);
     auto hw = Kokkos::create_mirror_view(dW);
     for (long i = 0; i < N; ++i)
-      for (long h = 0; h < H; ++h) {
-        r = r * 6364136223846793005ULL + 1442695040888963407ULL;
-        hd(i, h) = float(double(r >> 11) / double(1ULL << 53) * 2 - 1) * (i % 7 == 0 ? 1e4f : 1.f);  // magnitudes that round
-      }
+      for (long h = 0; h < H; ++h)
+        hd(i, h) = float(double(lcg(r) >> 11) / double(1ULL << 53) * 2 - 1) * (i % 7 == 0 ? 1e4f : 1.f);  // magnitudes that round
     for (long v = 0; v < V; ++v)
       for (long h = 0; h < H; ++h) hw(v, h) = 0.25f * float(v) - 0.5f * float(h);
     Kokkos::deep_copy(dout, hd);
@@ -406,14 +410,10 @@ TEST(Embedding, SortPositionsByTokenIsStable) {
     const long N = 777;
     std::vector<std::int32_t> ids(static_cast<size_t>(N));
     std::uint64_t r = 99 + std::uint64_t(V);
-    for (long i = 0; i < N; ++i) {
-      r = r * 6364136223846793005ULL + 1442695040888963407ULL;
-      ids[size_t(i)] = std::int32_t((r >> 33) % std::uint64_t(V > 64 ? 40 : V)) * std::int32_t(V > 64 ? 3277 : 1);
-    }
-    Kokkos::View<std::int32_t*, Layout, Mem> tok("act/tok", N), order("work/o", N), tmp("work/t", N), scan("work/s", N);
-    auto ht = Kokkos::create_mirror_view(tok);
-    for (long i = 0; i < N; ++i) ht(i) = ids[size_t(i)];
-    Kokkos::deep_copy(tok, ht);
+    for (long i = 0; i < N; ++i)
+      ids[size_t(i)] = std::int32_t((lcg(r) >> 33) % std::uint64_t(V > 64 ? 40 : V)) * std::int32_t(V > 64 ? 3277 : 1);
+    const auto tok = dev_ids(ids);
+    Kokkos::View<std::int32_t*, Layout, Mem> order("work/o", N), tmp("work/t", N), scan("work/s", N);
     sort_positions_by_token<Mem>(tok, V, order, tmp, scan);
     auto ho = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), order);
     std::vector<std::int32_t> want(static_cast<size_t>(N));
