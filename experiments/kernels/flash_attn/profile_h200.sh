@@ -11,7 +11,7 @@ cd "$(dirname "$0")"
 OUT=${OUT:-/tmp/fa_prof}
 BUILD=${BUILD:-/tmp/fa_build}
 S=${S:-16384}
-VARS=${VARS:-11}
+VARS=${VARS-11}  # VARS= (empty) profiles no backward
 mkdir -p "$OUT"
 exec > >(tee -a "$OUT/profile.log") 2>&1
 # build only (run_h200.sh with every run switched off)
@@ -32,7 +32,7 @@ for v in ${VARS:+${VARS//,/ }}; do
   echo "ncu ours variant $v exit $?"; show "bwd_v$v"
 done
 for v in ${FWD_VARS:+${FWD_VARS//,/ }}; do
-  timeout 200 $NCU -o "$OUT/fwd_v$v" -k regex:"flash_fwd_(tma_ws|wgmma)_kernel" -c 1 "$BUILD/bench_attn" --time --sizes "$S" \
+  timeout 200 $NCU -o "$OUT/fwd_v$v" -k regex:"flash_fwd_(tma_ws|wgmma|persist)_kernel" -c 1 "$BUILD/bench_attn" --time --sizes "$S" \
     --reps-ms 1 --fwd-variants "$v" --no-bwd --no-diag > "$OUT/ncu_run_fwd_v$v.log" 2>&1
   echo "ncu ours forward variant $v exit $?"; show "fwd_v$v"
 done
