@@ -100,6 +100,38 @@ __device__ __forceinline__ void mbar_wait_fault(uint32_t bar, uint32_t parity) {
       n = 0;
     }
 }
+// The producer's wait for a free stage in forward variant 12: try_wait with a
+// suspend-time hint, so the thread sleeps in the barrier unit until the phase
+// completes (or the hint's 10 ms pass) instead of polling. Variant 10's
+// producer polled ~38 times per wait (20 M polls of 8 instructions at 16K,
+// in the issue slots of the scheduler that also runs two consumer warps);
+// cuDNN's forward waits this way (NANOSLEEP.SYNCS 0x989680 in its SASS).
+// Bounded by time, not polls (a poll may now take up to the hint): after
+// 4 s without the phase, the same store to address 0 as mbar_wait_fault.
+__device__ __forceinline__ bool mbar_try_wait_hint(uint32_t bar, uint32_t parity) {
+  uint32_t ok;
+  asm volatile(
+      "{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2, %3;\nselp.u32 %0, 1, 0, p;\n}\n"
+      : "=r"(ok)
+      : "r"(bar), "r"(parity), "n"(10000000)
+      : "memory");
+  return ok != 0;
+}
+__device__ __forceinline__ void mbar_wait_sleep(uint32_t bar, uint32_t parity) {
+  uint64_t t0 = 0;
+  while (!mbar_try_wait_hint(bar, parity)) {
+    uint64_t now;
+    asm volatile("mov.u64 %0, %%globaltimer;\n" : "=l"(now));
+    if (t0 == 0) {
+      t0 = now;
+    } else if (now - t0 > 4000000000ull) {
+      uint64_t a = 0;
+      asm volatile("" : "+l"(a));
+      asm volatile("st.global.u32 [%0], %1;\n" ::"l"(a), "r"(parity) : "memory");
+      t0 = now;
+    }
+  }
+}
 template <bool TRAP> __device__ __forceinline__ void mbar_wait_t(uint32_t bar, uint32_t parity) {
   if constexpr (TRAP)
     mbar_wait(bar, parity);
@@ -159,8 +191,12 @@ constexpr int kBarSched0 = 1, kBarSched1 = 2;  // named barriers (0 is __syncthr
 // cores; O is rescaled by alpha_c once that product retired; the last tile's
 // P V is issued after the loop. Turn count and the ping-pong arrivals are
 // those of variant 7 (one turn per visible tile).
+// MODE bit 4 (kFwdDiet; variant 12 = MODE 2 | 4 with 3 stages): variant 10
+// with the descriptor diet of issue_qk / issue_pv and the producer's waits
+// for a free stage asleep in the barrier (mbar_wait_sleep).
+constexpr int kFwdDiet = 4;
 template <int MODE> struct FwdTmaWsRegs {
-  static constexpr int producer = MODE == 2 ? 24 : 56, consumer = MODE == 2 ? 240 : 224;
+  static constexpr int producer = (MODE & 3) == 2 ? 24 : 56, consumer = (MODE & 3) == 2 ? 240 : 224;
 };
 
 template <int D, int BC, int NST, bool POS, int MODE>
@@ -169,6 +205,7 @@ __global__ void __launch_bounds__(384, 1)
                             const __grid_constant__ CUtensorMap tm_k, const __grid_constant__ CUtensorMap tm_v) {
   using Tr = TmaWsTraits<D, BC, NST>;
   constexpr bool TRAP = MODE == 0;
+  constexpr bool DIET = (MODE & kFwdDiet) != 0;
   constexpr int BR = Tr::BR;
   constexpr int NO = D / 8;  // n8 column groups of O
   extern __shared__ __align__(1024) unsigned char tw_smem_raw[];
@@ -234,12 +271,15 @@ __global__ void __launch_bounds__(384, 1)
       for (int kt = first; kt < kt_end; kt = next_tile(kt + 1), ++c) {
         const int st = c % NST;
         const uint32_t ph = (uint32_t)(c / NST) & 1u;
-        mbar_wait_t<TRAP>(bar_empty_k(st), ph ^ 1u);  // the first round passes (fresh barrier: the "previous" phase is complete)
+        // the first round passes (fresh barrier: the "previous" phase is complete)
+        if constexpr (DIET) mbar_wait_sleep(bar_empty_k(st), ph ^ 1u);
+        else mbar_wait_t<TRAP>(bar_empty_k(st), ph ^ 1u);
         mbar_arrive_expect_tx(bar_full_k(st), Tr::KV_BYTES);
 #pragma unroll
         for (int b = 0; b < D / 64; ++b)
           tma_load_3d(k_s + st * Tr::KV_BYTES + b * BC * 128, &tm_k, bar_full_k(st), b * 64, hk, kt * BC);
-        mbar_wait_t<TRAP>(bar_empty_v(st), ph ^ 1u);
+        if constexpr (DIET) mbar_wait_sleep(bar_empty_v(st), ph ^ 1u);
+        else mbar_wait_t<TRAP>(bar_empty_v(st), ph ^ 1u);
         mbar_arrive_expect_tx(bar_full_v(st), Tr::KV_BYTES);
 #pragma unroll
         for (int b = 0; b < D / 64; ++b)
@@ -275,7 +315,7 @@ __global__ void __launch_bounds__(384, 1)
     if (cw == 1) named_bar_arrive(kBarSched0, 256);  // consumer 0 goes first
     mbar_wait_t<TRAP>(bar_q, 0);
   }
-  if constexpr (MODE < 2) {
+  if constexpr ((MODE & 3) < 2) {
     int c = 0;  // visible-tile counter: K_c, V_c live in stage c % NST, phase (c / NST) & 1
     for (int cur = first; cur < kt_end; ++c) {
       const int nxt = next_tile(cur + 1);
@@ -291,7 +331,7 @@ __global__ void __launch_bounds__(384, 1)
 
       float s[BC / 2];
       wgmma_fence();
-      issue_qk<D, BC, BR>(s, qa, ka);
+      issue_qk<D, BC, BR, DIET>(s, qa, ka);
       wgmma_commit();
       // The other consumer's turn (consumer 1's last arrival would have no sync to meet).
       if (cw == 0 || !last) named_bar_arrive(other_bar, 256);
@@ -307,7 +347,7 @@ __global__ void __launch_bounds__(384, 1)
       rescale_o<D>(o, alpha);
       mbar_wait_t<TRAP>(bar_full_v(st), ph);
       wgmma_fence();
-      issue_pv<D, BC>(o, pf, va);
+      issue_pv<D, BC, DIET>(o, pf, va);
       wgmma_commit();
       wgmma_wait<0>();
       reg_fence(o);
@@ -328,7 +368,7 @@ __global__ void __launch_bounds__(384, 1)
       asm volatile("" : "+r"(qa), "+r"(ka));
       named_bar_sync(my_bar, 256);
       wgmma_fence();
-      issue_qk<D, BC, BR>(s, qa, ka);
+      issue_qk<D, BC, BR, DIET>(s, qa, ka);
       wgmma_commit();
       if (cw == 0 || nxt < kt_end) named_bar_arrive(other_bar, 256);
       wgmma_wait<0>();
@@ -351,9 +391,9 @@ __global__ void __launch_bounds__(384, 1)
       asm volatile("" : "+r"(qa), "+r"(ka), "+r"(va));
       named_bar_sync(my_bar, 256);  // my turn on the tensor cores
       wgmma_fence();
-      issue_qk<D, BC, BR>(s, qa, ka);
+      issue_qk<D, BC, BR, DIET>(s, qa, ka);
       wgmma_commit();
-      issue_pv<D, BC>(o, pf, va);
+      issue_pv<D, BC, DIET>(o, pf, va);
       wgmma_commit();
       if (cw == 0 || !last) named_bar_arrive(other_bar, 256);
       wgmma_wait<1>();  // S_c done; P_{c-1} V_{c-1} may still run
@@ -376,7 +416,7 @@ __global__ void __launch_bounds__(384, 1)
     uint32_t va = v_s + st * Tr::KV_BYTES;
     asm volatile("" : "+r"(va));
     wgmma_fence();
-    issue_pv<D, BC>(o, pf, va);
+    issue_pv<D, BC, DIET>(o, pf, va);
     wgmma_commit();
     wgmma_wait<0>();
     reg_fence(o);
@@ -438,7 +478,8 @@ cudaError_t launch_fwd_tma_ws_t(const FwdParams& p, cudaStream_t st) {
   return cudaGetLastError();
 }
 
-// MODE: 0 = variant 7, 1 = variant 8 (trap-free waits), 2 = variant 9 (+ intra-warpgroup overlap).
+// MODE: 0 = variant 7, 1 = variant 8 (trap-free waits), 2 = variant 9 (+ intra-warpgroup overlap);
+// 2 | kFwdDiet with NST = 3 = variant 12.
 template <int D, int BC, int NST, int MODE = 0>
 cudaError_t launch_fwd_tma_ws(const FwdParams& p, cudaStream_t st) {
   return p.mask.kind >= kMaskWindow ? launch_fwd_tma_ws_t<D, BC, NST, true, MODE>(p, st)

@@ -186,19 +186,41 @@ template <int D> __device__ __forceinline__ void rescale_o(float (&o)[D / 2], co
   }
 }
 // S = Q K^T (SS wgmma, swizzled tiles at qa, ka), issued, not committed.
-template <int D, int BC, int BR> __device__ __forceinline__ void issue_qk(float (&s)[BC / 2], uint32_t qa, uint32_t ka) {
+// desc(base + off) = desc(base) + off / 16 while the 14-bit address field
+// cannot carry (every operand lies inside the block's 227 KB of shared
+// memory, so (base + off) / 16 < 2^14): a 32-bit add on the low word, the
+// high word (stride offset, layout type) reused as it is.
+__device__ __forceinline__ uint64_t desc_add(uint64_t d, uint32_t off) {
+  return ((d >> 32) << 32) | (uint32_t)((uint32_t)d + (off >> 4));
+}
+// S = Q K^T (SS wgmma), issued, not committed. DIET (forward variant 12):
+// one base descriptor per operand, then a constant add per k-step, instead
+// of the shift / mask / or of sw128_desc per k-step (the profile of variant
+// 10: ULOP3 + USHF ~56 uniform instructions per tile and warp, none in
+// cuDNN's forward).
+template <int D, int BC, int BR, bool DIET = false>
+__device__ __forceinline__ void issue_qk(float (&s)[BC / 2], uint32_t qa, uint32_t ka) {
+  const uint64_t dq = sw128_desc(qa, 16, 1024), dk = sw128_desc(ka, 16, 1024);
 #pragma unroll
   for (int ks = 0; ks < D / 16; ++ks) {
-    const uint64_t da = sw128_desc(qa + (ks / 4) * BR * 128 + (ks % 4) * 32, 16, 1024);
-    const uint64_t db = sw128_desc(ka + (ks / 4) * BC * 128 + (ks % 4) * 32, 16, 1024);
-    wgmma_ss<BC>(s, da, db, ks > 0 ? 1 : 0);
+    const uint32_t qoff = (ks / 4) * BR * 128 + (ks % 4) * 32, koff = (ks / 4) * BC * 128 + (ks % 4) * 32;
+    if constexpr (DIET) {
+      wgmma_ss<BC>(s, desc_add(dq, qoff), desc_add(dk, koff), ks > 0 ? 1 : 0);
+    } else {
+      wgmma_ss<BC>(s, sw128_desc(qa + qoff, 16, 1024), sw128_desc(ka + koff, 16, 1024), ks > 0 ? 1 : 0);
+    }
   }
 }
 // O += P V (RS wgmma; V MN-major, settled by run 3), issued, not committed.
-template <int D, int BC> __device__ __forceinline__ void issue_pv(float (&o)[D / 2], uint32_t (&pf)[BC / 16][4], uint32_t va) {
+template <int D, int BC, bool DIET = false>
+__device__ __forceinline__ void issue_pv(float (&o)[D / 2], uint32_t (&pf)[BC / 16][4], uint32_t va) {
   constexpr uint32_t V_LBO = BC * 128, V_SBO = 1024;
+  const uint64_t dv = sw128_desc(va, V_LBO, V_SBO);
 #pragma unroll
-  for (int kk = 0; kk < BC / 16; ++kk) wgmma_rs_tb<D>(o, pf[kk], sw128_desc(va + kk * 16 * 128, V_LBO, V_SBO), 1);
+  for (int kk = 0; kk < BC / 16; ++kk) {
+    if constexpr (DIET) wgmma_rs_tb<D>(o, pf[kk], desc_add(dv, kk * 16 * 128), 1);
+    else wgmma_rs_tb<D>(o, pf[kk], sw128_desc(va + kk * 16 * 128, V_LBO, V_SBO), 1);
+  }
 }
 
 // VSWAP (diagnostic only): V's descriptor with the leading and stride byte

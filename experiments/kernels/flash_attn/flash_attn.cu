@@ -14,27 +14,31 @@ const char* kFwdNames128[] = {"fwd BR128 BC64 8w (Q in regs)", "fwd BR128 BC32 4
                               "fwd wgmma overlap DIAG V-desc LBO/SBO swapped", "fwd wgmma_tma_ws BR128 BC128 pingpong",
                               "fwd wgmma_tma_ws pingpong trap-free", "fwd wgmma_tma_ws pingpong trap-free intra-WG overlap",
                               "fwd wgmma_tma_ws intra-WG overlap 3 stages",
-                              "fwd wgmma_tma_ws 3 stages persistent snake grid"};
+                              "fwd wgmma_tma_ws 3 stages persistent snake grid",
+                              "fwd wgmma_tma_ws 3 stages descriptor diet sleeping producer"};
 const char* kFwdNames64[] = {"fwd BR128 BC64 8w (Q in regs)", "fwd BR128 BC32 4w MT2 (Q in smem)",
                              "fwd BR64 BC64 4w x2/SM (Q in regs)", "fwd BR128 BC64 4w MT2 (Q in smem)",
                              "fwd wgmma BR128 BC128 2WG", "fwd wgmma BR128 BC128 2WG overlap",
                              nullptr /* 6: d128 only */, "fwd wgmma_tma_ws BR128 BC128 pingpong",
                               "fwd wgmma_tma_ws pingpong trap-free", "fwd wgmma_tma_ws pingpong trap-free intra-WG overlap",
-                              "fwd wgmma_tma_ws intra-WG overlap 3 stages"};
+                              "fwd wgmma_tma_ws intra-WG overlap 3 stages",
+                              nullptr /* 11: d128 only */, "fwd wgmma_tma_ws 3 stages descriptor diet sleeping producer"};
 const char* kBwdNames128[] = {"bwd BR64 BC64 8w", "bwd BR64 BC128 8w", "bwd BR64 BC128 8w dQ32x32", "bwd BR64 BC64 4w x2/SM",
                               "bwd wgmma BR64 BC128 2WG", "bwd wgmma DIAG dS K-major (no tnspA)",
                               "bwd wgmma BR64 BC128 2WG early dV", "bwd wgmma BR64 BC128 2WG early dV dQ-TMA-reduce",
                               "bwd wgmma_tma_ws BR64 BC128 producer warp dQ-TMA-reduce",
                               "bwd wgmma_tma_ws producer warp instruction diet",
                               "bwd wgmma_tma_ws instruction diet dQ before dK",
-                              "bwd wgmma_tma_ws dQ before dK conflict-free dQ staging"};
+                              "bwd wgmma_tma_ws dQ before dK conflict-free dQ staging",
+                              "bwd wgmma_tma_ws conflict-free dQ staging sleeping loader and dQ writer"};
 const char* kBwdNames64[] = {"bwd BR64 BC64 8w", "bwd BR64 BC128 8w", "bwd BR64 BC128 8w dQ32x32", "bwd BR64 BC64 4w x2/SM",
                              "bwd wgmma BR64 BC128 2WG", "bwd wgmma DIAG dS K-major (no tnspA)",
                               "bwd wgmma BR64 BC128 2WG early dV", "bwd wgmma BR64 BC128 2WG early dV dQ-TMA-reduce",
                               "bwd wgmma_tma_ws BR64 BC128 producer warp dQ-TMA-reduce",
                               "bwd wgmma_tma_ws producer warp instruction diet",
                               "bwd wgmma_tma_ws instruction diet dQ before dK",
-                              "bwd wgmma_tma_ws dQ before dK conflict-free dQ staging"};
+                              "bwd wgmma_tma_ws dQ before dK conflict-free dQ staging",
+                              "bwd wgmma_tma_ws conflict-free dQ staging sleeping loader and dQ writer"};
 template <size_t N> const char* pick(const char* (&a)[N], int v) { return v >= 0 && v < (int)N ? a[v] : nullptr; }
 }  // namespace
 

@@ -15,7 +15,8 @@ cudaError_t bwd_d128(const BwdParams& p, int variant, cudaStream_t st) {
     case 8:
     case 9:
     case 10:
-    case 11: return bwd_wgmma_d128(p, variant - 4, st);  // sm_90a (flash_bwd_wgmma_d128.cu)
+    case 11:
+    case 12: return bwd_wgmma_d128(p, variant - 4, st);  // sm_90a (flash_bwd_wgmma_d128.cu)
   }
   return cudaErrorInvalidValue;
 }

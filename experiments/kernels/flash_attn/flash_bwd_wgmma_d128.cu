@@ -1,6 +1,6 @@
 // wgmma backward instantiations, head dim 128 (sm_90a only: build this file
-// with -gencode=arch=compute_90a,code=sm_90a). Backward variants 4-11 of
-// flash_attn.cu's d128 table land here as 0-7.
+// with -gencode=arch=compute_90a,code=sm_90a). Backward variants 4-12 of
+// flash_attn.cu's d128 table land here as 0-8.
 #include "flash_api.cuh"
 #include "flash_bwd_wgmma.cuh"
 #include "flash_bwd_tma_ws.cuh"
@@ -20,6 +20,7 @@ cudaError_t bwd_wgmma_d128(const BwdParams& p, int variant, cudaStream_t st) {
     case 5: return launch_bwd_tma_ws<128, 1>(p, st);  // 8 + the instruction diet
     case 6: return launch_bwd_tma_ws<128, 3>(p, st);  // 9 + dQ before dK, staged while dK runs
     case 7: return launch_bwd_tma_ws<128, 7>(p, st);  // 10 + the dQ staging without bank conflicts
+    case 8: return launch_bwd_tma_ws<128, 7 | kBwdSleep>(p, st);  // 11 + the loader and the dQ writer asleep in their waits
   }
   return cudaErrorInvalidValue;
 }

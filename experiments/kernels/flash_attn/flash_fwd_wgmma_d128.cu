@@ -1,6 +1,6 @@
 // wgmma forward instantiations, head dim 128 (sm_90a only: build this file
-// with -gencode=arch=compute_90a,code=sm_90a). Forward variants 4-11 of
-// flash_attn.cu's d128 table land here as 0-7.
+// with -gencode=arch=compute_90a,code=sm_90a). Forward variants 4-12 of
+// flash_attn.cu's d128 table land here as 0-8.
 #include "flash_api.cuh"
 #include "flash_fwd_wgmma.cuh"
 #include "flash_fwd_tma_ws.cuh"
@@ -21,6 +21,7 @@ cudaError_t fwd_wgmma_d128(const FwdParams& p, int variant, cudaStream_t st) {
     case 5: return launch_fwd_tma_ws<128, 128, 2, 2>(p, st);  // variant 9: + intra-warpgroup overlap
     case 6: return launch_fwd_tma_ws<128, 128, 3, 2>(p, st);  // variant 10: variant 9 with 3 K/V stages
     case 7: return launch_fwd_persist<128, 128, 3>(p, st);    // variant 11: variant 10 on a persistent grid
+    case 8: return launch_fwd_tma_ws<128, 128, 3, 2 | kFwdDiet>(p, st);  // variant 12: variant 10, descriptor diet, sleeping producer
   }
   return cudaErrorInvalidValue;
 }
