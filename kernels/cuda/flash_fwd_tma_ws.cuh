@@ -24,7 +24,8 @@
 //     (strict alternation, FA3's inter-warpgroup ping-pong), so one consumer's
 //     softmax runs while the other's GEMMs occupy the tensor cores, with no
 //     block-wide barrier after the start.
-// Modes (template MODE; lab variants 7, 8, 9): 0 = the schedule above with
+// Modes (template MODE; lab variants 7, 8, 9, and 10 / 12 with 3 stages):
+// 0 = the schedule above with
 // __trap() in the bounded waits; 1 = the same with trap-free waits
 // (mbar_wait_fault); 2 = trap-free waits plus FA3's intra-warpgroup overlap
 // (S_c and P_{c-1} V_{c-1} issued together, the softmax of S_c while the
@@ -107,7 +108,11 @@ __device__ __forceinline__ void mbar_wait_fault(uint32_t bar, uint32_t parity) {
 // in the issue slots of the scheduler that also runs two consumer warps);
 // cuDNN's forward waits this way (NANOSLEEP.SYNCS 0x989680 in its SASS).
 // Bounded by time, not polls (a poll may now take up to the hint): after
-// 4 s without the phase, the same store to address 0 as mbar_wait_fault.
+// 30 s without the phase, the same store to address 0 as mbar_wait_fault.
+// Wall time counts time the context is not running (a debugger's pause, a
+// time slice given to another process), hence the 30 s, not the few
+// seconds the poll-count bound of mbar_wait_fault amounts to; the elapsed
+// time is compared signed, so a timer step backwards cannot fault.
 __device__ __forceinline__ bool mbar_try_wait_hint(uint32_t bar, uint32_t parity) {
   uint32_t ok;
   asm volatile(
@@ -124,7 +129,7 @@ __device__ __forceinline__ void mbar_wait_sleep(uint32_t bar, uint32_t parity) {
     asm volatile("mov.u64 %0, %%globaltimer;\n" : "=l"(now));
     if (t0 == 0) {
       t0 = now;
-    } else if (now - t0 > 4000000000ull) {
+    } else if ((long long)(now - t0) > 30000000000ll) {
       uint64_t a = 0;
       asm volatile("" : "+l"(a));
       asm volatile("st.global.u32 [%0], %1;\n" ::"l"(a), "r"(parity) : "memory");

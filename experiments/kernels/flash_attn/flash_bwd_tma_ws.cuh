@@ -86,7 +86,7 @@ template <int D> struct BwdTmaWsTraits {
 constexpr int kBwdProducerRegs = 24, kBwdConsumerRegs = 240;  // 24 x 128 + 240 x 256 = 168 x 384
 constexpr int kBarDsReady = 1;                                // named barrier of the two consumers (0 = __syncthreads)
 
-// MODE bits (variant 8 = 0, 9 = 1, 10 = 3, 11 = 7; NOTES "v8 backward: the instruction diet"):
+// MODE bits (variant 8 = 0, 9 = 1, 10 = 3, 11 = 7, 12 = 15; NOTES "v8 backward: the instruction diet"):
 //   1 (kBwdDiet): fewer instructions per item on the consumers' path. The loader writes lse in log2 units
 //     with -inf as +inf (so P = exp2(S c - L) is one FFMA + EX2, no per-element test), and D, by plain loads
 //     and shared stores followed by an mbarrier arrive (release) instead of cp.async; the wgmma descriptors
@@ -492,7 +492,7 @@ cudaError_t launch_bwd_tma_ws_t(const BwdParams& p, const CUtensorMap& dq_map, c
   return cudaGetLastError();
 }
 
-// Variants 8 (MODE 0), 9 (1), 10 (3), 11 (7). dQ must be 16-byte aligned for the copy engine (the API promises 8):
+// Variants 8 (MODE 0), 9 (1), 10 (3), 11 (7), 12 (15). dQ must be 16-byte aligned for the copy engine (the API promises 8):
 // otherwise variant 6 runs.
 template <int D, int MODE = 0>
 cudaError_t launch_bwd_tma_ws(const BwdParams& p, cudaStream_t st) {
