@@ -3,7 +3,7 @@
 # clocks left alone) of our wgmma backward variants and of cuDNN's SDPA
 # backward on the same shape, as text, to see where the backward's time goes
 # (tensor-pipe activity, shared-memory traffic, warp stall reasons).
-#   OUT=dir [S=16384] [VARS=11] [FWD_VARS=] [CUDNN=1] experiments/kernels/flash_attn/profile_h200.sh
+#   OUT=dir [PACK=1] [S=16384] [VARS=11] [FWD_VARS=] [CUDNN=1] experiments/kernels/flash_attn/profile_h200.sh
 # VARS: backward variants, FWD_VARS: forward variants (none by default),
 # CUDNN=0 skips the cuDNN backward profile.
 set -uo pipefail
@@ -14,8 +14,15 @@ S=${S:-16384}
 VARS=${VARS-11}  # VARS= (empty) profiles no backward
 mkdir -p "$OUT"
 exec > >(tee -a "$OUT/profile.log") 2>&1
+# PACK=1: everything under OUT but the console log into OUT/pack.tgz (the device tool returns a limited
+# number of files per call: run 9's results were lost to that limit).
+pack_out() {  # console log name
+  [ -n "${PACK:-}" ] || return 0
+  (cd "$OUT" && tar czf /tmp/pack.$$.tgz --exclude="$1" --exclude=pack.tgz . && mv /tmp/pack.$$.tgz pack.tgz &&
+    find . -mindepth 1 -not -name pack.tgz -not -name "$1" -delete && echo "packed $OUT into pack.tgz")
+}
 # build only (run_h200.sh with every run switched off)
-WGMMA=0 BWGMMA=0 MAIN=0 PEERS=0 OUT="$OUT/build" BUILD="$BUILD" ./run_h200.sh > "$OUT/build.log" 2>&1
+PACK= WGMMA=0 BWGMMA=0 MAIN=0 PEERS=0 OUT="$OUT/build" BUILD="$BUILD" ./run_h200.sh > "$OUT/build.log" 2>&1
 [ -x "$BUILD/bench_attn" ] || { echo "BUILD FAILED"; tail -30 "$OUT/build.log"; exit 1; }
 NCU="ncu --clock-control none --set full --import-source no"
 # report -> the details page with every section's tables (stall reasons included) and the per-SASS source page
@@ -36,7 +43,7 @@ for v in ${FWD_VARS:+${FWD_VARS//,/ }}; do
     --reps-ms 1 --fwd-variants "$v" --no-bwd --no-diag > "$OUT/ncu_run_fwd_v$v.log" 2>&1
   echo "ncu ours forward variant $v exit $?"; show "fwd_v$v"
 done
-[ "${CUDNN:-1}" = 1 ] || exit 0
+[ "${CUDNN:-1}" = 1 ] || { pack_out profile.log; exit 0; }
 # cuDNN: its forward and backward kernels (the first launch of each, in the warm-up; the backward runs on
 # autograd's thread, so an NVTX range of the main thread would miss it): by name
 timeout 200 $NCU -o "$OUT/cudnn" -k regex:"(?i)sdpa.*(fprop|bprop)" -c 2 python3 tools/cudnn_bwd_once.py "$S" \
@@ -44,3 +51,4 @@ timeout 200 $NCU -o "$OUT/cudnn" -k regex:"(?i)sdpa.*(fprop|bprop)" -c 2 python3
 echo "ncu cudnn exit $?"; show cudnn
 grep -E "^  [a-zA-Z_].*\(|Duration|Compute \(SM\) Throughput|Memory Throughput|Registers Per|Shared Memory Config|Block Size|Grid Size" \
   "$OUT"/ncu_*.txt | head -80
+pack_out profile.log

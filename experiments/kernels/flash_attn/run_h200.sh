@@ -3,7 +3,7 @@
 # correctness against the fp64 GPU reference, time every variant, time torch's
 # FLASH and cuDNN SDPA on the same shapes, print the side-by-side table last.
 #   OUT=dir [SIZES=4096,8192,16384,32768] [REPS_MS=300] [CHECK=1] [WGMMA=1] [BWGMMA=1] [MAIN=1] [PEERS=1]
-#       [WG_FWD=4,7,9,10] [WG_BWD=4,6,7,8,9,10,11 (9,10,11 with MAIN=0)] experiments/kernels/flash_attn/run_h200.sh
+#       [PACK=1] [WG_FWD=4,7,9,10] [WG_BWD=4,6,7,8,9,10,11 (9,10,11 with MAIN=0)] experiments/kernels/flash_attn/run_h200.sh
 # The wgmma forward (variants 4, 5; 6 = the settled V-descriptor diagnostic;
 # 7 = TMA + warp-specialised ping-pong, flash_fwd_tma_ws.cuh; all in
 # flash_fwd_wgmma_d{64,128}.cu; 8, 9 = the trap-free and the overlapped variant 7, flash_fwd_tma_ws.cuh MODE 1, 2; 10 = 9 with 3 K/V stages; 11 = 10 on a persistent grid, flash_fwd_persist.cuh, d128 only; 12 = 10 with the descriptor diet and the sleeping producer, MODE 2 | kFwdDiet; default 4,7,9,10: variant 4 is the same-call baseline) and the wgmma backward (variants 4, 5, 6; 5 = the
@@ -19,6 +19,13 @@ OUT=${OUT:-/tmp/fa_out}
 BUILD=${BUILD:-/tmp/fa_build}
 mkdir -p "$OUT" "$BUILD"
 LOG=$OUT/run.log
+# PACK=1: everything under OUT but the console log into OUT/pack.tgz (the device tool returns a limited
+# number of files per call: run 9's results were lost to that limit).
+pack_out() {  # console log name
+  [ -n "${PACK:-}" ] || return 0
+  (cd "$OUT" && tar czf /tmp/pack.$$.tgz --exclude="$1" --exclude=pack.tgz . && mv /tmp/pack.$$.tgz pack.tgz &&
+    find . -mindepth 1 -not -name pack.tgz -not -name "$1" -delete && echo "packed $OUT into pack.tgz")
+}
 exec > >(tee -a "$LOG") 2>&1
 date -u
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu,power.draw,memory.used --format=csv
@@ -90,3 +97,4 @@ if [ "${PEERS:-1}" = 1 ]; then
 fi
 python3 summarize.py "$OUT"
 date -u
+pack_out run.log
