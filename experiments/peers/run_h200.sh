@@ -23,6 +23,8 @@
 #   PART=10 OUT=$OUT experiments/peers/run_h200.sh  the timed call: lab backward variants, torch block and kernels,
 #                                                   bench kernels / layer / step / gemm (beta 0, 1), ncu of the blocks
 #   PART=14 OUT=$OUT BUDGET=590 experiments/peers/run_h200.sh   PART 12 + 13 trimmed into one call
+#   PART=15 OUT=$OUT experiments/peers/run_h200.sh  the lab's variants 12 in the engine, A/B (BURST_FA_* = tma12):
+#                                                    tests, the block and the 1B step both ways, the torch block
 #   PART=12 then PART=13 (same warm machine)         the timed call (whole build, bench kernels, the block with
 #                                                   the CUDA / portable RoPE, the 1B step, gemm beta 1), then every gpu test
 #                                                   (after the torch block when the card is not an H200)
@@ -98,6 +100,31 @@ ncu_block() {
   head -n 30 "$OUT/ncu_layer_${m}_summary.txt"
   gzip -f "$csv"
 }
+if [ "$PART" = 15 ]; then
+  # The lab's variants 12 in the engine, A/B on one card (BURST_FA_FORWARD /
+  # BURST_FA_BACKWARD = tma12 against the default tma), after the lab run has
+  # checked and timed them: the whole build, the attention tests on variants
+  # 12, the block at 1B and 7B both ways (alternating), the 1B step at 32K
+  # both ways, the torch block on the same card.
+  build_everything
+  if [ -x "$build/burst" ]; then
+    step "attention tests on variants 12 (tma12)" 150 bash -c "cd '$build' && ctest --output-on-failure \
+      -R 'test_kernels_attention_cuda_tma12' > '$OUT/tests_tma12.log' 2>&1; rc=\$?; tail -n 15 '$OUT/tests_tma12.log'; exit \$rc"
+    for m in 1B 7B; do
+      layer32k " (default: forward 10, backward 11)" 30 "layer_${m}_bf16.h5"
+      layer32k " (variants 12)" 30 "layer_${m}_bf16_tma12.h5" BURST_FA_FORWARD=tma12 BURST_FA_BACKWARD=tma12
+    done
+    step_1b '[32768]' 40
+    step "burst bench step 1B bf16 whole, 32K (variants 12)" 40 env BURST_FA_FORWARD=tma12 BURST_FA_BACKWARD=tma12 \
+      "$build/burst" bench step --set bench.preset=1B --set "bench.tokens=[32768]" --set bench.dtype=bf16 \
+      --set bench.activation=whole --set bench.repeats=2 --set bench.warmup=1 --output "$OUT/step_1B_bf16_tma12.h5"
+    torch_block 90
+  fi
+  (cd "$OUT" && ls *.h5 >/dev/null 2>&1 && tar cf part15_h5.tar *.h5 && rm -f *.h5)
+  echo "PART 15 done in $(( $(date +%s) - t0 )) s"
+  date -u
+  exit 0
+fi
 if [ "$PART" = 14 ]; then
   # PART 12 + 13 in one call (when the device budget holds only one): the
   # whole build, bench kernels, the block at 1B and 7B (engine defaults), the

@@ -49,13 +49,17 @@ cudaError_t launch_bwd(const BwdParams& p, cudaStream_t st) {
 cudaError_t fwd_d64(const FwdParams& p, cudaStream_t st);
 cudaError_t fwd_d128(const FwdParams& p, cudaStream_t st);
 // The wgmma forward and backward (flash_{fwd_wgmma,fwd_tma_ws,bwd_wgmma,
-// bwd_tma_ws}.cuh; sm_90a objects only): tma / dq_tma select the TMA versions
-// (the lab's forward 10 (d128) / 9 (d64) and backward 10), else the cp.async
-// ones (forward 4, backward 6).
-cudaError_t fwd_wgmma_d64(const FwdParams& p, bool tma, cudaStream_t st);
-cudaError_t fwd_wgmma_d128(const FwdParams& p, bool tma, cudaStream_t st);
-cudaError_t bwd_wgmma_d64(const BwdParams& p, bool dq_tma, cudaStream_t st);
-cudaError_t bwd_wgmma_d128(const BwdParams& p, bool dq_tma, cudaStream_t st);
+// bwd_tma_ws}.cuh; sm_90a objects only). kind: kWgTma (the default) the TMA
+// versions (the lab's forward 10 (d128) / 9 (d64) and backward 11), kWgTma12
+// the lab's variants 12 on top of them (forward: the descriptor diet and the
+// producer asleep in its waits; backward: the loader and the dQ writer
+// asleep; an A/B choice until measured), kWgCpAsync the cp.async ones
+// (forward 4, backward 6).
+enum WgKind { kWgCpAsync = 0, kWgTma = 1, kWgTma12 = 2 };
+cudaError_t fwd_wgmma_d64(const FwdParams& p, int kind, cudaStream_t st);
+cudaError_t fwd_wgmma_d128(const FwdParams& p, int kind, cudaStream_t st);
+cudaError_t bwd_wgmma_d64(const BwdParams& p, int kind, cudaStream_t st);
+cudaError_t bwd_wgmma_d128(const BwdParams& p, int kind, cudaStream_t st);
 cudaError_t bwd_d64(const BwdParams& p, cudaStream_t st);
 cudaError_t bwd_d128(const BwdParams& p, cudaStream_t st);
 

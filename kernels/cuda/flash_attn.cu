@@ -76,18 +76,21 @@ static bool shape_ok(const AttnShape& s) {
 
 // Which kernel runs (A/B runs; read once per variable): BURST_FA_FORWARD /
 // BURST_FA_BACKWARD = tma (the default: the TMA wgmma kernels, forward 1.9x,
-// backward 2.0x the mma.sync ones on the H200), wgmma (the cp.async wgmma
-// kernels, 1.3x) or mma (mma.sync). Another value is reported once and the
-// default used.
-enum class Impl { Tma, Wgmma, Mma };
+// backward 2.0x the mma.sync ones on the H200), tma12 (the lab's variants 12
+// on top of them, not yet measured), wgmma (the cp.async wgmma kernels,
+// 1.3x) or mma (mma.sync). Another value is reported once and the default
+// used.
+enum class Impl { Tma, Tma12, Wgmma, Mma };
 static Impl kernel_choice(const char* var) {
   const char* e = std::getenv(var);
   if (!e || !*e || std::strcmp(e, "tma") == 0) return Impl::Tma;
+  if (std::strcmp(e, "tma12") == 0) return Impl::Tma12;
   if (std::strcmp(e, "wgmma") == 0) return Impl::Wgmma;
   if (std::strcmp(e, "mma") == 0) return Impl::Mma;
-  std::fprintf(stderr, "burst: warning: %s = '%s' is not a flash kernel (tma, wgmma, mma): using tma\n", var, e);
+  std::fprintf(stderr, "burst: warning: %s = '%s' is not a flash kernel (tma, tma12, wgmma, mma): using tma\n", var, e);
   return Impl::Tma;
 }
+static int wg_kind(Impl c) { return c == Impl::Tma ? dev::kWgTma : c == Impl::Tma12 ? dev::kWgTma12 : dev::kWgCpAsync; }
 static Impl forward_choice() {
   static const Impl c = kernel_choice("BURST_FA_FORWARD");
   return c;
@@ -114,8 +117,8 @@ cudaError_t flash_forward(const AttnShape& s, const __nv_bfloat16* q, const __nv
   p.scale_log2 = scale * 1.4426950408889634f;
   p.mask = dev::make_mask_dev(mask, workspace, s.sq, s.sk);
   if (forward_choice() != Impl::Mma) {
-    const bool tma = forward_choice() == Impl::Tma;
-    e = s.d == 128 ? dev::fwd_wgmma_d128(p, tma, st) : dev::fwd_wgmma_d64(p, tma, st);
+    const int kind = wg_kind(forward_choice());
+    e = s.d == 128 ? dev::fwd_wgmma_d128(p, kind, st) : dev::fwd_wgmma_d64(p, kind, st);
     // The sm_90a objects load on compute capability 9.0 only: elsewhere the
     // mma.sync kernel (sm_90 objects, any Hopper) runs instead.
     if (e != cudaErrorNoKernelImageForDevice && e != cudaErrorInvalidDeviceFunction) return e;
@@ -146,8 +149,8 @@ cudaError_t flash_backward(const AttnShape& s, const __nv_bfloat16* q, const __n
   p.diag_no_dq = 0;
   p.mask = dev::make_mask_dev(mask, workspace, s.sq, s.sk);
   if (backward_choice() != Impl::Mma) {
-    const bool tma = backward_choice() == Impl::Tma;
-    e = s.d == 128 ? dev::bwd_wgmma_d128(p, tma, st) : dev::bwd_wgmma_d64(p, tma, st);
+    const int kind = wg_kind(backward_choice());
+    e = s.d == 128 ? dev::bwd_wgmma_d128(p, kind, st) : dev::bwd_wgmma_d64(p, kind, st);
     if (e != cudaErrorNoKernelImageForDevice && e != cudaErrorInvalidDeviceFunction) return e;
     cudaGetLastError();  // not compute capability 9.0: the mma.sync kernel
   }

@@ -17,7 +17,8 @@
 #endif
 
 namespace burst { namespace fa { namespace dev {
-cudaError_t bwd_wgmma_d64(const BwdParams& p, bool dq_tma, cudaStream_t st) {
-  return dq_tma ? launch_bwd_tma_ws<64, kBwdDiet | kBwdDqFirst | kBwdDqSwz>(p, st) : launch_bwd_wgmma<64, false, true>(p, st);
+cudaError_t bwd_wgmma_d64(const BwdParams& p, int kind, cudaStream_t st) {
+  if (kind == kWgTma12) return launch_bwd_tma_ws<64, kBwdDiet | kBwdDqFirst | kBwdDqSwz | kBwdSleep>(p, st);  // lab variant 12
+  return kind == kWgTma ? launch_bwd_tma_ws<64, kBwdDiet | kBwdDqFirst | kBwdDqSwz>(p, st) : launch_bwd_wgmma<64, false, true>(p, st);
 }
 }}}

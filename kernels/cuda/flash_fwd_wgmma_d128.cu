@@ -3,7 +3,8 @@
 // warpgroup, two consumer warpgroups in ping-pong, each overlapping the
 // softmax of S_c with its own P_{c-1} V_{c-1}; 545-596 TFLOP/s at 32 x 128 in
 // lab run 7, 0.90-0.96x cuDNN in the same call); false: variant 4 (cp.async, 2
-// warpgroups in lockstep; 387-414, run 3). experiments/kernels/flash_attn/
+// warpgroups in lockstep; 387-414, run 3); kWgTma12: lab variant 12 (A/B).
+// experiments/kernels/flash_attn/
 // NOTES.md. sm_90a only: CMake builds this file in burst_kernels_cuda_sm90a.
 #include "flash_api.cuh"
 #include "flash_fwd_tma_ws.cuh"
@@ -13,7 +14,8 @@
 #endif
 
 namespace burst { namespace fa { namespace dev {
-cudaError_t fwd_wgmma_d128(const FwdParams& p, bool tma, cudaStream_t st) {
-  return tma ? launch_fwd_tma_ws<128, 128, 3, 2>(p, st) : launch_fwd_wgmma<128, 128, false>(p, st);
+cudaError_t fwd_wgmma_d128(const FwdParams& p, int kind, cudaStream_t st) {
+  if (kind == kWgTma12) return launch_fwd_tma_ws<128, 128, 3, 2 | kFwdDiet>(p, st);  // lab variant 12
+  return kind == kWgTma ? launch_fwd_tma_ws<128, 128, 3, 2>(p, st) : launch_fwd_wgmma<128, 128, false>(p, st);
 }
 }}}
