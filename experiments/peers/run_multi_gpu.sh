@@ -12,7 +12,8 @@
 #   PART=e2e BUDGET=585 OUT=$OUT ...   the paper's 7B at 1M tokens on 8 GPUs: burst, whole, fused loss, ZeRO-3,
 #        bf16, one step (~5 min: the model predicts 313 s), with the model's prediction
 #   PART=e2e METHOD=usp OUT=$OUT ...   the same for a baseline (the strongest that fits, by `burst simulate`)
-# NCCL_NVLS_ENABLE=0 in every part (KINDS.md: NVLink multicast stays off).
+# NCCL_NVLS_ENABLE=0 in every part (KINDS.md: NVLink multicast stays off). Each part's files come back
+# as OUT/part_PART.tgz beside its console log (experiments/peers/compare_multi_gpu.py: untar them first).
 # GPUS (default: nvidia-smi's count) caps the rank counts; BUILD=dir uses an
 # existing build instead of bootstrapping and building (BUILD=build-host runs
 # the flow on a CPU machine at toy sizes: CPU=1). On a machine still warm from
@@ -27,6 +28,15 @@ exec > >(tee -a "$OUT/run_part$PART.log") 2>&1
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMP_PROC_BIND=false NCCL_NVLS_ENABLE=0
 export BURST_JOBS=${BURST_JOBS:-$(nproc)} PYTHONUNBUFFERED=1
 date -u
+# Every part's files but its console log go into OUT/part_PART.tgz when the
+# script exits, however it exits: the device tool returns only a few files
+# per call (a lab run's were lost to that limit on 2026-12-05).
+pack_part() {
+  (cd "$OUT" && tar czf /tmp/part_$$.tgz --exclude="run_part$PART.log" --exclude="part_*.tgz" . 2>/dev/null &&
+    mv /tmp/part_$$.tgz "part_$PART.tgz" &&
+    find . -mindepth 1 -not -name "part_*.tgz" -not -name "run_part*.log" -delete && echo "packed into $OUT/part_$PART.tgz")
+}
+trap pack_part EXIT
 CPU=${CPU:-0}
 if [ "$CPU" = 1 ]; then
   GPUS=${GPUS:-4}
