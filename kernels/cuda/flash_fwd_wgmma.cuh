@@ -185,6 +185,32 @@ template <int D> __device__ __forceinline__ void rescale_o(float (&o)[D / 2], co
     o[x * 4 + 2] *= alpha[1], o[x * 4 + 3] *= alpha[1];
   }
 }
+// The epilogue shared by the wgmma forwards (variants 4, 7-12): O / l, lse =
+// (m + log2 l) ln 2 for this thread's rows row0 and row0 + 8 of head h (l
+// summed over the quad first); rows past sq write nothing, an empty row O = 0
+// and lse = -inf.
+template <int D>
+__device__ __forceinline__ void write_o_lse(const FwdParams& p, const float (&o)[D / 2], const float (&m)[2],
+                                            const float (&l)[2], int row0, int h, int t) {
+#pragma unroll
+  for (int hf = 0; hf < 2; ++hf) {
+    float lsum = l[hf];
+    lsum += __shfl_xor_sync(0xffffffffu, lsum, 1);
+    lsum += __shfl_xor_sync(0xffffffffu, lsum, 2);
+    const int i = row0 + hf * 8;
+    if (i >= p.sq) continue;
+    const bool empty = !(lsum > 0.f);
+    const float inv = empty ? 0.f : 1.f / lsum;
+    const size_t rowbase = ((size_t)i * p.n + h) * D + 2 * t;
+#pragma unroll
+    for (int x = 0; x < D / 8; ++x) {
+      const float v0 = o[x * 4 + hf * 2] * inv, v1 = o[x * 4 + hf * 2 + 1] * inv;
+      if (p.o_f32) *reinterpret_cast<float2*>(p.o_f32 + rowbase + x * 8) = make_float2(v0, v1);
+      if (p.o_bf16) *reinterpret_cast<__nv_bfloat162*>(p.o_bf16 + rowbase + x * 8) = __floats2bfloat162_rn(v0, v1);
+    }
+    if (t == 0) p.lse[(size_t)i * p.n + h] = empty ? -INFINITY : (m[hf] + log2f(lsum)) * 0.69314718055994531f;
+  }
+}
 // S = Q K^T (SS wgmma, swizzled tiles at qa, ka), issued, not committed.
 // desc(base + off) = desc(base) + off / 16 while the 14-bit address field
 // cannot carry (every operand lies inside the block's 227 KB of shared
@@ -230,7 +256,6 @@ template <int D, int BC, bool PIPE, bool POS, bool VSWAP = false>
 __global__ void __launch_bounds__(256, 1) flash_fwd_wgmma_kernel(const FwdParams p) {
   using Tr = WgTraits<D, BC, PIPE>;
   constexpr int BR = Tr::BR, NT = Tr::NT;
-  constexpr int NO = D / 8;   // n8 column groups of O
   extern __shared__ __align__(1024) unsigned char wg_smem_raw[];
   const uint32_t raw_u32 = smem_u32(wg_smem_raw);
   unsigned char* base = wg_smem_raw + (((raw_u32 + 1023u) & ~1023u) - raw_u32);
@@ -383,24 +408,7 @@ __global__ void __launch_bounds__(256, 1) flash_fwd_wgmma_kernel(const FwdParams
   cp_async_wait<0>();
 
   // ---- epilogue: O / l, lse = (m + log2 l) ln 2
-#pragma unroll
-  for (int hf = 0; hf < 2; ++hf) {
-    float lsum = l[hf];
-    lsum += __shfl_xor_sync(0xffffffffu, lsum, 1);
-    lsum += __shfl_xor_sync(0xffffffffu, lsum, 2);
-    const int i = i0 + wrow + g + hf * 8;
-    if (i >= p.sq) continue;
-    const bool empty = !(lsum > 0.f);
-    const float inv = empty ? 0.f : 1.f / lsum;
-    const size_t rowbase = ((size_t)i * p.n + h) * D + 2 * t;
-#pragma unroll
-    for (int x = 0; x < NO; ++x) {
-      const float v0 = o[x * 4 + hf * 2] * inv, v1 = o[x * 4 + hf * 2 + 1] * inv;
-      if (p.o_f32) *reinterpret_cast<float2*>(p.o_f32 + rowbase + x * 8) = make_float2(v0, v1);
-      if (p.o_bf16) *reinterpret_cast<__nv_bfloat162*>(p.o_bf16 + rowbase + x * 8) = __floats2bfloat162_rn(v0, v1);
-    }
-    if (t == 0) p.lse[(size_t)i * p.n + h] = empty ? -INFINITY : (m[hf] + log2f(lsum)) * 0.69314718055994531f;
-  }
+  write_o_lse<D>(p, o, m, l, i0 + wrow + g, h, t);
 }
 
 template <int D, int BC, bool PIPE, bool POS, bool VSWAP>

@@ -209,7 +209,6 @@ __global__ void __launch_bounds__(384, 1)
   constexpr bool TRAP = MODE == 0;
   constexpr bool DIET = (MODE & kFwdDiet) != 0;
   constexpr int BR = Tr::BR;
-  constexpr int NO = D / 8;  // n8 column groups of O
   extern __shared__ __align__(1024) unsigned char tw_smem_raw[];
   const uint32_t raw_u32 = smem_u32(tw_smem_raw);
   const uint32_t sbase = (raw_u32 + 1023u) & ~1023u;
@@ -425,25 +424,8 @@ __global__ void __launch_bounds__(384, 1)
     if (wtid == 0) mbar_arrive(bar_empty_v(st));
   }
 
-  // ---- epilogue: O / l, lse = (m + log2 l) ln 2 (as variant 4)
-#pragma unroll
-  for (int hf = 0; hf < 2; ++hf) {
-    float lsum = l[hf];
-    lsum += __shfl_xor_sync(0xffffffffu, lsum, 1);
-    lsum += __shfl_xor_sync(0xffffffffu, lsum, 2);
-    const int i = row0 + hf * 8;
-    if (i >= p.sq) continue;
-    const bool empty = !(lsum > 0.f);
-    const float inv = empty ? 0.f : 1.f / lsum;
-    const size_t rowbase = ((size_t)i * p.n + h) * D + 2 * t;
-#pragma unroll
-    for (int x = 0; x < NO; ++x) {
-      const float v0 = o[x * 4 + hf * 2] * inv, v1 = o[x * 4 + hf * 2 + 1] * inv;
-      if (p.o_f32) *reinterpret_cast<float2*>(p.o_f32 + rowbase + x * 8) = make_float2(v0, v1);
-      if (p.o_bf16) *reinterpret_cast<__nv_bfloat162*>(p.o_bf16 + rowbase + x * 8) = __floats2bfloat162_rn(v0, v1);
-    }
-    if (t == 0) p.lse[(size_t)i * p.n + h] = empty ? -INFINITY : (m[hf] + log2f(lsum)) * 0.69314718055994531f;
-  }
+  // ---- epilogue: O / l, lse = (m + log2 l) ln 2
+  write_o_lse<D>(p, o, m, l, row0, h, t);
 }
 
 // ------------------------------------------------------------ host side
