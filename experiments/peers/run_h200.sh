@@ -67,12 +67,24 @@ build_everything() {
   step "build (everything)" "${1:-300}" scripts/build.sh --cuda --deps-include "$(pwd)/.offline/include" -DBURST_ENABLE_NCCL=ON
   build=$(pwd)/build-cuda
 }
-# step_1b TOKENS CAP: `burst bench step` of the 1B preset, bf16, whole, at
-# TOKENS (a TOML array), 2 repeats after 1 warmup, into $OUT/step_1B_bf16.h5.
+# step_1b TOKENS CAP [NOTE FILE [VAR=VALUE ...]]: `burst bench step` of the
+# 1B preset, bf16, whole, at TOKENS (a TOML array), 2 repeats after 1 warmup,
+# into $OUT/FILE (default step_1B_bf16.h5), with the environment given.
 step_1b() {
-  step "burst bench step 1B bf16 whole, tokens $1 (the embedding_backward phase: v3, sorted, against v1's 15.7 ms)" "$2" \
-    "$build/burst" bench step --set bench.preset=1B --set "bench.tokens=$1" --set bench.dtype=bf16 \
-    --set bench.activation=whole --set bench.repeats=2 --set bench.warmup=1 --output "$OUT/step_1B_bf16.h5"
+  local tokens=$1 cap=$2 note=${3:-" (the embedding_backward phase: v3, sorted, against v1's 15.7 ms)"}
+  local file=${4:-step_1B_bf16.h5}
+  shift $(( $# < 4 ? $# : 4 ))
+  step "burst bench step 1B bf16 whole, tokens $tokens$note" "$cap" env "$@" \
+    "$build/burst" bench step --set bench.preset=1B --set "bench.tokens=$tokens" --set bench.dtype=bf16 \
+    --set bench.activation=whole --set bench.repeats=2 --set bench.warmup=1 --output "$OUT/$file"
+}
+# part_done [h5]: the part's end: with h5, its .h5 files into $OUT/partN_h5.tar;
+# the time it took; exit 0.
+part_done() {
+  [ "${1:-}" = h5 ] && (cd "$OUT" && ls *.h5 >/dev/null 2>&1 && tar cf "part${PART}_h5.tar" *.h5 && rm -f *.h5)
+  echo "PART $PART done in $(( $(date +%s) - t0 )) s"
+  date -u
+  exit 0
 }
 # torch_block CAP: the torch LLaMA block (eager, compile) at 1B and 7B, 32K,
 # on this card (the peer of the calls' `bench layer`), into $OUT/peers_block.json.
@@ -114,16 +126,11 @@ if [ "$PART" = 15 ]; then
       layer32k " (default: forward 10, backward 11)" 30 "layer_${m}_bf16.h5"
       layer32k " (variants 12)" 30 "layer_${m}_bf16_tma12.h5" BURST_FA_FORWARD=tma12 BURST_FA_BACKWARD=tma12
     done
-    step_1b '[32768]' 40
-    step "burst bench step 1B bf16 whole, 32K (variants 12)" 40 env BURST_FA_FORWARD=tma12 BURST_FA_BACKWARD=tma12 \
-      "$build/burst" bench step --set bench.preset=1B --set "bench.tokens=[32768]" --set bench.dtype=bf16 \
-      --set bench.activation=whole --set bench.repeats=2 --set bench.warmup=1 --output "$OUT/step_1B_bf16_tma12.h5"
+    step_1b '[32768]' 40 " (default kernels)"
+    step_1b '[32768]' 40 " (variants 12)" step_1B_bf16_tma12.h5 BURST_FA_FORWARD=tma12 BURST_FA_BACKWARD=tma12
     torch_block 90
   fi
-  (cd "$OUT" && ls *.h5 >/dev/null 2>&1 && tar cf part15_h5.tar *.h5 && rm -f *.h5)
-  echo "PART 15 done in $(( $(date +%s) - t0 )) s"
-  date -u
-  exit 0
+  part_done h5
 fi
 if [ "$PART" = 14 ]; then
   # PART 12 + 13 in one call (when the device budget holds only one): the
@@ -138,10 +145,7 @@ if [ "$PART" = 14 ]; then
     torch_block 90
     gpu_tests 16
   fi
-  (cd "$OUT" && ls *.h5 >/dev/null 2>&1 && tar cf part14_h5.tar *.h5 && rm -f *.h5)
-  echo "PART 14 done in $(( $(date +%s) - t0 )) s"
-  date -u
-  exit 0
+  part_done h5
 fi
 if [ "$PART" = 12 ]; then
   # The timed call of a two-call pair (PART 13 right after, on the same warm
@@ -167,10 +171,7 @@ if [ "$PART" = 12 ]; then
     step_1b '[32768,131072]' 60
     gemm_llama 1 90
   fi
-  (cd "$OUT" && ls *.h5 >/dev/null 2>&1 && tar cf part12_h5.tar *.h5 && rm -f *.h5)
-  echo "PART 12 done in $(( $(date +%s) - t0 )) s"
-  date -u
-  exit 0
+  part_done h5
 fi
 if [ "$PART" = 13 ]; then
   # Right after PART 12 on the same warm machine (its build-cuda kept): the
@@ -181,9 +182,7 @@ if [ "$PART" = 13 ]; then
   torch_block 150
   [ -x "$build/burst" ] || build_everything  # PART 12's build was not kept
   gpu_tests 12
-  echo "PART 13 done in $(( $(date +%s) - t0 )) s"
-  date -u
-  exit 0
+  part_done
 fi
 if [ "$PART" = 9 ]; then
   # The calls' untimed work together: the whole build, every gpu test
@@ -201,9 +200,7 @@ if [ "$PART" = 9 ]; then
     wait "$tests"
     grep -E "tests passed|Failed|Timeout|\*\*\*|ctest exit" "$OUT/gpu_tests.log" | tail -n 20
   fi
-  echo "PART 9 done in $(( $(date +%s) - t0 )) s"
-  date -u
-  exit 0
+  part_done
 fi
 if [ "$PART" = 10 ]; then
   # The timed call, each measurement alone on the GPU, in order of worth: the
@@ -240,9 +237,7 @@ if [ "$PART" = 10 ]; then
   if python3 -c "import h5py" 2>/dev/null; then python3 experiments/peers/compare.py "$OUT"; fi
   (cd "$OUT" && tar cf /tmp/part10.tar --exclude=run_part10.log . && mv /tmp/part10.tar . && \
     find . -mindepth 1 -not -name part10.tar -not -name run_part10.log -delete)
-  echo "PART 10 done in $(( $(date +%s) - t0 )) s"
-  date -u
-  exit 0
+  part_done
 fi
 if [ "$PART" = 6 ]; then
   # The TMA flash kernels (the lab's forward and backward variant 7) in the
@@ -271,10 +266,7 @@ if [ "$PART" = 6 ]; then
   fi
   if python3 -c "import h5py" 2>/dev/null; then python3 experiments/peers/compare.py "$OUT"
   else echo "(no h5py here: run experiments/peers/compare.py on the fetched folder)"; fi
-  (cd "$OUT" && ls *.h5 >/dev/null 2>&1 && tar cf part6_h5.tar *.h5 && rm -f *.h5)
-  echo "PART 6 done in $(( $(date +%s) - t0 )) s"
-  date -u
-  exit 0
+  part_done h5
 fi
 if [ "$PART" = 5 ]; then
   # The wgmma backward through the engine (short: what the session's device
@@ -317,10 +309,7 @@ if [ "$PART" = 4 ]; then
   fi
   if python3 -c "import h5py" 2>/dev/null; then python3 experiments/peers/compare.py "$OUT"
   else echo "(no h5py here: run experiments/peers/compare.py on the fetched folder)"; fi
-  (cd "$OUT" && ls *.h5 >/dev/null 2>&1 && tar cf part4_h5.tar *.h5 && rm -f *.h5)
-  echo "PART 4 done in $(( $(date +%s) - t0 )) s"
-  date -u
-  exit 0
+  part_done h5
 fi
 if [ "$PART" = 3 ]; then
   # 1. the torch peer first, on an idle machine: it needs no build, so a
@@ -361,10 +350,7 @@ if [ "$PART" = 3 ]; then
   if python3 -c "import h5py" 2>/dev/null; then python3 experiments/peers/compare.py "$OUT"
   else echo "(no h5py here: run experiments/peers/compare.py on the fetched folder)"; fi
   # The device tool returns at most 8 files: the HDF5 results travel as one tar.
-  (cd "$OUT" && ls *.h5 >/dev/null 2>&1 && tar cf part3_h5.tar *.h5 && rm -f *.h5)
-  echo "PART 3 done in $(( $(date +%s) - t0 )) s"
-  date -u
-  exit 0
+  part_done h5
 fi
 scripts/bootstrap.sh --cuda --from .offline >/tmp/bootstrap.log 2>&1 || { echo "BOOTSTRAP FAILED"; tail -30 /tmp/bootstrap.log; exit 1; }
 echo "bootstrap: $(( $(date +%s) - t0 )) s"
