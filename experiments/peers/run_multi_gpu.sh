@@ -31,12 +31,8 @@ date -u
 # Every part's files but its console log go into OUT/part_PART.tgz when the
 # script exits, however it exits: the device tool returns only a few files
 # per call (a lab run's were lost to that limit on 2026-12-05).
-pack_part() {
-  (cd "$OUT" && tar czf /tmp/part_$$.tgz --exclude="run_part$PART.log" --exclude="part_*.tgz" . 2>/dev/null &&
-    mv /tmp/part_$$.tgz "part_$PART.tgz" &&
-    find . -mindepth 1 -not -name "part_*.tgz" -not -name "run_part*.log" -delete && echo "packed into $OUT/part_$PART.tgz")
-}
-trap pack_part EXIT
+. experiments/peers/pack.sh
+trap 'pack_dir "$OUT" "part_$PART.tgz" "part_*.tgz" "run_part*.log"' EXIT
 CPU=${CPU:-0}
 if [ "$CPU" = 1 ]; then
   GPUS=${GPUS:-4}

@@ -14,12 +14,11 @@ S=${S:-16384}
 VARS=${VARS-11}  # VARS= (empty) profiles no backward
 mkdir -p "$OUT"
 exec > >(tee -a "$OUT/profile.log") 2>&1
-# PACK=1: everything under OUT but the console log into OUT/pack.tgz (the device tool returns a limited
-# number of files per call: run 9's results were lost to that limit).
+# PACK=1: everything under OUT but the console log into OUT/pack.tgz (pack_dir).
+. ../../peers/pack.sh
 pack_out() {  # console log name
   [ -n "${PACK:-}" ] || return 0
-  (cd "$OUT" && tar czf /tmp/pack.$$.tgz --exclude="$1" --exclude=pack.tgz . && mv /tmp/pack.$$.tgz pack.tgz &&
-    find . -mindepth 1 -not -name pack.tgz -not -name "$1" -delete && echo "packed $OUT into pack.tgz")
+  pack_dir "$OUT" pack.tgz "$1"
 }
 # build only (run_h200.sh with every run switched off)
 PACK= WGMMA=0 BWGMMA=0 MAIN=0 PEERS=0 OUT="$OUT/build" BUILD="$BUILD" ./run_h200.sh > "$OUT/build.log" 2>&1

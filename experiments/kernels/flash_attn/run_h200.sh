@@ -19,12 +19,11 @@ OUT=${OUT:-/tmp/fa_out}
 BUILD=${BUILD:-/tmp/fa_build}
 mkdir -p "$OUT" "$BUILD"
 LOG=$OUT/run.log
-# PACK=1: everything under OUT but the console log into OUT/pack.tgz (the device tool returns a limited
-# number of files per call: run 9's results were lost to that limit).
+# PACK=1: everything under OUT but the console log into OUT/pack.tgz (pack_dir).
+. ../../peers/pack.sh
 pack_out() {  # console log name
   [ -n "${PACK:-}" ] || return 0
-  (cd "$OUT" && tar czf /tmp/pack.$$.tgz --exclude="$1" --exclude=pack.tgz . && mv /tmp/pack.$$.tgz pack.tgz &&
-    find . -mindepth 1 -not -name pack.tgz -not -name "$1" -delete && echo "packed $OUT into pack.tgz")
+  pack_dir "$OUT" pack.tgz "$1"
 }
 exec > >(tee -a "$LOG") 2>&1
 date -u
