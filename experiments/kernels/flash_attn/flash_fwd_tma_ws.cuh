@@ -88,13 +88,17 @@ __device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity) {
 // 168-register entry budget, not setmaxnreg's: spills and "wgmma serialized
 // due to insufficient register resources" (NOTES, v7 backward with a TMA
 // producer warp; forward variant 8).
+// The fault of the bounded waits: a store of v to address 0 (an opaque null).
+__device__ __forceinline__ void store_to_null(uint32_t v) {
+  uint64_t a = 0;
+  asm volatile("" : "+l"(a));
+  asm volatile("st.global.u32 [%0], %1;\n" ::"l"(a), "r"(v) : "memory");
+}
 __device__ __forceinline__ void mbar_wait_fault(uint32_t bar, uint32_t parity) {
   uint32_t n = 0;
   while (!mbar_try_wait(bar, parity))
     if (++n == (1u << 28)) {
-      uint64_t a = 0;
-      asm volatile("" : "+l"(a));
-      asm volatile("st.global.u32 [%0], %1;\n" ::"l"(a), "r"(n) : "memory");
+      store_to_null(n);
       n = 0;
     }
 }
@@ -127,9 +131,7 @@ __device__ __forceinline__ void mbar_wait_sleep(uint32_t bar, uint32_t parity) {
     if (t0 == 0) {
       t0 = now;
     } else if ((long long)(now - t0) > 30000000000ll) {
-      uint64_t a = 0;
-      asm volatile("" : "+l"(a));
-      asm volatile("st.global.u32 [%0], %1;\n" ::"l"(a), "r"(parity) : "memory");
+      store_to_null(parity);
       t0 = now;
     }
   }
