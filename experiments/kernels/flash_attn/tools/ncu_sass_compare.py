@@ -14,7 +14,8 @@ import gzip
 import sys
 
 
-def load(arg):
+def load_page(arg):
+    """(kernel name, header, rows) of kernel K of an ncu SASS source page (PATH[:K])."""
     path, _, k = arg.partition(":")
     which = int(k) if k else 0
     rows = list(csv.reader(gzip.open(path, "rt")))
@@ -24,13 +25,19 @@ def load(arg):
     a, b = starts[which], starts[which + 1]
     name = rows[a][1] if len(rows[a]) > 1 else "?"
     hdr = rows[a + 1]
-    try:
-        i_src, i_ex = hdr.index("Source"), hdr.index("Instructions Executed")
-        i_st = hdr.index("Warp Stall Sampling (All Samples)")
-    except ValueError as e:
-        sys.exit(f"{path}: not an ncu SASS source page ({e})")
+    for col in ("Source", "Instructions Executed", "Warp Stall Sampling (All Samples)"):
+        if col not in hdr:
+            sys.exit(f"{path}: not an ncu SASS source page (no column {col!r})")
+    return name, hdr, rows[a + 2:b]
+
+
+def load(arg):
+    """(kernel name, [(source, executed, stall samples)]) of PATH[:K]."""
+    name, hdr, rows = load_page(arg)
+    i_src, i_ex = hdr.index("Source"), hdr.index("Instructions Executed")
+    i_st = hdr.index("Warp Stall Sampling (All Samples)")
     out = []
-    for r in rows[a + 2:b]:
+    for r in rows:
         if len(r) <= max(i_src, i_ex, i_st):
             continue
         out.append((r[i_src].strip(), int(r[i_ex] or 0), int(r[i_st] or 0)))

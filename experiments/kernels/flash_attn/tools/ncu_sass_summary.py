@@ -1,19 +1,22 @@
 """Per-opcode instruction counts and the most-stalled SASS instructions of one kernel, from Nsight Compute's
 source page exported as CSV (`ncu -i REPORT --page source --print-source sass --csv | gzip > F.csv.gz`,
-as profile_h200.sh does).  Usage: python3 ncu_sass_summary.py F.csv.gz [top N]"""
-import csv, gzip, sys, re, collections
-f=sys.argv[1]
-rows=list(csv.reader(gzip.open(f,'rt')))
-hdr=rows[1]; data=rows[2:]
+as profile_h200.sh does).  Usage: python3 ncu_sass_summary.py F.csv.gz[:K] [top N]
+(K: the K-th kernel of a file holding several, as in ncu_sass_compare.py; default 0)"""
+import collections
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from ncu_sass_compare import load_page, opcode  # noqa: E402
+
+_, hdr, data = load_page(sys.argv[1])
 ix={h:i for i,h in enumerate(hdr)}
 tot_exec=0; by_op=collections.Counter(); stall_op=collections.Counter(); samples=0
 lines=[]
 for r in data:
     if len(r)<len(hdr): continue
     src=r[ix['Source']].strip()
-    op=src.split()[0] if src else ''
-    if op.startswith('@'): op=src.split()[1]
-    base=op.split('.')[0]
+    base=opcode(src) if src else ''
     ex=int(r[ix['Instructions Executed']] or 0)
     s=int(r[ix['Warp Stall Sampling (All Samples)']] or 0)
     tot_exec+=ex; by_op[base]+=ex; stall_op[base]+=s; samples+=s
