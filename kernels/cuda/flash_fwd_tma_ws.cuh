@@ -202,6 +202,9 @@ constexpr int kBarSched0 = 1, kBarSched1 = 2;  // named barriers (0 is __syncthr
 // with the descriptor diet of issue_qk / issue_pv and the producer's waits
 // for a free stage asleep in the barrier (mbar_wait_sleep).
 constexpr int kFwdDiet = 4;
+// MODE bit 8 (kFwdSoftIL; variant 14 = MODE 2 | 4 | 8 with 3 stages): variant
+// 12 with softmax_step_il (both rows' softmax interleaved).
+constexpr int kFwdSoftIL = 8;
 template <int MODE> struct FwdTmaWsRegs {
   static constexpr int producer = (MODE & 3) == 2 ? 24 : 56, consumer = (MODE & 3) == 2 ? 240 : 224;
 };
@@ -213,6 +216,7 @@ __global__ void __launch_bounds__(384, 1)
   using Tr = TmaWsTraits<D, BC, NST>;
   constexpr bool TRAP = MODE == 0;
   constexpr bool DIET = (MODE & kFwdDiet) != 0;
+  constexpr bool SIL = (MODE & kFwdSoftIL) != 0;
   constexpr int BR = Tr::BR;
   extern __shared__ __align__(1024) unsigned char tw_smem_raw[];
   const uint32_t raw_u32 = smem_u32(tw_smem_raw);
@@ -347,7 +351,8 @@ __global__ void __launch_bounds__(384, 1)
 
       if (tile_cls(cur) == 1) tile_mask<BC, POS>(s, mask, p.sk, row0, cur * BC, t, qinfo);
       float alpha[2];  // softmax while the other consumer's GEMMs run
-      softmax_step<BC>(s, m, l, alpha, p.scale_log2);
+      if constexpr (SIL) softmax_step_il<BC>(s, m, l, alpha, p.scale_log2);
+      else softmax_step<BC>(s, m, l, alpha, p.scale_log2);
       uint32_t pf[BC / 16][4];
       pack_p<BC>(s, pf);
       rescale_o<D>(o, alpha);
@@ -381,7 +386,8 @@ __global__ void __launch_bounds__(384, 1)
       reg_fence(s);
       if (wtid == 0) mbar_arrive(bar_empty_k(0));
       if (tile_cls(cur) == 1) tile_mask<BC, POS>(s, mask, p.sk, row0, cur * BC, t, qinfo);
-      softmax_step<BC>(s, m, l, alpha, p.scale_log2);  // O = 0: no rescale
+      if constexpr (SIL) softmax_step_il<BC>(s, m, l, alpha, p.scale_log2);  // O = 0: no rescale
+      else softmax_step<BC>(s, m, l, alpha, p.scale_log2);
       pack_p<BC>(s, pf);
     }
     int c = 1;
@@ -406,7 +412,8 @@ __global__ void __launch_bounds__(384, 1)
       reg_fence(s);
       if (wtid == 0) mbar_arrive(bar_empty_k(st));  // K_c fully read
       if (tile_cls(cur) == 1) tile_mask<BC, POS>(s, mask, p.sk, row0, cur * BC, t, qinfo);
-      softmax_step<BC>(s, m, l, alpha, p.scale_log2);
+      if constexpr (SIL) softmax_step_il<BC>(s, m, l, alpha, p.scale_log2);
+      else softmax_step<BC>(s, m, l, alpha, p.scale_log2);
       wgmma_wait<0>();
       reg_fence(o);
       reg_fence(pf);
@@ -468,7 +475,7 @@ cudaError_t launch_fwd_tma_ws_t(const FwdParams& p, cudaStream_t st) {
 }
 
 // MODE: 0 = variant 7, 1 = variant 8 (trap-free waits), 2 = variant 9 (+ intra-warpgroup overlap);
-// 2 | kFwdDiet with NST = 3 = variant 12.
+// 2 | kFwdDiet with NST = 3 = variant 12; 2 | kFwdDiet | kFwdSoftIL with NST = 3 = variant 14.
 template <int D, int BC, int NST, int MODE = 0>
 cudaError_t launch_fwd_tma_ws(const FwdParams& p, cudaStream_t st) {
   return p.mask.kind >= kMaskWindow ? launch_fwd_tma_ws_t<D, BC, NST, true, MODE>(p, st)

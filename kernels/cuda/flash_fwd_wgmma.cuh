@@ -168,6 +168,53 @@ __device__ __forceinline__ void softmax_step(float (&s)[BC / 2], float (&m)[2], 
     l[hf] = l[hf] * alpha[hf] + rs;
   }
 }
+// softmax_step with the two rows' work interleaved (forward variant 14): both
+// rows' maxima first (two chains per row), then both rows' exponentials
+// alternating, each row's sum in two partial accumulators. The same values up
+// to the order of the row sum's additions. Why (lab NOTES, "Run 12"):
+// softmax_step finishes row 0 before row 1's max is known, so row 1's 32
+// exponentials run back to back with only the sum's serial FADD chain beside
+// them; the MUFU waits there were 62 K stall samples of the kernel's 736 K
+// (cuDNN's forward: 4.4 K).
+template <int BC>
+__device__ __forceinline__ void softmax_step_il(float (&s)[BC / 2], float (&m)[2], float (&l)[2], float (&alpha)[2],
+                                                float scale_log2) {
+  float mx[2][2] = {{-INFINITY, -INFINITY}, {-INFINITY, -INFINITY}};
+#pragma unroll
+  for (int x = 0; x < BC / 8; ++x) {
+#pragma unroll
+    for (int hf = 0; hf < 2; ++hf)
+      mx[hf][x & 1] = fmaxf(mx[hf][x & 1], fmaxf(s[x * 4 + hf * 2], s[x * 4 + hf * 2 + 1]));
+  }
+  float mr[2];
+#pragma unroll
+  for (int hf = 0; hf < 2; ++hf) mr[hf] = fmaxf(mx[hf][0], mx[hf][1]);
+#pragma unroll
+  for (int hf = 0; hf < 2; ++hf) mr[hf] = fmaxf(mr[hf], __shfl_xor_sync(0xffffffffu, mr[hf], 1));
+#pragma unroll
+  for (int hf = 0; hf < 2; ++hf) mr[hf] = fmaxf(mr[hf], __shfl_xor_sync(0xffffffffu, mr[hf], 2));
+  float muse[2];
+#pragma unroll
+  for (int hf = 0; hf < 2; ++hf) {
+    const float mnew = fmaxf(m[hf], mr[hf] * scale_log2);  // scale > 0
+    muse[hf] = mnew == -INFINITY ? 0.f : mnew;
+    alpha[hf] = fast_exp2(m[hf] - muse[hf]);
+    m[hf] = mnew;
+  }
+  float rs[2][2] = {{0.f, 0.f}, {0.f, 0.f}};
+#pragma unroll
+  for (int x = 0; x < BC / 8; ++x) {
+#pragma unroll
+    for (int hf = 0; hf < 2; ++hf) {
+      const float p0 = fast_exp2(fmaf(s[x * 4 + hf * 2], scale_log2, -muse[hf]));
+      const float p1 = fast_exp2(fmaf(s[x * 4 + hf * 2 + 1], scale_log2, -muse[hf]));
+      s[x * 4 + hf * 2] = p0, s[x * 4 + hf * 2 + 1] = p1;
+      rs[hf][x & 1] += p0 + p1;
+    }
+  }
+#pragma unroll
+  for (int hf = 0; hf < 2; ++hf) l[hf] = l[hf] * alpha[hf] + (rs[hf][0] + rs[hf][1]);
+}
 // P as wgmma A fragments (the accumulator re-pack of variant 4).
 template <int BC> __device__ __forceinline__ void pack_p(const float (&s)[BC / 2], uint32_t (&pf)[BC / 16][4]) {
 #pragma unroll

@@ -15,7 +15,9 @@ cudaError_t fwd_d128(const FwdParams& p, int variant, cudaStream_t st) {
     case 9:
     case 10:
     case 11:
-    case 12: return fwd_wgmma_d128(p, variant - 4, st);  // sm_90a (flash_fwd_wgmma_d128.cu)
+    case 12:
+    case 13:
+    case 14: return fwd_wgmma_d128(p, variant - 4, st);  // sm_90a (flash_fwd_wgmma_d128.cu)
   }
   return cudaErrorInvalidValue;
 }

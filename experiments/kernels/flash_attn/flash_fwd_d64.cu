@@ -13,7 +13,8 @@ cudaError_t fwd_d64(const FwdParams& p, int variant, cudaStream_t st) {
     case 8:
     case 9:
     case 10:
-    case 12: return fwd_wgmma_d64(p, variant - 4, st);  // sm_90a (flash_fwd_wgmma_d64.cu)
+    case 12:
+    case 14: return fwd_wgmma_d64(p, variant - 4, st);  // sm_90a (flash_fwd_wgmma_d64.cu)
   }
   return cudaErrorInvalidValue;
 }

@@ -27,6 +27,14 @@
 // Status: written 2026-12-05; checked (96 of 96) and timed on the H200 the same
 // day (lab NOTES, run 10): +2.5-4% on causal 4K / 16K, -1.5..-7.7% elsewhere,
 // so the engine keeps variant 10.
+// Variant 13 (DIET = true; written 2026-12-05 18:30): this kernel with forward
+// variant 12's descriptor diet (issue_qk / issue_pv DIET) and its producer
+// asleep in every wait (mbar_wait_sleep), Q's empty barrier included. Why: the
+// profile of variant 12 (lab NOTES, "Run 11 and profile 4") shows the
+// non-persistent kernel is not issue-bound and its gap to cuDNN's persistent
+// forward is tensor-pipe occupancy (69.6% against 75.7%); variant 11's
+// per-tile cost was the consumers' integer work at their register cap, which
+// is what the diet removes.
 #pragma once
 
 #include "flash_fwd_tma_ws.cuh"
@@ -79,7 +87,7 @@ template <int BR, int BC> __device__ __forceinline__ ItemTiles<BR, BC> item_tile
   return {&p, it.h, i0, i1, e};
 }
 
-template <int D, int BC, int NST, bool POS>
+template <int D, int BC, int NST, bool POS, bool DIET = false>
 __global__ void __launch_bounds__(384, 1)
     flash_fwd_persist_kernel(const __grid_constant__ FwdParams p, const __grid_constant__ CUtensorMap tm_q,
                              const __grid_constant__ CUtensorMap tm_k, const __grid_constant__ CUtensorMap tm_v) {
@@ -133,7 +141,9 @@ __global__ void __launch_bounds__(384, 1)
         const int hk = it.h / p.group, kt_end = it.kt_end;
         const int first = it.next(0);
         if (first >= kt_end) continue;
-        mbar_wait_fault(bar_q_empty, ((uint32_t)qn & 1u) ^ 1u);  // the previous item's last S product retired
+        // the previous item's last S product retired
+        if constexpr (DIET) mbar_wait_sleep(bar_q_empty, ((uint32_t)qn & 1u) ^ 1u);
+        else mbar_wait_fault(bar_q_empty, ((uint32_t)qn & 1u) ^ 1u);
         mbar_arrive_expect_tx(bar_q, Tr::Q_BYTES);
 #pragma unroll
         for (int bb = 0; bb < D / 64; ++bb) tma_load_3d(q_s + bb * BR * 128, &tm_q, bar_q, bb * 64, it.h, it.i0);
@@ -141,12 +151,14 @@ __global__ void __launch_bounds__(384, 1)
         for (int kt = first; kt < kt_end; kt = it.next(kt + 1), ++c) {
           const int st = c % NST;
           const uint32_t ph = (uint32_t)(c / NST) & 1u;
-          mbar_wait_fault(bar_empty_k(st), ph ^ 1u);
+          if constexpr (DIET) mbar_wait_sleep(bar_empty_k(st), ph ^ 1u);
+          else mbar_wait_fault(bar_empty_k(st), ph ^ 1u);
           mbar_arrive_expect_tx(bar_full_k(st), Tr::KV_BYTES);
 #pragma unroll
           for (int bb = 0; bb < D / 64; ++bb)
             tma_load_3d(k_s + st * Tr::KV_BYTES + bb * BC * 128, &tm_k, bar_full_k(st), bb * 64, hk, kt * BC);
-          mbar_wait_fault(bar_empty_v(st), ph ^ 1u);
+          if constexpr (DIET) mbar_wait_sleep(bar_empty_v(st), ph ^ 1u);
+          else mbar_wait_fault(bar_empty_v(st), ph ^ 1u);
           mbar_arrive_expect_tx(bar_full_v(st), Tr::KV_BYTES);
 #pragma unroll
           for (int bb = 0; bb < D / 64; ++bb)
@@ -201,7 +213,7 @@ __global__ void __launch_bounds__(384, 1)
         asm volatile("" : "+r"(qa), "+r"(ka));
         named_bar_sync(my_bar, 256);
         wgmma_fence();
-        issue_qk<D, BC, BR>(s, qa, ka);
+        issue_qk<D, BC, BR, DIET>(s, qa, ka);
         wgmma_commit();
         if (cw == 0 || nxt < kt_end) named_bar_arrive(other_bar, 256);
         wgmma_wait<0>();
@@ -225,9 +237,9 @@ __global__ void __launch_bounds__(384, 1)
         asm volatile("" : "+r"(qa), "+r"(ka), "+r"(va));
         named_bar_sync(my_bar, 256);
         wgmma_fence();
-        issue_qk<D, BC, BR>(s, qa, ka);
+        issue_qk<D, BC, BR, DIET>(s, qa, ka);
         wgmma_commit();
-        issue_pv<D, BC>(o, pf, va);
+        issue_pv<D, BC, DIET>(o, pf, va);
         wgmma_commit();
         if (cw == 0 || !last) named_bar_arrive(other_bar, 256);
         wgmma_wait<1>();
@@ -250,7 +262,7 @@ __global__ void __launch_bounds__(384, 1)
       uint32_t va = v_s + st * Tr::KV_BYTES;
       asm volatile("" : "+r"(va));
       wgmma_fence();
-      issue_pv<D, BC>(o, pf, va);
+      issue_pv<D, BC, DIET>(o, pf, va);
       wgmma_commit();
       wgmma_wait<0>();
       reg_fence(o);
@@ -265,12 +277,12 @@ __global__ void __launch_bounds__(384, 1)
 }
 
 // One block per SM (the device's count, read once), at most one per item.
-template <int D, int BC, int NST, bool POS>
+template <int D, int BC, int NST, bool POS, bool DIET>
 cudaError_t launch_fwd_persist_t(const FwdParams& p, cudaStream_t st) {
   using Tr = TmaWsTraits<D, BC, NST>;
   constexpr size_t smem = Tr::smem_bytes + 8;  // + the Q empty barrier
   static_assert(smem <= 227 * 1024, "shared memory");
-  auto kern = flash_fwd_persist_kernel<D, BC, NST, POS>;
+  auto kern = flash_fwd_persist_kernel<D, BC, NST, POS, DIET>;
   static cudaError_t attr = cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
   if (attr != cudaSuccess) return attr;
   static int sms = [] {
@@ -293,10 +305,11 @@ cudaError_t launch_fwd_persist_t(const FwdParams& p, cudaStream_t st) {
   return cudaGetLastError();
 }
 
-template <int D, int BC, int NST>
+// DIET: forward variant 12's descriptor diet and sleeping producer (variant 13).
+template <int D, int BC, int NST, bool DIET = false>
 cudaError_t launch_fwd_persist(const FwdParams& p, cudaStream_t st) {
-  return p.mask.kind >= kMaskWindow ? launch_fwd_persist_t<D, BC, NST, true>(p, st)
-                                    : launch_fwd_persist_t<D, BC, NST, false>(p, st);
+  return p.mask.kind >= kMaskWindow ? launch_fwd_persist_t<D, BC, NST, true, DIET>(p, st)
+                                    : launch_fwd_persist_t<D, BC, NST, false, DIET>(p, st);
 }
 
 }  // namespace dev

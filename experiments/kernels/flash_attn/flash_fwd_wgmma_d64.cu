@@ -1,6 +1,6 @@
 // wgmma forward instantiations, head dim 64 (sm_90a only: build this file
-// with -gencode=arch=compute_90a,code=sm_90a). Forward variants 4, 5, 7-10 and 12 of
-// flash_attn.cu's d64 table land here as variant - 4 (d64 has no variants 6 and 11).
+// with -gencode=arch=compute_90a,code=sm_90a). Forward variants 4, 5, 7-10, 12 and 14 of
+// flash_attn.cu's d64 table land here as variant - 4 (d64 has no variants 6, 11 and 13).
 #include "flash_api.cuh"
 #include "flash_fwd_wgmma.cuh"
 #include "flash_fwd_tma_ws.cuh"
@@ -19,6 +19,7 @@ cudaError_t fwd_wgmma_d64(const FwdParams& p, int variant, cudaStream_t st) {
     case 5: return launch_fwd_tma_ws<64, 128, 2, 2>(p, st);  // variant 9: + intra-warpgroup overlap
     case 6: return launch_fwd_tma_ws<64, 128, 3, 2>(p, st);  // variant 10: variant 9 with 3 K/V stages
     case 8: return launch_fwd_tma_ws<64, 128, 3, 2 | kFwdDiet>(p, st);  // variant 12 (d64 has no variant 11)
+    case 10: return launch_fwd_tma_ws<64, 128, 3, 2 | kFwdDiet | kFwdSoftIL>(p, st);  // variant 14: 12 + interleaved softmax
   }
   return cudaErrorInvalidValue;
 }

@@ -4,7 +4,22 @@ for each shape the best variant of ours (named), torch FLASH, torch cuDNN, and
 ours / cuDNN, and the best wgmma and best mma.sync variant separately (DIAG
 variants, diagnostics that may be wrong by design, are left out). usage: summarize.py OUTDIR  (writes OUTDIR/summary.md, prints it)"""
 import csv
+import subprocess
 import sys
+
+
+def gpu_name():
+    """The card this table was measured on (nvidia-smi, which the device has), so that an H100's run is not
+    labelled H200; GPU_NAME=... overrides (summarizing a fetched folder elsewhere)."""
+    import os
+    if os.environ.get("GPU_NAME"):
+        return "one " + os.environ["GPU_NAME"]
+    try:
+        out = subprocess.run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"], capture_output=True, text=True,
+                             timeout=20).stdout.strip().splitlines()
+        return "one " + out[0] if out else "an unnamed GPU"
+    except (OSError, subprocess.SubprocessError):
+        return "an unnamed GPU (no nvidia-smi where this table was written)"
 
 
 def load(path):
@@ -42,7 +57,7 @@ def main():
             lines.append(f"| {sq}x{sk} | {n}:{nkv}x128 | {'causal' if c else 'full'} | {pas} | {bt:.0f} ({best['kernel'][4:]}) "
                          f"| {fmt(max(wg) if wg else None)} | {fmt(max(ms) if ms else None)} "
                          f"| {fmt(fa)} | {fmt(cd)} | {rat(fa)} | {rat(cd)} |")
-    txt = "TFLOP/s (fwd = 4 sq sk n d, x0.5 causal; bwd = 2.5 x fwd), bf16, batch 1, one H200, same run\n\n" + "\n".join(lines) + "\n"
+    txt = "TFLOP/s (fwd = 4 sq sk n d, x0.5 causal; bwd = 2.5 x fwd), bf16, batch 1, " + gpu_name() + ", same run\n\n" + "\n".join(lines) + "\n"
     with open(f"{out}/summary.md", "w") as fh:
         fh.write(txt)
     print(txt)
