@@ -619,6 +619,10 @@ int main(int argc, char** argv) {
         size_t q = l.find(',', p);
         if (q == std::string::npos) q = l.size();
         vars.push_back(std::atoi(l.substr(p, q - p).c_str()));
+        if (vars.back() >= kMaxVariants) {  // the loops stop at kMaxVariants: it would silently never run
+          std::fprintf(stderr, "%s: variant %d is past kMaxVariants (%d, flash_attn.h)\n", s.c_str(), vars.back(), kMaxVariants);
+          return 2;
+        }
         p = q + 1;
       }
     }

@@ -97,7 +97,7 @@ cudaError_t flash_rowsum(int sq, int n, int d, const __nv_bfloat16* dout, const 
 
 // Names of the variants (for the benchmark): nullptr past the last, and for a
 // number the head dim lacks (d = 64 has no forward variant 6); kMaxVariants bounds the numbers.
-constexpr int kMaxVariants = 16;
+constexpr int kMaxVariants = 32;
 const char* flash_fwd_variant_name(int d, int variant);
 const char* flash_bwd_variant_name(int d, int variant);
 

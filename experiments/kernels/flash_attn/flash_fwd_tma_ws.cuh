@@ -202,6 +202,9 @@ constexpr int kFwdDiet = 4;
 // MODE bit 8 (kFwdSoftIL; variant 14 = MODE 2 | 4 | 8 with 3 stages): variant
 // 12 with softmax_step_il (both rows' softmax interleaved).
 constexpr int kFwdSoftIL = 8;
+// MODE bit 16 (kFwdPolyExp; variant 15 = MODE 2 | 4 | 8 | 16 with 3 stages):
+// variant 14 with a quarter of the exponentials on the FMA pipe (exp2_poly).
+constexpr int kFwdPolyExp = 16;
 template <int MODE> struct FwdTmaWsRegs {
   static constexpr int producer = (MODE & 3) == 2 ? 24 : 56, consumer = (MODE & 3) == 2 ? 240 : 224;
 };
@@ -214,6 +217,7 @@ __global__ void __launch_bounds__(384, 1)
   constexpr bool TRAP = MODE == 0;
   constexpr bool DIET = (MODE & kFwdDiet) != 0;
   constexpr bool SIL = (MODE & kFwdSoftIL) != 0;
+  constexpr int POLY = (MODE & kFwdPolyExp) != 0 ? 4 : 0;
   constexpr int BR = Tr::BR;
   extern __shared__ __align__(1024) unsigned char tw_smem_raw[];
   const uint32_t raw_u32 = smem_u32(tw_smem_raw);
@@ -348,7 +352,7 @@ __global__ void __launch_bounds__(384, 1)
 
       if (tile_cls(cur) == 1) tile_mask<BC, POS>(s, mask, p.sk, row0, cur * BC, t, qinfo);
       float alpha[2];  // softmax while the other consumer's GEMMs run
-      if constexpr (SIL) softmax_step_il<BC>(s, m, l, alpha, p.scale_log2);
+      if constexpr (SIL) softmax_step_il<BC, POLY>(s, m, l, alpha, p.scale_log2);
       else softmax_step<BC>(s, m, l, alpha, p.scale_log2);
       uint32_t pf[BC / 16][4];
       pack_p<BC>(s, pf);
@@ -383,7 +387,7 @@ __global__ void __launch_bounds__(384, 1)
       reg_fence(s);
       if (wtid == 0) mbar_arrive(bar_empty_k(0));
       if (tile_cls(cur) == 1) tile_mask<BC, POS>(s, mask, p.sk, row0, cur * BC, t, qinfo);
-      if constexpr (SIL) softmax_step_il<BC>(s, m, l, alpha, p.scale_log2);  // O = 0: no rescale
+      if constexpr (SIL) softmax_step_il<BC, POLY>(s, m, l, alpha, p.scale_log2);  // O = 0: no rescale
       else softmax_step<BC>(s, m, l, alpha, p.scale_log2);
       pack_p<BC>(s, pf);
     }
@@ -409,7 +413,7 @@ __global__ void __launch_bounds__(384, 1)
       reg_fence(s);
       if (wtid == 0) mbar_arrive(bar_empty_k(st));  // K_c fully read
       if (tile_cls(cur) == 1) tile_mask<BC, POS>(s, mask, p.sk, row0, cur * BC, t, qinfo);
-      if constexpr (SIL) softmax_step_il<BC>(s, m, l, alpha, p.scale_log2);
+      if constexpr (SIL) softmax_step_il<BC, POLY>(s, m, l, alpha, p.scale_log2);
       else softmax_step<BC>(s, m, l, alpha, p.scale_log2);
       wgmma_wait<0>();
       reg_fence(o);
@@ -472,7 +476,7 @@ cudaError_t launch_fwd_tma_ws_t(const FwdParams& p, cudaStream_t st) {
 }
 
 // MODE: 0 = variant 7, 1 = variant 8 (trap-free waits), 2 = variant 9 (+ intra-warpgroup overlap);
-// 2 | kFwdDiet with NST = 3 = variant 12; 2 | kFwdDiet | kFwdSoftIL with NST = 3 = variant 14.
+// 2 | kFwdDiet with NST = 3 = variant 12; 2 | kFwdDiet | kFwdSoftIL with NST = 3 = variant 14; | kFwdPolyExp = 15.
 template <int D, int BC, int NST, int MODE = 0>
 cudaError_t launch_fwd_tma_ws(const FwdParams& p, cudaStream_t st) {
   return p.mask.kind >= kMaskWindow ? launch_fwd_tma_ws_t<D, BC, NST, true, MODE>(p, st)

@@ -173,7 +173,33 @@ __device__ __forceinline__ void softmax_step(float (&s)[BC / 2], float (&m)[2], 
 // exponentials run back to back with only the sum's serial FADD chain beside
 // them; the MUFU waits there were 62 K stall samples of the kernel's 736 K
 // (cuDNN's forward: 4.4 K).
-template <int BC>
+// 2^x on the FMA and integer pipes (forward variant 15): x rounded to the
+// nearest integer j by the 1.5 * 2^23 shift, 2^f for f = x - j in [-0.5, 0.5]
+// by a cubic (relative error 1.0e-4, against bf16's 3.9e-3 rounding of P),
+// then j added to the exponent field: (bits(x + 1.5 * 2^23) << 23) is
+// j << 23, the shift constant's own bits falling off the word. x <= -127
+// (masked entries are -inf) gives exactly +0: j = -127, f = 0, p = 1.0.
+// Never NaN or negative for x <= 0 (checked over [-30, 0] and the edge
+// cases by emulating these float operations in numpy,
+// tools/exp2_poly_check.py; lab NOTES, variant 15). Between -127 and -126 it
+// returns subnormals that are not 2^x (MUFU's ex2.approx.ftz gives 0 there;
+// both < 1.2e-38). A NaN x gives 0 (the clamp), where MUFU passes it on; the
+// row max's fmaxf already drops NaN scores in both paths.
+__device__ __forceinline__ float exp2_poly(float x) {
+  x = fmaxf(x, -127.f);
+  const float t = x + 12582912.f;
+  const float f = x - (t - 12582912.f);
+  float p = fmaf(5.500869080e-02f, f, 2.422106266e-01f);
+  p = fmaf(p, f, 6.932829022e-01f);
+  p = fmaf(p, f, 1.f);
+  return __uint_as_float(__float_as_uint(p) + (__float_as_uint(t) << 23u));  // unsigned: the wrap is defined
+}
+// POLY > 0 (variant 15): the exponentials of every POLY-th column group (4
+// columns of the two rows: 1 / POLY of them) by exp2_poly instead of MUFU,
+// so that the MUFU pipe (16 results per clock per SM: 8 cycles per warp
+// instruction, 512 cycles of each consumer warp's 64 exponentials per tile)
+// shares the work with the FMA pipe, as FlashAttention-4 does on Blackwell.
+template <int BC, int POLY = 0>
 __device__ __forceinline__ void softmax_step_il(float (&s)[BC / 2], float (&m)[2], float (&l)[2], float (&alpha)[2],
                                                 float scale_log2) {
   float mx[2][2] = {{-INFINITY, -INFINITY}, {-INFINITY, -INFINITY}};
@@ -203,8 +229,12 @@ __device__ __forceinline__ void softmax_step_il(float (&s)[BC / 2], float (&m)[2
   for (int x = 0; x < BC / 8; ++x) {
 #pragma unroll
     for (int hf = 0; hf < 2; ++hf) {
-      const float p0 = fast_exp2(fmaf(s[x * 4 + hf * 2], scale_log2, -muse[hf]));
-      const float p1 = fast_exp2(fmaf(s[x * 4 + hf * 2 + 1], scale_log2, -muse[hf]));
+      const float a0 = fmaf(s[x * 4 + hf * 2], scale_log2, -muse[hf]);
+      const float a1 = fmaf(s[x * 4 + hf * 2 + 1], scale_log2, -muse[hf]);
+      constexpr int kEvery = POLY > 0 ? POLY : 1;
+      const bool poly = POLY > 0 && x % kEvery == kEvery - 1;  // static after unrolling
+      const float p0 = poly ? exp2_poly(a0) : fast_exp2(a0);
+      const float p1 = poly ? exp2_poly(a1) : fast_exp2(a1);
       s[x * 4 + hf * 2] = p0, s[x * 4 + hf * 2 + 1] = p1;
       rs[hf][x & 1] += p0 + p1;
     }
