@@ -197,8 +197,7 @@ __global__ void __launch_bounds__(384, 1)
           const int st = n % NST;
           const uint32_t ph = (uint32_t)(n / NST) & 1u;
           // the first round passes (fresh barrier)
-          if constexpr ((MODE & kBwdSleep) != 0) mbar_wait_sleep(bar_empty(st), ph ^ 1u);
-          else mbar_wait_fault(bar_empty(st), ph ^ 1u);
+          mbar_wait_idle<(MODE & kBwdSleep) != 0>(bar_empty(st), ph ^ 1u);
           const int h = hk * p.group + cur.hg, i0 = cur.qt * BR;
           if constexpr ((MODE & kBwdDiet) == 0) {
 #pragma unroll
@@ -249,8 +248,7 @@ __global__ void __launch_bounds__(384, 1)
       if (cur.cls != 0) prefetch_tensormap(&dq_map);
       for (int n = 0; cur.cls != 0; cur = next_item(cur), ++n) {
         const int b = n & 1;
-        if constexpr ((MODE & kBwdSleep) != 0) mbar_wait_sleep(bar_dq_full(b), (uint32_t)(n >> 1) & 1u);
-        else mbar_wait_fault(bar_dq_full(b), (uint32_t)(n >> 1) & 1u);
+        mbar_wait_idle<(MODE & kBwdSleep) != 0>(bar_dq_full(b), (uint32_t)(n >> 1) & 1u);
         const uint32_t src = sb + Tr::OFF_DQ + b * 2 * Tr::DQ_WG_BYTES;
         const int h = hk * p.group + cur.hg, i0 = cur.qt * BR;
 #pragma unroll

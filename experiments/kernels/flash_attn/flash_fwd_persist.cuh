@@ -142,8 +142,7 @@ __global__ void __launch_bounds__(384, 1)
         const int first = it.next(0);
         if (first >= kt_end) continue;
         // the previous item's last S product retired
-        if constexpr (DIET) mbar_wait_sleep(bar_q_empty, ((uint32_t)qn & 1u) ^ 1u);
-        else mbar_wait_fault(bar_q_empty, ((uint32_t)qn & 1u) ^ 1u);
+        mbar_wait_idle<DIET>(bar_q_empty, ((uint32_t)qn & 1u) ^ 1u);
         mbar_arrive_expect_tx(bar_q, Tr::Q_BYTES);
 #pragma unroll
         for (int bb = 0; bb < D / 64; ++bb) tma_load_3d(q_s + bb * BR * 128, &tm_q, bar_q, bb * 64, it.h, it.i0);
@@ -151,14 +150,12 @@ __global__ void __launch_bounds__(384, 1)
         for (int kt = first; kt < kt_end; kt = it.next(kt + 1), ++c) {
           const int st = c % NST;
           const uint32_t ph = (uint32_t)(c / NST) & 1u;
-          if constexpr (DIET) mbar_wait_sleep(bar_empty_k(st), ph ^ 1u);
-          else mbar_wait_fault(bar_empty_k(st), ph ^ 1u);
+          mbar_wait_idle<DIET>(bar_empty_k(st), ph ^ 1u);
           mbar_arrive_expect_tx(bar_full_k(st), Tr::KV_BYTES);
 #pragma unroll
           for (int bb = 0; bb < D / 64; ++bb)
             tma_load_3d(k_s + st * Tr::KV_BYTES + bb * BC * 128, &tm_k, bar_full_k(st), bb * 64, hk, kt * BC);
-          if constexpr (DIET) mbar_wait_sleep(bar_empty_v(st), ph ^ 1u);
-          else mbar_wait_fault(bar_empty_v(st), ph ^ 1u);
+          mbar_wait_idle<DIET>(bar_empty_v(st), ph ^ 1u);
           mbar_arrive_expect_tx(bar_full_v(st), Tr::KV_BYTES);
 #pragma unroll
           for (int bb = 0; bb < D / 64; ++bb)

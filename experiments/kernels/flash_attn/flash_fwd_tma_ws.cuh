@@ -142,6 +142,15 @@ template <bool TRAP> __device__ __forceinline__ void mbar_wait_t(uint32_t bar, u
   else
     mbar_wait_fault(bar, parity);
 }
+// The wait of a thread with nothing else to do meanwhile (a producer's wait
+// for a free stage, the dQ writer's for a staged dQ): asleep in the barrier
+// (SLEEP: forward variants 12, 13, backward variant 12), else mbar_wait_t's.
+template <bool SLEEP, bool TRAP = false> __device__ __forceinline__ void mbar_wait_idle(uint32_t bar, uint32_t parity) {
+  if constexpr (SLEEP)
+    mbar_wait_sleep(bar, parity);
+  else
+    mbar_wait_t<TRAP>(bar, parity);
+}
 // 3-d tensor tile (coordinates innermost first) into shared memory, completing
 // its bytes on the mbarrier.
 __device__ __forceinline__ void tma_load_3d(uint32_t dst, const CUtensorMap* map, uint32_t bar, int c0, int c1, int c2) {
@@ -283,14 +292,12 @@ __global__ void __launch_bounds__(384, 1)
         const int st = c % NST;
         const uint32_t ph = (uint32_t)(c / NST) & 1u;
         // the first round passes (fresh barrier: the "previous" phase is complete)
-        if constexpr (DIET) mbar_wait_sleep(bar_empty_k(st), ph ^ 1u);
-        else mbar_wait_t<TRAP>(bar_empty_k(st), ph ^ 1u);
+        mbar_wait_idle<DIET, TRAP>(bar_empty_k(st), ph ^ 1u);
         mbar_arrive_expect_tx(bar_full_k(st), Tr::KV_BYTES);
 #pragma unroll
         for (int b = 0; b < D / 64; ++b)
           tma_load_3d(k_s + st * Tr::KV_BYTES + b * BC * 128, &tm_k, bar_full_k(st), b * 64, hk, kt * BC);
-        if constexpr (DIET) mbar_wait_sleep(bar_empty_v(st), ph ^ 1u);
-        else mbar_wait_t<TRAP>(bar_empty_v(st), ph ^ 1u);
+        mbar_wait_idle<DIET, TRAP>(bar_empty_v(st), ph ^ 1u);
         mbar_arrive_expect_tx(bar_full_v(st), Tr::KV_BYTES);
 #pragma unroll
         for (int b = 0; b < D / 64; ++b)

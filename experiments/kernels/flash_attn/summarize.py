@@ -4,6 +4,7 @@ for each shape the best variant of ours (named), torch FLASH, torch cuDNN, and
 ours / cuDNN, and the best wgmma and best mma.sync variant separately (DIAG
 variants, diagnostics that may be wrong by design, are left out). usage: summarize.py OUTDIR  (writes OUTDIR/summary.md, prints it)"""
 import csv
+import os
 import subprocess
 import sys
 
@@ -11,7 +12,6 @@ import sys
 def gpu_name():
     """The card this table was measured on (nvidia-smi, which the device has), so that an H100's run is not
     labelled H200; GPU_NAME=... overrides (summarizing a fetched folder elsewhere)."""
-    import os
     if os.environ.get("GPU_NAME"):
         return "one " + os.environ["GPU_NAME"]
     try:
