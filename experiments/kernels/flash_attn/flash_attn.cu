@@ -18,7 +18,8 @@ const char* kFwdNames128[] = {"fwd BR128 BC64 8w (Q in regs)", "fwd BR128 BC32 4
                               "fwd wgmma_tma_ws 3 stages descriptor diet sleeping producer",
                               "fwd wgmma_tma_ws 3 stages persistent descriptor diet sleeping producer",
                               "fwd wgmma_tma_ws 3 stages descriptor diet interleaved softmax",
-                              "fwd wgmma_tma_ws 3 stages diet interleaved softmax quarter exp2 on FMA"};
+                              "fwd wgmma_tma_ws 3 stages diet interleaved softmax quarter exp2 on FMA",
+                              "fwd wgmma_tma_ws 3 stages descriptor diet no ping-pong"};
 const char* kFwdNames64[] = {"fwd BR128 BC64 8w (Q in regs)", "fwd BR128 BC32 4w MT2 (Q in smem)",
                              "fwd BR64 BC64 4w x2/SM (Q in regs)", "fwd BR128 BC64 4w MT2 (Q in smem)",
                              "fwd wgmma BR128 BC128 2WG", "fwd wgmma BR128 BC128 2WG overlap",
@@ -27,7 +28,8 @@ const char* kFwdNames64[] = {"fwd BR128 BC64 8w (Q in regs)", "fwd BR128 BC32 4w
                               "fwd wgmma_tma_ws intra-WG overlap 3 stages",
                               nullptr /* 11: d128 only */, "fwd wgmma_tma_ws 3 stages descriptor diet sleeping producer",
                               nullptr /* 13: d128 only */, "fwd wgmma_tma_ws 3 stages descriptor diet interleaved softmax",
-                              "fwd wgmma_tma_ws 3 stages diet interleaved softmax quarter exp2 on FMA"};
+                              "fwd wgmma_tma_ws 3 stages diet interleaved softmax quarter exp2 on FMA",
+                              "fwd wgmma_tma_ws 3 stages descriptor diet no ping-pong"};
 const char* kBwdNames128[] = {"bwd BR64 BC64 8w", "bwd BR64 BC128 8w", "bwd BR64 BC128 8w dQ32x32", "bwd BR64 BC64 4w x2/SM",
                               "bwd wgmma BR64 BC128 2WG", "bwd wgmma DIAG dS K-major (no tnspA)",
                               "bwd wgmma BR64 BC128 2WG early dV", "bwd wgmma BR64 BC128 2WG early dV dQ-TMA-reduce",

@@ -15,7 +15,8 @@ cudaError_t fwd_d64(const FwdParams& p, int variant, cudaStream_t st) {
     case 10:
     case 12:
     case 14:
-    case 15: return fwd_wgmma_d64(p, variant - 4, st);  // sm_90a (flash_fwd_wgmma_d64.cu)
+    case 15:
+    case 16: return fwd_wgmma_d64(p, variant - 4, st);  // sm_90a (flash_fwd_wgmma_d64.cu)
   }
   return cudaErrorInvalidValue;
 }

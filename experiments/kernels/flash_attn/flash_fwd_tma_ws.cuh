@@ -214,6 +214,13 @@ constexpr int kFwdSoftIL = 8;
 // MODE bit 16 (kFwdPolyExp; variant 15 = MODE 2 | 4 | 8 | 16 with 3 stages):
 // variant 14 with a quarter of the exponentials on the FMA pipe (exp2_poly).
 constexpr int kFwdPolyExp = 16;
+// MODE bit 32 (kFwdNoPingPong; variant 16 = MODE 2 | 4 | 32 with 3 stages):
+// variant 12 without the scheduling barriers: both consumers issue their
+// GEMMs as soon as their operands are in (free-running, as cuDNN's forward
+// appears to, by its 64-row tile per consumer warpgroup), the warp
+// schedulers and the tensor-core queue interleaving them instead of FA3's
+// strict alternation.
+constexpr int kFwdNoPingPong = 32;
 template <int MODE> struct FwdTmaWsRegs {
   static constexpr int producer = (MODE & 3) == 2 ? 24 : 56, consumer = (MODE & 3) == 2 ? 240 : 224;
 };
@@ -227,6 +234,7 @@ __global__ void __launch_bounds__(384, 1)
   constexpr bool DIET = (MODE & kFwdDiet) != 0;
   constexpr bool SIL = (MODE & kFwdSoftIL) != 0;
   constexpr int POLY = (MODE & kFwdPolyExp) != 0 ? 4 : 0;
+  constexpr bool PP = (MODE & kFwdNoPingPong) == 0;  // the inter-warpgroup ping-pong
   constexpr int BR = Tr::BR;
   extern __shared__ __align__(1024) unsigned char tw_smem_raw[];
   const uint32_t raw_u32 = smem_u32(tw_smem_raw);
@@ -330,7 +338,7 @@ __global__ void __launch_bounds__(384, 1)
   const uint32_t q_base = q_s + cw * 64 * 128;
 
   if (first < kt_end) {
-    if (cw == 1) named_bar_arrive(kBarSched0, 256);  // consumer 0 goes first
+    if (PP && cw == 1) named_bar_arrive(kBarSched0, 256);  // consumer 0 goes first
     mbar_wait_t<TRAP>(bar_q, 0);
   }
   if constexpr ((MODE & 3) < 2) {
@@ -345,14 +353,14 @@ __global__ void __launch_bounds__(384, 1)
       // descriptors are rebuilt per tile instead of hoisted into ~40 registers.
       uint32_t qa = q_base, ka = k_s + st * Tr::KV_BYTES, va = v_s + st * Tr::KV_BYTES;
       asm volatile("" : "+r"(qa), "+r"(ka), "+r"(va));
-      named_bar_sync(my_bar, 256);  // my turn on the tensor cores
+      if (PP) named_bar_sync(my_bar, 256);  // my turn on the tensor cores
 
       float s[BC / 2];
       wgmma_fence();
       issue_qk<D, BC, BR, DIET>(s, qa, ka);
       wgmma_commit();
       // The other consumer's turn (consumer 1's last arrival would have no sync to meet).
-      if (cw == 0 || !last) named_bar_arrive(other_bar, 256);
+      if (PP && (cw == 0 || !last)) named_bar_arrive(other_bar, 256);
       wgmma_wait<0>();
       reg_fence(s);
       if (wtid == 0) mbar_arrive(bar_empty_k(st));  // K_c fully read
@@ -385,11 +393,11 @@ __global__ void __launch_bounds__(384, 1)
       mbar_wait_t<false>(bar_full_k(0), 0);
       uint32_t qa = q_base, ka = k_s;
       asm volatile("" : "+r"(qa), "+r"(ka));
-      named_bar_sync(my_bar, 256);
+      if (PP) named_bar_sync(my_bar, 256);
       wgmma_fence();
       issue_qk<D, BC, BR, DIET>(s, qa, ka);
       wgmma_commit();
-      if (cw == 0 || nxt < kt_end) named_bar_arrive(other_bar, 256);
+      if (PP && (cw == 0 || nxt < kt_end)) named_bar_arrive(other_bar, 256);
       wgmma_wait<0>();
       reg_fence(s);
       if (wtid == 0) mbar_arrive(bar_empty_k(0));
@@ -409,13 +417,13 @@ __global__ void __launch_bounds__(384, 1)
       mbar_wait_t<false>(bar_full_v(pst), pph);
       uint32_t qa = q_base, ka = k_s + st * Tr::KV_BYTES, va = v_s + pst * Tr::KV_BYTES;
       asm volatile("" : "+r"(qa), "+r"(ka), "+r"(va));
-      named_bar_sync(my_bar, 256);  // my turn on the tensor cores
+      if (PP) named_bar_sync(my_bar, 256);  // my turn on the tensor cores
       wgmma_fence();
       issue_qk<D, BC, BR, DIET>(s, qa, ka);
       wgmma_commit();
       issue_pv<D, BC, DIET>(o, pf, va);
       wgmma_commit();
-      if (cw == 0 || !last) named_bar_arrive(other_bar, 256);
+      if (PP && (cw == 0 || !last)) named_bar_arrive(other_bar, 256);
       wgmma_wait<1>();  // S_c done; P_{c-1} V_{c-1} may still run
       reg_fence(s);
       if (wtid == 0) mbar_arrive(bar_empty_k(st));  // K_c fully read
@@ -483,7 +491,8 @@ cudaError_t launch_fwd_tma_ws_t(const FwdParams& p, cudaStream_t st) {
 }
 
 // MODE: 0 = variant 7, 1 = variant 8 (trap-free waits), 2 = variant 9 (+ intra-warpgroup overlap);
-// 2 | kFwdDiet with NST = 3 = variant 12; 2 | kFwdDiet | kFwdSoftIL with NST = 3 = variant 14; | kFwdPolyExp = 15.
+// 2 | kFwdDiet with NST = 3 = variant 12; 2 | kFwdDiet | kFwdSoftIL with NST = 3 = variant 14; | kFwdPolyExp = 15;
+// 2 | kFwdDiet | kFwdNoPingPong with NST = 3 = variant 16.
 template <int D, int BC, int NST, int MODE = 0>
 cudaError_t launch_fwd_tma_ws(const FwdParams& p, cudaStream_t st) {
   return p.mask.kind >= kMaskWindow ? launch_fwd_tma_ws_t<D, BC, NST, true, MODE>(p, st)

@@ -1,6 +1,6 @@
 // wgmma forward instantiations, head dim 128 (sm_90a only: build this file
-// with -gencode=arch=compute_90a,code=sm_90a). Forward variants 4-15 of
-// flash_attn.cu's d128 table land here as 0-11.
+// with -gencode=arch=compute_90a,code=sm_90a). Forward variants 4-16 of
+// flash_attn.cu's d128 table land here as 0-12.
 #include "flash_api.cuh"
 #include "flash_fwd_wgmma.cuh"
 #include "flash_fwd_tma_ws.cuh"
@@ -25,6 +25,7 @@ cudaError_t fwd_wgmma_d128(const FwdParams& p, int variant, cudaStream_t st) {
     case 9: return launch_fwd_persist<128, 128, 3, true>(p, st);  // variant 13: variant 11 with variant 12's diet
     case 10: return launch_fwd_tma_ws<128, 128, 3, 2 | kFwdDiet | kFwdSoftIL>(p, st);  // variant 14: 12 + interleaved softmax
     case 11: return launch_fwd_tma_ws<128, 128, 3, 2 | kFwdDiet | kFwdSoftIL | kFwdPolyExp>(p, st);  // variant 15: 14 + a quarter of exp2 on the FMA pipe
+    case 12: return launch_fwd_tma_ws<128, 128, 3, 2 | kFwdDiet | kFwdNoPingPong>(p, st);  // variant 16: 12 without the ping-pong barriers
   }
   return cudaErrorInvalidValue;
 }

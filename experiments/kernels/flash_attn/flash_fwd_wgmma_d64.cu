@@ -1,5 +1,5 @@
 // wgmma forward instantiations, head dim 64 (sm_90a only: build this file
-// with -gencode=arch=compute_90a,code=sm_90a). Forward variants 4, 5, 7-10, 12, 14 and 15 of
+// with -gencode=arch=compute_90a,code=sm_90a). Forward variants 4, 5, 7-10, 12 and 14-16 of
 // flash_attn.cu's d64 table land here as variant - 4 (d64 has no variants 6, 11 and 13).
 #include "flash_api.cuh"
 #include "flash_fwd_wgmma.cuh"
@@ -21,6 +21,7 @@ cudaError_t fwd_wgmma_d64(const FwdParams& p, int variant, cudaStream_t st) {
     case 8: return launch_fwd_tma_ws<64, 128, 3, 2 | kFwdDiet>(p, st);  // variant 12 (d64 has no variant 11)
     case 10: return launch_fwd_tma_ws<64, 128, 3, 2 | kFwdDiet | kFwdSoftIL>(p, st);  // variant 14: 12 + interleaved softmax
     case 11: return launch_fwd_tma_ws<64, 128, 3, 2 | kFwdDiet | kFwdSoftIL | kFwdPolyExp>(p, st);  // variant 15: 14 + a quarter of exp2 on the FMA pipe
+    case 12: return launch_fwd_tma_ws<64, 128, 3, 2 | kFwdDiet | kFwdNoPingPong>(p, st);  // variant 16: 12 without the ping-pong barriers
   }
   return cudaErrorInvalidValue;
 }
