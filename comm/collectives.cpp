@@ -122,7 +122,13 @@ void barrier_bounded(MPI_Comm comm, const char* what) {
 void check_output_path_on_root(MPI_Comm comm, const std::string& what, const std::string& path) {
   int rank = 0;
   MPI_Comm_rank(comm, &rank);
-  std::string p = rank == 0 ? output_path_problem(what, path) : "";
+  check_problem_on_root(comm, rank == 0 ? output_path_problem(what, path) : "");
+}
+
+void check_problem_on_root(MPI_Comm comm, const std::string& problem) {
+  int rank = 0;
+  MPI_Comm_rank(comm, &rank);
+  std::string p = rank == 0 ? problem : "";
   int n = int(p.size());
   MPI_Bcast(&n, 1, MPI_INT, 0, comm);
   p.resize(size_t(n));

@@ -91,6 +91,11 @@ void barrier_bounded(MPI_Comm comm, const char* what = "barrier");
 // (node-local paths) and leave the others waiting in the next collective.
 void check_output_path_on_root(MPI_Comm comm, const std::string& what, const std::string& path);
 
+// The same for any check made on rank 0: `problem` ("" = none) as rank 0
+// found it (the other ranks' argument is ignored) raises Error(Config) on
+// every rank of `comm`, or on none.
+void check_problem_on_root(MPI_Comm comm, const std::string& problem);
+
 // In-place sum over comm.
 template <class T, class... P>
 void allreduce_sum(const Kokkos::View<T*, P...>& v, MPI_Comm comm, const char* what = "all-reduce") {

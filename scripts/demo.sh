@@ -25,13 +25,13 @@ mpiexec -n 4 "$build/burst" info
 logs=()
 for st in $stages; do
   case "$st" in
-    1) mpiexec -n 4 "$build/burst" train --config experiments/configs/passkey_tiny.toml
+    1) mpiexec -n 4 "$build/burst" train --config experiments/configs/passkey_tiny.toml --set io.overwrite=true
        logs+=(experiments/results/passkey_tiny_log.h5) ;;
-    2) mpiexec -n 4 "$build/burst" train --config experiments/configs/passkey_long.toml
+    2) mpiexec -n 4 "$build/burst" train --config experiments/configs/passkey_long.toml --set io.overwrite=true
        logs+=(experiments/results/passkey_long_log.h5) ;;
     control) mpiexec -n 4 "$build/burst" train --config experiments/configs/passkey_tiny.toml \
                --set train.attention_window=4 --set train.steps=500 \
-               --set io.run_log=experiments/results/passkey_tiny_window4_log.h5 --set io.checkpoint=
+               --set io.run_log=experiments/results/passkey_tiny_window4_log.h5 --set io.checkpoint= --set io.overwrite=true
        logs+=(experiments/results/passkey_tiny_window4_log.h5) ;;
     *) echo "demo.sh: unknown stage '$st' (1, 2, control)" >&2; exit 2 ;;
   esac

@@ -33,7 +33,9 @@ Config config(const std::vector<std::string>& sets) {
   ConfigSchema s = train_schema();
   Config c = s.defaults();
   for (const char* kv : {"train.dtype=double", "train.steps=12", "train.seq_len=32", "train.batch=4", "data.digits=2",
-                         "train.warmup=3", "train.eval_every=0", "train.eval_sequences=4", "train.log_every=1000"})
+                         "train.warmup=3", "train.eval_every=0", "train.eval_sequences=4", "train.log_every=1000",
+                         // the tests reuse their temporary files run after run (NewRunKeepsAnEarlierRunsFiles: false)
+                         "io.overwrite=true"})
     s.apply_override(c, kv);
   for (auto& kv : sets) s.apply_override(c, kv);
   s.validate(c);
@@ -115,6 +117,56 @@ TEST(Train, RefusesACheckpointOfAnotherModel) {
   }
   MPI_Barrier(rt.world());
   if (rt.rank() == 0) remove_checkpoints(ck), std::remove(other.c_str());
+}
+
+// A new run (no --resume) does not replace an earlier run's log, checkpoint
+// or step files unless io.overwrite; the run log is never one of the
+// checkpoint's files. (A forgotten --resume once wiped a run's log and its
+// newer checkpoints: prune_checkpoints removes step files past the new
+// run's step.)
+TEST(Train, NewRunKeepsAnEarlierRunsFiles) {
+  auto& rt = Runtime::current();
+  const std::string ck = tmp("guard.h5"), log = tmp("guard_log.h5");
+  if (rt.rank() == 0) remove_checkpoints(ck), std::remove(log.c_str());
+  MPI_Barrier(rt.world());
+  train(rt, config({"io.checkpoint=" + ck, "io.run_log=" + log, "train.steps=6", "io.checkpoint_every=2",
+                    "io.overwrite=false"}), false);
+  MPI_Barrier(rt.world());
+  auto refused = [&](const std::vector<std::string>& sets, const std::string& says) {
+    try {
+      train(rt, config(sets), false);
+      ADD_FAILURE() << "no error for " << says;
+    } catch (const Error& e) {
+      EXPECT_EQ(e.exit_code(), 2);
+      EXPECT_NE(std::string(e.what()).find(says), std::string::npos) << e.what();
+    }
+  };
+  // the same paths again, no --resume: refused, nothing touched
+  refused({"io.checkpoint=" + ck, "io.run_log=" + log, "train.steps=2", "io.overwrite=false"}, "--resume");
+  refused({"io.checkpoint=" + ck, "train.steps=2", "io.overwrite=false"}, "the checkpoint '" + ck + "'");
+  refused({"io.run_log=" + log, "train.steps=2", "io.overwrite=false"}, "the run log '" + log + "'");
+  if (rt.rank() == 0) {
+    ASSERT_EQ(list_step_checkpoints(ck).size(), 2u);  // steps 6 and 4 (keep_last 2)
+    EXPECT_EQ(list_step_checkpoints(ck)[0].first, 6);
+    EXPECT_EQ(losses(log).size(), 6u);
+  }
+  // the run log as one of the checkpoint's files: refused even with io.overwrite
+  refused({"io.checkpoint=" + ck, "io.run_log=" + ck, "io.overwrite=true"}, "one of the checkpoint's files");
+  refused({"io.checkpoint=" + ck, "io.run_log=" + checkpoint_step_path(ck, 2), "io.overwrite=true"},
+          "one of the checkpoint's files");
+  // --resume continues them; io.overwrite replaces them (the old step files go first)
+  train(rt, config({"io.checkpoint=" + ck, "io.run_log=" + log, "train.steps=8", "io.overwrite=false"}), true);
+  MPI_Barrier(rt.world());
+  if (rt.rank() == 0) EXPECT_EQ(losses(log).size(), 8u);
+  train(rt, config({"io.checkpoint=" + ck, "io.run_log=" + log, "train.steps=2", "io.overwrite=true"}), false);
+  MPI_Barrier(rt.world());
+  if (rt.rank() == 0) {
+    auto files = list_step_checkpoints(ck);
+    ASSERT_EQ(files.size(), 1u);
+    EXPECT_EQ(files[0].first, 2);
+    EXPECT_EQ(losses(log).size(), 2u);
+    remove_checkpoints(ck), std::remove(log.c_str());
+  }
 }
 
 TEST(Train, KeepsTheLastKCheckpointsAndPublishesTheNewest) {

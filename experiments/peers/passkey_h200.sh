@@ -38,7 +38,7 @@ for a in "$@"; do
   [ "$prev" = "--set" ] && case "$a" in io.run_log=*) log=${a#io.run_log=} ;; esac
   prev=$a
 done
-timeout "$left" mpiexec -n 1 "$build/burst" train --config "$CONFIG" --set model.init_from="$CKPT" "$@"
+timeout "$left" mpiexec -n 1 "$build/burst" train --config "$CONFIG" --set model.init_from="$CKPT" --set io.overwrite=true "$@"
 echo "train exit $? after $(( $(date +%s) - t0 )) s"
 cp "$log" "$OUT/" 2>/dev/null
 left=$(( BUDGET - ($(date +%s) - t0) ))

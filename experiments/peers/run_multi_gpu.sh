@@ -159,7 +159,7 @@ fi
 if [ "$PART" = e2e ]; then
   M=${METHOD:-burst}
   cfg=experiments/configs/multi_gpu_7b_1m.toml
-  sets=(--set parallel.method="$M" --set parallel.cp="$PMAX" --set io.run_log="$OUT/e2e_${M}_np$PMAX.h5")
+  sets=(--set parallel.method="$M" --set parallel.cp="$PMAX" --set io.run_log="$OUT/e2e_${M}_np$PMAX.h5" --set io.overwrite=true)
   [ "$CPU" = 1 ] && sets+=(--set model.preset=tiny --set train.seq_len=1024 --set train.dtype=float --set train.eval_seq_lens=[256])
   "$bin" simulate --cluster $cluster --calibration $calib --model 7B --seq 1M --gpus "$PMAX" --method "$M" --policy whole --zero 3 \
     > "$OUT/predict_e2e_$M.log" 2>&1; tail -n 6 "$OUT/predict_e2e_$M.log"

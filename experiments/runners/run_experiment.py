@@ -145,6 +145,7 @@ def run_train(name, cfg, runs, out):
         if os.path.exists(log_h5):
             os.remove(log_h5)
         keys["io.run_log"] = log_h5
+        keys["io.overwrite"] = True  # a retaken run (Probe) replaces its own log
         keys["model.config"] = model_abs
         P, G = int(r["ranks"]), int(r.get("gpus_per_node", 0))
         keys["parallel.cp"] = P

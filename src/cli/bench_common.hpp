@@ -11,6 +11,7 @@
 #include "core/views.hpp"
 #include "io/h5.hpp"
 #include "kernels/gemm.hpp"
+#include "train/weights.hpp"
 
 #ifdef BURST_HAVE_CUDA
 #include <nvtx3/nvToolsExt.h>  // header-only: no library to link; a no-op unless a profiler is attached
@@ -78,8 +79,13 @@ inline double median(std::vector<double> x) {
 // The bench's output file checked on rank 0 (which writes it) before any
 // work; every rank raises the same error (bad input, status 2). `flag` is
 // --output when given, else the config key the path came from.
+// A training checkpoint or weights file there is refused (train/weights.hpp).
 inline void check_bench_output(Runtime& rt, const std::string& cli_output, const std::string& path) {
-  check_output_path_on_root(rt.world(), cli_output.empty() ? "bench.output" : "--output", path);
+  const std::string what = cli_output.empty() ? "bench.output" : "--output";
+  check_output_path_on_root(rt.world(), what, path);
+  int rank = 0;
+  MPI_Comm_rank(rt.world(), &rank);
+  check_problem_on_root(rt.world(), rank == 0 ? overwrite_problem(what, path) : "");
 }
 
 inline void set_bench_provenance(io::H5File& f, Runtime& rt, const Config& cfg) {

@@ -31,6 +31,15 @@ template <class T> int run_forward(const ForwardOptions& opt) {
   const std::filesystem::path out_dir = std::filesystem::path(opt.output).parent_path();
   BURST_CHECK_INPUT(out_dir.empty() || std::filesystem::is_directory(out_dir), "--output '", opt.output,
                     "': the directory '", out_dir.string(), "' does not exist");
+  {  // the output must not replace an input or a checkpoint (forward writes through a rename)
+    namespace fs = std::filesystem;
+    std::error_code ec;
+    const auto same = [&](const std::string& in) { return fs::exists(opt.output, ec) && fs::equivalent(opt.output, in, ec); };
+    BURST_CHECK_CONFIG(!same(opt.weights), "--output '", opt.output, "' is the --weights file: the logits would replace the weights");
+    BURST_CHECK_CONFIG(!same(opt.tokens), "--output '", opt.output, "' is the --tokens file: the logits would replace the tokens");
+    const std::string p = overwrite_problem("--output", opt.output);
+    BURST_CHECK_CONFIG(p.empty(), p);
+  }
   // Tokens first: a bad token file is found before the weights are read.
   BURST_CHECK_INPUT(std::filesystem::is_regular_file(opt.tokens), "tokens file '", opt.tokens, "' does not exist");
   io::H5File tf;

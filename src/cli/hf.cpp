@@ -48,6 +48,10 @@ int cmd_import_hf(Runtime& rt, const ImportHfOptions& opt) {
   const fs::path out_dir = fs::path(opt.output).parent_path();
   BURST_CHECK_INPUT(out_dir.empty() || fs::is_directory(out_dir), "--output '", opt.output, "': the directory '",
                     out_dir.string(), "' does not exist");
+  {
+    const std::string p = overwrite_problem("--output", opt.output, /*weights_ok=*/true);
+    BURST_CHECK_CONFIG(p.empty(), p);
+  }
   const std::string cfg_path = (fs::path(opt.model_dir) / "config.json").string();
   BURST_CHECK_INPUT(fs::is_regular_file(cfg_path), "model directory '", opt.model_dir, "' has no config.json");
   const ModelConfig mc = model_from_hf_file(cfg_path);

@@ -85,6 +85,68 @@ void prune_checkpoints(const std::string& path, long keep_last, long step) {
   }
 }
 
+namespace {
+// `a` and `b` name the same file (both may not exist yet).
+bool same_file(const std::string& a, const std::string& b) {
+  std::error_code ec1, ec2;
+  const fs::path ca = fs::weakly_canonical(a, ec1), cb = fs::weakly_canonical(b, ec2);
+  if (!ec1 && !ec2) return ca == cb;
+  return fs::path(a).lexically_normal() == fs::path(b).lexically_normal();
+}
+
+// `file` is `path`, one of its step files, or one of their ".tmp" names.
+bool is_checkpoint_file(const std::string& file, const std::string& path) {
+  std::string f = file;
+  if (f.size() > 4 && f.compare(f.size() - 4, 4, ".tmp") == 0) f.resize(f.size() - 4);
+  if (same_file(f, path)) return true;
+  std::error_code ec;
+  const fs::path cf = fs::weakly_canonical(f, ec);
+  if (ec) return false;
+  const fs::path cp = fs::weakly_canonical(path, ec);
+  if (ec || cf.parent_path() != cp.parent_path()) return false;
+  const std::string name = cf.filename().string(), prefix = cp.stem().string() + ".step", ext = cp.extension().string();
+  if (name.size() != prefix.size() + kStepDigits + ext.size() || name.rfind(prefix, 0) != 0 ||
+      name.compare(name.size() - ext.size(), ext.size(), ext) != 0)
+    return false;
+  const std::string digits = name.substr(prefix.size(), kStepDigits);
+  return std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; });
+}
+}  // namespace
+
+std::string run_outputs_problem(const std::string& checkpoint, const std::string& run_log, bool resume, bool overwrite) {
+  if (!checkpoint.empty() && !run_log.empty() && is_checkpoint_file(run_log, checkpoint))
+    return "io.run_log = '" + run_log + "' is one of the checkpoint's files (io.checkpoint = '" + checkpoint +
+           "', its step files <stem>.stepNNNNNNNN<ext> and their .tmp names): the run would overwrite one with the "
+           "other; give the run log another name";
+  if (resume || overwrite) return "";
+  std::vector<std::string> existing;
+  std::error_code ec;
+  if (!run_log.empty() && fs::exists(run_log, ec)) existing.push_back("the run log '" + run_log + "'");
+  if (!checkpoint.empty()) {
+    if (fs::exists(checkpoint, ec)) existing.push_back("the checkpoint '" + checkpoint + "'");
+    const auto steps = list_step_checkpoints(checkpoint);
+    if (!steps.empty())
+      existing.push_back(std::to_string(steps.size()) + " step checkpoint" + (steps.size() > 1 ? "s" : "") + " ('" +
+                         steps.front().second + "'" + (steps.size() > 1 ? ", ..." : "") + ")");
+  }
+  if (existing.empty()) return "";
+  std::string list;
+  for (size_t i = 0; i < existing.size(); ++i) list += (i ? (i + 1 == existing.size() ? " and " : ", ") : "") + existing[i];
+  return "a new run (no --resume) would replace " + list +
+         " of an earlier run: continue that run with --resume, write to other paths (io.run_log, io.checkpoint), or set "
+         "io.overwrite = true to replace them";
+}
+
+void remove_checkpoint_files(const std::string& path) {
+  std::error_code ec;
+  for (auto& [s, file] : list_step_checkpoints(path)) {
+    fs::remove(file, ec);
+    fs::remove(file + ".tmp", ec);
+  }
+  fs::remove(path, ec);
+  fs::remove(path + ".tmp", ec);
+}
+
 template <class T> void write_checked(io::H5File& f, const std::string& name, const T* data, const io::Dims& dims) {
   const std::uint64_t n = std::accumulate(dims.begin(), dims.end(), std::uint64_t(1), std::multiplies<>());
   f.write(name, data, dims);

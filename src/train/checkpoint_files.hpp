@@ -34,6 +34,22 @@ void publish_checkpoint(const std::string& step_file, const std::string& path);
 // and any with a higher step (left by an earlier run this one replaces).
 void prune_checkpoints(const std::string& path, long keep_last, long step);
 
+// What is wrong with a run's two outputs ("" when nothing), checked on the
+// rank that writes them before any work:
+// - io.run_log must not be one of the checkpoint's files (`checkpoint`, its
+//   step files, or their ".tmp" names): one would overwrite the other;
+// - a new run (resume = false) does not replace an earlier run's files
+//   unless `overwrite` (io.overwrite): an existing run log, checkpoint or
+//   step file is refused, naming it, with the ways on (--resume, another
+//   path, io.overwrite = true). Without this, a forgotten --resume wiped a
+//   long run's log and its newer checkpoints.
+std::string run_outputs_problem(const std::string& checkpoint, const std::string& run_log, bool resume, bool overwrite);
+
+// Removes `path` and its step files (and their ".tmp" leftovers): a new run
+// with io.overwrite = true starts from none of the old run's files, so that a
+// kill before its first checkpoint cannot leave --resume the old run's.
+void remove_checkpoint_files(const std::string& path);
+
 // A dataset and its checksum attribute.
 template <class T> void write_checked(io::H5File& f, const std::string& name, const T* data, const io::Dims& dims);
 

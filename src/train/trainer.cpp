@@ -108,6 +108,9 @@ ConfigSchema train_schema() {
               "(no update, counted in the run log's 'skipped' column)")
       .string("io.run_log", "", {}, "HDF5 run log ('' = none)")
       .string("io.checkpoint", "", {}, "HDF5 checkpoint path ('' = none)")
+      .boolean("io.overwrite", false,
+               "a new run (no --resume) may replace an earlier run's io.run_log, io.checkpoint and step files "
+               "(false: it refuses to start, naming them)")
       .integer("io.checkpoint_every", 0, 0, 1 << 30, "steps between checkpoints (0 = only at the end)")
       .integer("io.keep_last", 2, 1, 1000,
                "checkpoints kept as <checkpoint stem>.stepNNNNNNNN.h5; --resume falls back to an older one when the newest is damaged")
@@ -626,6 +629,12 @@ template <class T> struct TrainerImpl {
   TrainResult run(bool resume) {
     const std::string ckpt = cfg.get_string("io.checkpoint");
     set_comm_timeout(cfg.get_real("comm.timeout_s"));
+    {  // the run's files against an earlier run's (rank 0 writes them): before any work
+      const std::string lp = cfg.get_string("io.run_log");
+      const bool overwrite = cfg.get_bool("io.overwrite");
+      check_problem_on_root(comm, rank == 0 ? run_outputs_problem(ckpt, lp, resume, overwrite) : "");
+      if (rank == 0 && overwrite && !resume && !ckpt.empty()) remove_checkpoint_files(ckpt);
+    }
     if (resume) {
       BURST_CHECK_CONFIG(!ckpt.empty(), "--resume needs io.checkpoint");
       resume_from(ckpt);

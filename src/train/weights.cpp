@@ -142,4 +142,20 @@ void save_weights(const std::string& path, const ModelConfig& mc, const std::str
 template void load_weights<float, DeviceMem>(const std::string&, const ModelConfig&, FlatTensors<float, DeviceMem>&);
 template void load_weights<double, DeviceMem>(const std::string&, const ModelConfig&, FlatTensors<double, DeviceMem>&);
 
+std::string overwrite_problem(const std::string& what, const std::string& path, bool weights_ok) {
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec)) return "";
+  io::H5File f;
+  try {
+    f = io::H5File::open(path);
+  } catch (const Error&) {
+    return "";  // not an HDF5 file: not ours to protect
+  }
+  if (!f.has_attr("/", "format_version")) return "";
+  const bool weights = f.has_attr("/", "content") && f.attr_string("/", "content") == "weights";
+  if (weights && weights_ok) return "";
+  return what + " = '" + path + "' is " + (weights ? "a weights file" : "a training checkpoint") +
+         " of this engine: refusing to overwrite it (write the output elsewhere, or remove the file first)";
+}
+
 }  // namespace burst

@@ -68,4 +68,11 @@ std::vector<A> load_weights_flat(const std::string& path, const ModelConfig& mc,
 void save_weights(const std::string& path, const ModelConfig& mc, const std::string& dtype,
                   const std::function<std::vector<double>(const ParamInfo&)>& values, const std::string& source);
 
+// What is wrong with writing `path` as a command's output `what` ("" when
+// nothing): it must not be one of this engine's checkpoints (an HDF5 file
+// with the root attribute format_version), nor a weights file unless
+// `weights_ok` (import-hf replacing an earlier import). A bench or forward
+// pointed at a checkpoint by mistake replaced it with its results.
+std::string overwrite_problem(const std::string& what, const std::string& path, bool weights_ok = false);
+
 }  // namespace burst

@@ -15,7 +15,8 @@ printf '[64, 64]' > array.json
 printf '{"vocab_size": 64,' > truncated.json
 printf '{"vocab_size": 64, "hidden_size": 32, "num_hidden_layers": 1, "num_attention_heads": 2, "intermediate_size": 48}' > other.json
 # Checkpoints, each alone in its directory (--resume also looks for step files).
-small=(--set train.seq_len=32 --set train.batch=2 --set data.digits=2 --set train.steps=1 --set train.eval_sequences=2)
+small=(--set train.seq_len=32 --set train.batch=2 --set data.digits=2 --set train.steps=1 --set train.eval_sequences=2
+       --set io.overwrite=true)  # a rerun of the setup replaces its own files
 mkdir -p good other corrupt old text notckpt
 "$burst" train "${small[@]}" --set io.checkpoint=good/ck.h5 --set io.run_log=notckpt/ck.h5 > /dev/null
 "$burst" train "${small[@]}" --set io.checkpoint=other/ck.h5 --set model.config=other.json > /dev/null
