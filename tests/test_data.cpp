@@ -160,6 +160,11 @@ TEST(Data, EverySourceThroughMakeSource) {
   write_bytes(dir + "/b.txt", std::string(30, 'b'));
   auto tx = make_source(data_config({"data.task=text", "data.path=\"" + dir + "\"", "data.heldout_fraction=0"}), 300, 16);
   EXPECT_EQ(tx->vocab_needed, kTextVocab);
+  // no held-out part (fraction 0): evaluations draw from the training data, and the source says so
+  EXPECT_FALSE(tx->heldout());
+  EXPECT_NE(tx->describe().find("no held-out part"), std::string::npos) << tx->describe();
+  EXPECT_TRUE(pk->heldout());
+  EXPECT_TRUE(std::isnan(tx->chance_loss()));
   bool crossed = false;
   for (std::uint64_t i = 0; i < 64; ++i) {
     Sequence s = tx->make(5, 0, i);
@@ -193,6 +198,8 @@ TEST(Data, EverySourceThroughMakeSource) {
   }
   auto h5 = make_source(data_config({"data.task=h5", "data.path=\"" + tmp("tok.h5") + "\"", "data.heldout_fraction=0"}), 97, 64);
   EXPECT_NE(h5->describe().find("300 tokens in 3 document(s)"), std::string::npos) << h5->describe();
+  auto h5h = make_source(data_config({"data.task=h5", "data.path=\"" + tmp("tok.h5") + "\"", "data.heldout_fraction=0.3"}), 97, 64);
+  EXPECT_TRUE(h5h->heldout());
 }
 
 TEST(Data, BadTokenFilesAreRefusedNamingFileAndOffset) {

@@ -113,8 +113,10 @@ class CorpusSource : public TokenSource {
   std::string describe() const override {
     const TokenCorpus& c = sampler_.corpus();
     return str_cat(c.source(), ": ", c.size(), " tokens in ", c.doc_starts().size(), " document(s), ", sampler_.train_tokens(),
-                   " for training; random windows of ", seq_len, " tokens");
+                   " for training", sampler_.has_heldout() ? "" : " (no held-out part: evaluations use training data)",
+                   "; random windows of ", seq_len, " tokens");
   }
+  bool heldout() const override { return sampler_.has_heldout(); }
 
  private:
   CorpusSampler sampler_;
@@ -168,6 +170,7 @@ class RandomPositions : public TokenSource {
     return str_cat(inner_->describe(), "; training positions: sorted random samples of [0, ", range_, ")");
   }
   double chance_loss() const override { return inner_->chance_loss(); }
+  bool heldout() const override { return inner_->heldout(); }
 
  private:
   std::unique_ptr<TokenSource> inner_;

@@ -32,6 +32,10 @@ class TokenSource {
   // The loss of a uniform guess at each labelled token (synthetic tasks:
   // ln of the answer alphabet), or NaN where that means nothing (text).
   virtual double chance_loss() const;
+  // Whether evaluations (stream != 0) draw from data kept out of training:
+  // synthetic tasks draw fresh sequences; a corpus with data.heldout_fraction
+  // = 0 evaluates on its training part (the logs then say so).
+  virtual bool heldout() const { return true; }
   long seq_len = 0;
   long vocab_needed = 0;  // the smallest vocabulary that holds every token id
 };

@@ -55,7 +55,12 @@ TokenCorpus TokenCorpus::open_bin(const std::string& path, int bytes_per_token, 
   const char* dtype = bytes_per_token == 2 ? "uint16" : "uint32";
   TokenCorpus c;
   c.source_ = "token file '" + path + "'";
-  const int fd = ::open(path.c_str(), O_RDONLY);
+  {  // before open(): opening a FIFO would wait for a writer
+    struct stat pst {};
+    BURST_CHECK_INPUT(::stat(path.c_str(), &pst) == 0, "cannot open token file '", path, "': ", std::strerror(errno));
+    BURST_CHECK_INPUT(S_ISREG(pst.st_mode), "token file '", path, "' is not a regular file (a device, FIFO or socket)");
+  }
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK);
   BURST_CHECK_INPUT(fd >= 0, "cannot open token file '", path, "': ", std::strerror(errno));
   struct stat st {};
   const bool ok = fstat(fd, &st) == 0;
@@ -93,6 +98,9 @@ TokenCorpus TokenCorpus::open_text(const std::string& path, long vocab) {
     std::sort(files.begin(), files.end());
     BURST_CHECK_INPUT(!files.empty(), "text directory '", path, "' holds no files");
   } else {
+    BURST_CHECK_INPUT(fs::exists(path, ec), "cannot open text file '", path, "': no such file or directory");
+    BURST_CHECK_INPUT(fs::is_regular_file(path, ec), "text file '", path,
+                      "' is not a regular file or a directory (a device, FIFO or socket)");
     files.push_back(path);
   }
   TokenCorpus c;

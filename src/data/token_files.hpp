@@ -86,6 +86,7 @@ class CorpusSampler {
   Sequence make(std::uint64_t seed, std::uint64_t stream, std::uint64_t index) const;
   const TokenCorpus& corpus() const { return *corpus_; }
   long train_tokens() const { return split_; }
+  bool has_heldout() const { return heldout_; }
 
  private:
   std::shared_ptr<const TokenCorpus> corpus_;

@@ -672,8 +672,11 @@ template <class T> struct TrainerImpl {
       if (cfg.get_int("train.short_steps") > 0)
         std::printf("curriculum: the first %ld steps on %ld tokens\n", cfg.get_int("train.short_steps"),
                     cfg.get_int("train.short_seq_len"));
-      std::printf("data %s: %ld tokens per sequence (chance loss %.3f); %d replica(s) x %ld sequences per step\n",
-                  source->describe().c_str(), cfg.get_int("train.seq_len"), source->chance_loss(), mesh->dp, local_batch);
+      const double chance = source->chance_loss();
+      char chance_s[64] = "no chance loss: natural data";
+      if (std::isfinite(chance)) std::snprintf(chance_s, sizeof chance_s, "chance loss %.3f", chance);
+      std::printf("data %s: %ld tokens per sequence (%s); %d replica(s) x %ld sequences per step\n",
+                  source->describe().c_str(), cfg.get_int("train.seq_len"), chance_s, mesh->dp, local_batch);
       if (mesh->cp > 1)
         std::printf("sequence parallel: %d ranks per sequence, %s (%s), activation %s, loss chunk %ld\n", mesh->cp,
                     cfg.get_string("parallel.method").c_str(), attn_description.c_str(),
@@ -732,7 +735,8 @@ template <class T> struct TrainerImpl {
           row.push_back({"eval_loss_" + std::to_string(len), el});
           row.push_back({"eval_accuracy_" + std::to_string(len), ea});
           char buf[96];
-          std::snprintf(buf, sizeof buf, " | held-out@%ld loss %.4f acc %.3f", len, el, ea);
+          std::snprintf(buf, sizeof buf, " | %s@%ld loss %.4f acc %.3f", source->heldout() ? "held-out" : "eval (training data)",
+                        len, el, ea);
           eval_line += buf;
         }
         row.push_back({"eval_loss", res.eval_loss});
