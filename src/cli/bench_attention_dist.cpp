@@ -29,6 +29,7 @@
 #include "perf/shape.hpp"
 
 #include <algorithm>
+#include <filesystem>
 #include <ctime>
 #include <cmath>
 #include <cstdio>
@@ -175,6 +176,8 @@ template <class T> int run_all(Runtime& rt, const Config& cfg, const std::string
                 "fwd s", "bwd s", "TFLOP/s", "bytes/rank", "analytic", "exposed", "compute", "comm", "overlap");
   }
   int status = 0;
+  long ran = 0;  // cases run (the others were skipped: validate_attention refused them)
+  std::string last_skip;
   for (const Case& c : cases) {
     AttnOptions ao;
     ao.method = c.method;
@@ -200,8 +203,10 @@ template <class T> int run_all(Runtime& rt, const Config& cfg, const std::string
       validate_attention(ao, pb, P, L);
     } catch (const Error& e) {
       if (rt.rank() == 0) std::printf("%-46s skipped: %s\n", name.c_str(), e.message().c_str());
+      last_skip = e.message();
       continue;
     }
+    ++ran;
     auto world = Communicator::create(rt.world(), "world");
     // CPU seconds per wall second of this rank over the timed case: below 1
     // when ranks share cores with each other or with other jobs (the
@@ -291,10 +296,18 @@ template <class T> int run_all(Runtime& rt, const Config& cfg, const std::string
                  std::string("(t_compute + t_comm - t_total) / t_comm; t_compute: the method on the null transport "
                              "(same blocks, all ranks at once); t_comm: the method with comm_only (transfers, no math)"));
     h5->set_attr("/", "config", cfg.dump());
-    std::printf("wrote %s\n", out.c_str());
+    if (ran == 0) {  // nothing measured: no empty result file, and a failing status naming why
+      h5.reset();
+      std::error_code ec;
+      std::filesystem::remove(out, ec);
+    } else {
+      std::printf("wrote %s\n", out.c_str());
+    }
     if (status != 0) std::fprintf(stderr, "bench attention: bytes handed to the transport differ from the schedule's count\n");
   }
   MPI_Bcast(&status, 1, MPI_INT, 0, rt.world());
+  BURST_CHECK_CONFIG(ran > 0, "bench attention: every one of the ", cases.size(),
+                     " cases was skipped, nothing was measured (the last: ", last_skip, ")");
   return status;
 }
 

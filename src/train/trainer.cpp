@@ -640,6 +640,9 @@ template <class T> struct TrainerImpl {
       resume_from(ckpt);
     }
     const long steps = cfg.get_int("train.steps");
+    if (resume && step >= steps && rank == 0)
+      std::printf("nothing to train: the checkpoint is at step %ld and train.steps = %ld (raise train.steps to go on)\n", step,
+                  steps);
     std::unique_ptr<io::H5File> logf;
     std::unique_ptr<io::RunLog> log;
     if (rank == 0 && !cfg.get_string("io.run_log").empty()) {
