@@ -190,6 +190,9 @@ template <class T> struct TrainerImpl {
     mc.validate();
     BURST_CHECK_CONFIG(cfg.get_int("train.seq_len") <= mc.max_position_embeddings * 64, "train.seq_len = ",
                        cfg.get_int("train.seq_len"), " is beyond what the model's positions were built for");
+    for (auto l : cfg.get_int_list("train.eval_seq_lens"))
+      BURST_CHECK_CONFIG(l <= mc.max_position_embeddings * 64, "train.eval_seq_lens: ", l,
+                         " is beyond what the model's positions were built for");
     ModelOptions mo;
     mo.policy = parse_act_policy(cfg.get_string("train.activation"));
     mo.loss_chunk = cfg.get_int("train.loss_chunk");
