@@ -130,6 +130,14 @@ ConfigSchema train_schema() {
     return "";
   });
   s.rule([](const Config& c) -> std::string {
+    // A curriculum's short sequences are the shorter ones (unused when train.short_steps = 0).
+    if (c.get_int("train.short_steps") > 0 && c.get_int("train.short_seq_len") > c.get_int("train.seq_len"))
+      return "train.short_seq_len = " + std::to_string(c.get_int("train.short_seq_len")) + " exceeds train.seq_len = " +
+             std::to_string(c.get_int("train.seq_len")) + " (the curriculum's first train.short_steps = " +
+             std::to_string(c.get_int("train.short_steps")) + " steps train on the shorter sequences)";
+    return "";
+  });
+  s.rule([](const Config& c) -> std::string {
     if (c.get_int("train.attention_window") > c.get_int("train.seq_len"))
       return "train.attention_window = " + std::to_string(c.get_int("train.attention_window")) + " exceeds train.seq_len = " +
              std::to_string(c.get_int("train.seq_len")) + " (0 means full causal attention)";
