@@ -29,6 +29,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <limits>
+#include <sstream>
 
 namespace burst {
 
@@ -113,7 +114,7 @@ ConfigSchema train_schema() {
                "checkpoints kept as <checkpoint stem>.stepNNNNNNNN.h5; --resume falls back to an older one when the newest is damaged")
       .real("comm.timeout_s", 300, 0, 1e7,
             "longest wait of a collective for the other ranks before the run stops naming it; a step with no progress for "
-            "twice this is aborted by the watchdog (0 = wait forever)")
+            "twice this is aborted by the watchdog (0 = wait forever, else at least 1)")
       // Test hooks: faults on purpose, to check that the engine survives them.
       .integer("debug.inject_nan_step", -1, -1, 100000000, "for tests: put a NaN into one gradient at this step (-1 = never)")
       .string("debug.inject_nan_tensor", "model.layers.0.self_attn.q_proj.weight", {},
@@ -135,6 +136,16 @@ ConfigSchema train_schema() {
       return "train.short_seq_len = " + std::to_string(c.get_int("train.short_seq_len")) + " exceeds train.seq_len = " +
              std::to_string(c.get_int("train.seq_len")) + " (the curriculum's first train.short_steps = " +
              std::to_string(c.get_int("train.short_steps")) + " steps train on the shorter sequences)";
+    return "";
+  });
+  s.rule([](const Config& c) -> std::string {
+    // Below a second every collective times out (1e-6 aborted every run).
+    const double t = c.get_real("comm.timeout_s");
+    if (t != 0 && t < 1) {
+      std::ostringstream os;
+      os << "comm.timeout_s = " << t << " is too short: 0 (wait forever) or at least 1 second";
+      return os.str();
+    }
     return "";
   });
   s.rule([](const Config& c) -> std::string {
