@@ -206,6 +206,13 @@ template <class T> struct TrainerImpl {
       if (!mc.windowed(long(l))) mc.window_layers.push_back(long(l));
     if (cfg.get_int("model.sliding_window") > 0) mc.sliding_window = cfg.get_int("model.sliding_window");
     if (cfg.get_int("model.attn_log_scale") > 0) mc.attn_log_scale = cfg.get_int("model.attn_log_scale");
+    // model.sliding_window sizes the window of the sliding-window layers (the
+    // config's layer_types, or model.window_layers); with none it would
+    // change nothing. train.attention_window windows every layer.
+    BURST_CHECK_CONFIG(cfg.get_int("model.sliding_window") == 0 || !mc.window_layers.empty(), "model.sliding_window = ",
+                       cfg.get_int("model.sliding_window"), " has no effect: ", mc.name,
+                       " has no sliding-window layers; name them in model.window_layers (or use train.attention_window "
+                       "for a window on every layer)");
     mc.validate();
     BURST_CHECK_CONFIG(cfg.get_int("train.seq_len") <= mc.max_position_embeddings * 64, "train.seq_len = ",
                        cfg.get_int("train.seq_len"), " is beyond what the model's positions were built for");
