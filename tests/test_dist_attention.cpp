@@ -8,10 +8,14 @@
 #include "parallel/check.hpp"
 #include "perf/attention.hpp"
 #include "core/error.hpp"
+#include "io/h5.hpp"
 
 #include <gtest/gtest.h>
 #include <mpi.h>
+#include <unistd.h>
 
+#include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <string>
 
@@ -354,6 +358,54 @@ TEST(DistAttention, ImpossibleCombinationsAreRefusedBeforeCommunicating) {
   pb.seq = P - 1;
   o.method = "burst";
   EXPECT_THROW(validate_attention(o, pb, P, P), Error);
+}
+
+// A NaN anywhere in a compared output fails the check: std::max dropped it
+// (attn-check printed PASS over NaN outputs); an inf in one side only is inf.
+TEST(DistAttention, RelErrorSeesNonFiniteValues) {
+  const std::vector<double> ref = {1.0, -2.0, -INFINITY, 4.0};
+  EXPECT_DOUBLE_EQ(rel_error(ref, ref), 0.0);
+  EXPECT_NEAR(rel_error({1.0, -2.0, -INFINITY, 4.4}, ref), 0.1, 1e-12);  // matching -inf ignored
+  EXPECT_TRUE(std::isnan(rel_error({NAN, -2.0, -INFINITY, 4.0}, ref)));
+  EXPECT_TRUE(std::isnan(rel_error({1.0, -2.0, -INFINITY, NAN}, ref)));  // NaN last: not folded away
+  EXPECT_TRUE(std::isnan(rel_error(ref, {1.0, NAN, -INFINITY, 4.0})));
+  EXPECT_TRUE(std::isinf(rel_error({1.0, INFINITY, -INFINITY, 4.0}, ref)));
+  EXPECT_TRUE(std::isinf(rel_error({1.0, -2.0, 0.0, 4.0}, ref)));
+  EXPECT_FALSE(rel_error({1.0, -2.0, -INFINITY, NAN}, ref) <= 1e-4);  // attn-check's test
+}
+
+// --input with a NaN or inf in q, k, v or do is refused up front, naming the
+// dataset and the first bad index.
+TEST(DistAttention, NonFiniteInputIsRefused) {
+  AttnProblem pb = problem(Case{"ring", "contiguous", "causal"}, 8, 2, 4);
+  pb.kv_heads = 2;
+  const std::string path = "/tmp/burst_test_nonfinite_input_" + std::to_string(::getpid()) + ".h5";
+  const io::Dims dims{8, 2, 4};
+  std::vector<double> ok(64, 0.5), bad = ok;
+  bad[13] = NAN;  // token 1, head 1, element 1
+  {
+    io::H5File f = io::H5File::create(path);
+    f.write("q", ok, dims), f.write("k", bad, dims), f.write("v", ok, dims), f.write("do", ok, dims);
+  }
+  try {
+    make_inputs(pb, path, 1);
+    ADD_FAILURE() << "a NaN in k was accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::Input);
+    EXPECT_NE(e.message().find("dataset 'k' holds nan at index 13 [1, 1, 1]"), std::string::npos) << e.message();
+  }
+  {
+    io::H5File f = io::H5File::create(path);
+    bad = ok, bad[63] = INFINITY;
+    f.write("q", ok, dims), f.write("k", ok, dims), f.write("v", ok, dims), f.write("do", bad, dims);
+  }
+  try {
+    make_inputs(pb, path, 1);
+    ADD_FAILURE() << "an inf in do was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(e.message().find("dataset 'do' holds inf at index 63"), std::string::npos) << e.message();
+  }
+  std::remove(path.c_str());
 }
 
 // The backend factory: MPI on host builds (NCCL only where built and every

@@ -213,6 +213,24 @@ TEST(Model, HuggingFaceConfigBothForms) {
             "model has 1 sliding-window layers but no sliding_window size");
   EXPECT_EQ(err("{not json"), err("{not json"));
   EXPECT_NE(err("{not json").find("cannot parse bad.json as JSON"), std::string::npos);
+  // Absurd sizes are named before anything is built (a billion layers got
+  // the process killed for memory); no positions at all is refused.
+  auto cfg = [](const std::string& layers, const std::string& hidden, const std::string& heads, const std::string& vocab,
+                const std::string& ffn, const std::string& extra) {
+    return R"({"num_hidden_layers": )" + layers + R"(, "hidden_size": )" + hidden + R"(, "num_attention_heads": )" + heads +
+           R"(, "vocab_size": )" + vocab + R"(, "intermediate_size": )" + ffn + extra + "}";
+  };
+  EXPECT_EQ(err(cfg("1000000000", "8", "2", "10", "4", "")), "bad.json: 'num_hidden_layers' = 1000000000 is out of range [1, 4096]");
+  EXPECT_EQ(err(cfg("2", "8", "2", "10", "4", R"(, "max_position_embeddings": 0)")),
+            "bad.json: 'max_position_embeddings' = 0 is out of range [1, 1073741824]");
+  EXPECT_EQ(err(cfg("2", "8", "2", "100000000000", "4", "")), "bad.json: 'vocab_size' = 100000000000 is out of range [2, 16777216]");
+  EXPECT_EQ(err(cfg("2", "8", "0", "10", "4", "")), "bad.json: 'num_attention_heads' = 0 is out of range [1, 16384]");
+  EXPECT_EQ(err(cfg("2", "99999999", "2", "10", "4", "")), "bad.json: 'hidden_size' = 99999999 is out of range [1, 1048576]");
+  EXPECT_EQ(err(cfg("2", "8", "2", "10", "-4", "")), "bad.json: 'intermediate_size' = -4 is out of range [1, 4194304]");
+  // Another architecture's config is refused by name, the LLaMA family taken.
+  EXPECT_EQ(err(R"({"model_type": "gpt2", "n_layer": 2})"),
+            "bad.json: model_type 'gpt2' is not supported: this engine is a LLaMA decoder (llama, mistral, smollm3)");
+  EXPECT_EQ(model_from_hf_json(cfg("2", "8", "2", "10", "4", R"(, "model_type": "mistral")"), "m.json").layers, 2);
 }
 
 // ------------------------------------------------------------ one block alone

@@ -9,6 +9,7 @@
 // Checked first on a few tokens against a double-precision host reference
 // (loss, dx and sampled rows of dW). Rank 0's numbers are written.
 #include "cli/bench_common.hpp"
+#include "cli/bench_memory.hpp"
 #include "cli/commands.hpp"
 #include "core/config.hpp"
 #include "core/error.hpp"
@@ -71,6 +72,15 @@ template <class T> static void run(Runtime& rt, const Config& cfg, const std::st
   double tol = cfg.get_real("bench.tolerance");
   if (tol == 0) tol = std::is_same<T, bf16>::value ? 2e-2 : std::is_same<T, float>::value ? 1e-4 : 1e-10;
 
+  {
+    // x, dx [N, H], W, dW [V, H], the targets and the largest chunk's logits [c, V].
+    long c = 1;
+    for (auto ch : cfg.get_int_list("bench.chunks")) c = std::max<long>(c, std::min<long>(ch, N));
+    check_bench_fits("bench ce at N = " + std::to_string(N) + " tokens, H = " + std::to_string(H) + ", V = " + std::to_string(V) +
+                         " (x, dx, W, dW and a chunk's logits)",
+                     (2.0 * double(N) * double(H) + 2.0 * double(V) * double(H) + double(c) * double(V)) * double(sizeof(T)) +
+                         4.0 * double(N));
+  }
   View2<T> x(mem_label(MemCategory::Workspace, "ce.x"), N, H), W(mem_label(MemCategory::Params, "ce.W"), V, H);
   View2<T> dx(mem_label(MemCategory::Workspace, "ce.dx"), N, H), dW(mem_label(MemCategory::Grads, "ce.dW"), V, H);
   View1<std::int32_t> target(mem_label(MemCategory::Workspace, "ce.target"), N);

@@ -8,6 +8,7 @@
 // the 1B (2048 / 5632) and 7B (4096 / 11008) shapes and the 128256-word LM
 // head: forward X W^T (NT), input gradient dY W (NN), weight gradient dY^T X (TN).
 #include "cli/bench_common.hpp"
+#include "cli/bench_memory.hpp"
 #include "cli/commands.hpp"
 #include "core/config.hpp"
 #include "core/error.hpp"
@@ -129,6 +130,11 @@ template <class T, class TC> static void run(Runtime& rt, const Config& cfg, con
   const int ns = int(shapes.size());
   const double beta = cfg.get_string("bench.beta") == "1" ? 1.0 : 0.0;
   std::vector<double> gflops(ns), seconds(ns), err(ns), peak(ns);
+  for (const Shape& sh : shapes)  // every shape before the first is timed
+    check_bench_fits("bench gemm shape '" + sh.label + "' (A, B and C: " + std::to_string(sh.m) + " x " + std::to_string(sh.n) +
+                         " x " + std::to_string(sh.k) + ")",
+                     (double(sh.m) * double(sh.k) + double(sh.k) * double(sh.n)) * double(sizeof(T)) +
+                         double(sh.m) * double(sh.n) * double(sizeof(TC)));
 #ifdef BURST_HAVE_CUDA
   const long lt_calls0 = lt::call_count();
 #endif

@@ -107,8 +107,8 @@ int main(int argc, char** argv) {
   sim->add_option("--seq", so.seq, "tokens per sequence: 32768, 128K, 1M (K = 1024)")->capture_default_str();
   sim->add_option("--gpus", so.gpus, "GPUs in the sequence-parallel group")->capture_default_str();
   sim->add_option("--method", so.method, "burst | ring | ulysses | usp | loongtrain | allgather")->capture_default_str();
-  sim->add_option("--hp", so.hp, "usp: head-parallel size (default: GPUs per node)");
-  sim->add_option("--inner", so.inner, "loongtrain: ranks per inner ring (default: GPUs per node)");
+  auto* sim_hp = sim->add_option("--hp", so.hp, "usp: head-parallel size (default: GPUs per node)");
+  auto* sim_inner = sim->add_option("--inner", so.inner, "loongtrain: ranks per inner ring (default: GPUs per node)");
   sim->add_option("--placement", so.placement, "usp: head-first | ring-first")->capture_default_str();
   sim->add_option("--usp-inner", so.usp_inner, "usp: ring | burst")->capture_default_str();
   sim->add_option("--ring", so.ring, "flat | double | auto")->capture_default_str();
@@ -125,7 +125,7 @@ int main(int argc, char** argv) {
   sim->add_option("--fused-loss", so.fused_loss, "on | off")->capture_default_str();
   sim->add_option("--zero", so.zero, "ZeRO stage 0-3 over all GPUs")->capture_default_str();
   sim->add_option("--offload", so.offload, "optimizer on the host (CPU Adam): on | off")->capture_default_str();
-  sim->add_option("--gpus-per-node", so.gpus_per_node, "override the cluster's ranks per node (emulated nodes, BURST_GPUS_PER_NODE)");
+  auto* sim_gpn = sim->add_option("--gpus-per-node", so.gpus_per_node, "override the cluster's ranks per node (emulated nodes, BURST_GPUS_PER_NODE)");
   sim->add_option("--host-cores", so.host_cores, "CPU clusters: cores the ranks share (override host.cores; may be fractional)");
   sim->add_option("--host-cpu", so.host_cpu,
                   "CPU clusters: the CPU a real run's ranks used, CPU seconds per wall second (as --host-cores, idle waits left out)");
@@ -177,6 +177,10 @@ int main(int argc, char** argv) {
   // The model needs no runtime (no MPI, no Kokkos).
   if (*sim) {
     try {
+      // 0 stands for "not given" inside; on the command line it is as wrong as a negative value.
+      BURST_CHECK_CONFIG(sim_gpn->count() == 0 || so.gpus_per_node != 0, "--gpus-per-node 0 must be >= 1");
+      BURST_CHECK_CONFIG(sim_hp->count() == 0 || so.hp != 0, "--hp 0 must be >= 1 (default: GPUs per node)");
+      BURST_CHECK_CONFIG(sim_inner->count() == 0 || so.inner != 0, "--inner 0 must be >= 1 (default: GPUs per node)");
       return cli::cmd_simulate(so);
     } catch (const std::exception& e) {
       exit_on_error(e);

@@ -416,13 +416,15 @@ int cmd_simulate(const SimulateOptions& o) {
     BURST_CHECK_CONFIG(o.gpus_per_node <= 4096, "--gpus-per-node ", o.gpus_per_node, " is out of range");
     x.cl.gpus_per_node = o.gpus_per_node;
   }
-  if (o.host_cores > 0) {
-    if (x.cl.machine_cores <= 0) x.cl.machine_cores = o.host_cores;  // a file without host.cores: the override is the machine
-    x.cl.host_cores = o.host_cores;
-  }
+  // The share of a CPU host's cores a run got: a GPU cluster (no host.cores)
+  // has nothing to share, and the override silently changed its prediction.
+  if (o.host_cores > 0 || o.host_cpu > 0)
+    BURST_CHECK_CONFIG(x.cl.machine_cores > 0, o.host_cores > 0 ? "--host-cores " : "--host-cpu ",
+                       o.host_cores > 0 ? o.host_cores : o.host_cpu, " is only for CPU clusters (a cluster file with host.cores); ",
+                       x.cl.name, " (", x.cl.file, ") is a GPU cluster");
+  if (o.host_cores > 0) x.cl.host_cores = o.host_cores;
   if (o.host_cpu > 0) {
     BURST_CHECK_CONFIG(o.host_cores <= 0, "--host-cores and --host-cpu: give one (the cores the ranks had, or the CPU they used)");
-    if (x.cl.machine_cores <= 0) x.cl.machine_cores = o.host_cpu;
     x.cl.host_cores = o.host_cpu, x.cl.host_cpu_used = true;
   }
   x.k = load_calibration(o.calibration.empty() ? dir + "/perf_calibration.toml" : o.calibration);

@@ -1,6 +1,7 @@
 #include "core/config.hpp"
 
 #include "core/error.hpp"
+#include "core/suggest.hpp"
 
 #define TOML_HEADER_ONLY 1
 #define TOML_ENABLE_FORMATTERS 0
@@ -130,23 +131,26 @@ static size_t edit_distance(const std::string& a, const std::string& b) {
   return prev[b.size()];
 }
 
-std::string ConfigSchema::suggest(const std::string& name) const {
-  const Key* best = nullptr;
+std::string did_you_mean(const std::string& name, const std::vector<std::string>& candidates) {
   // Suggest only close matches: at most half the name wrong, and 1 to 3 edits.
   size_t bd = std::max<size_t>(1, std::min<size_t>(3, name.size() / 2)) + 1;
   std::string best_name;
-  auto consider = [&](const std::string& cand) {
+  for (auto& cand : candidates) {
     size_t d = edit_distance(name, cand);
     if (d < bd) bd = d, best_name = cand;
-  };
+  }
+  return best_name.empty() ? "" : "; did you mean '" + best_name + "'?";
+}
+
+std::string ConfigSchema::suggest(const std::string& name) const {
+  std::vector<std::string> names;
   for (auto& k : keys_) {
-    consider(k.name);
+    names.push_back(k.name);
     // Sections too: every dotted prefix of a key ("model" of "model.heads").
     for (size_t dot = k.name.find('.'); dot != std::string::npos; dot = k.name.find('.', dot + 1))
-      consider(k.name.substr(0, dot));
+      names.push_back(k.name.substr(0, dot));
   }
-  (void)best;
-  return best_name.empty() ? "" : "; did you mean '" + best_name + "'?";
+  return did_you_mean(name, names);
 }
 
 static const char* type_name(ConfigSchema::Type t) {

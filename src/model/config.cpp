@@ -18,6 +18,7 @@ void ModelConfig::validate() const {
                      " must be divisible by num_key_value_heads = ", kv_heads);
   BURST_CHECK_CONFIG(head_dim >= 2 && head_dim % 2 == 0, "model head_dim = ", head_dim, " must be even and >= 2 (RoPE)");
   BURST_CHECK_CONFIG(ffn >= 1, "model intermediate_size = ", ffn, " must be >= 1");
+  BURST_CHECK_CONFIG(max_position_embeddings >= 1, "model max_position_embeddings = ", max_position_embeddings, " must be >= 1");
   BURST_CHECK_CONFIG(rms_eps > 0, "model rms_norm_eps = ", rms_eps, " must be > 0");
   BURST_CHECK_CONFIG(rope.head_dim == head_dim, "rope dimension ", rope.head_dim, " must equal head_dim ", head_dim);
   kernels::rope_table(rope, 1);  // checks the scaling parameters
@@ -119,6 +120,25 @@ long get_long(const json& j, const char* key, const std::string& src, long def =
   return j[key].get<long>();
 }
 
+// A size of the model: in [lo, hi], named with its key and the file.
+// Absurd sizes (a billion layers) got the process killed for memory while
+// the parameter table was being built.
+long get_size(const json& j, const char* key, const std::string& src, long lo, long hi, long def = -1) {
+  const long v = get_long(j, key, src, def);
+  BURST_CHECK_CONFIG(v >= lo && v <= hi, src, ": '", key, "' = ", v, " is out of range [", lo, ", ", hi, "]");
+  return v;
+}
+
+// Upper bounds of the sizes a config.json may give (far above any model
+// released: Llama 3 405B has 126 layers, hidden 16384, ffn 53248; vocabularies
+// stop near 262144; contexts near 10M).
+constexpr long kMaxLayers = 4096, kMaxHidden = 1L << 20, kMaxHeads = 1L << 14, kMaxVocab = 1L << 24,
+               kMaxFfn = 1L << 22, kMaxPositions = 1L << 30;
+
+// The model_type values whose checkpoints are this LLaMA decoder (the same
+// tensors and computation); absent = ours, or a hand-written config.
+bool llama_family(const std::string& t) { return t == "llama" || t == "mistral" || t == "smollm3"; }
+
 double get_double(const json& j, const char* key, double def) {
   if (!j.contains(key) || j[key].is_null()) return def;
   return j[key].get<double>();
@@ -153,18 +173,22 @@ ModelConfig model_from_hf_json(const std::string& text, const std::string& src) 
   }
   BURST_CHECK_CONFIG(j.is_object(), src, ": a config.json must be a JSON object");
   try {
+    if (j.contains("model_type") && !j["model_type"].is_null()) {
+      const std::string t = j["model_type"].is_string() ? j["model_type"].get<std::string>() : j["model_type"].dump();
+      BURST_CHECK_CONFIG(llama_family(t), src, ": model_type '", t,
+                         "' is not supported: this engine is a LLaMA decoder (llama, mistral, smollm3)");
+    }
     ModelConfig c;
     c.name = j.value("_name_or_path", std::string("hf"));
     if (c.name.empty()) c.name = "hf";
-    c.vocab = get_long(j, "vocab_size", src);
-    c.hidden = get_long(j, "hidden_size", src);
-    c.layers = get_long(j, "num_hidden_layers", src);
-    c.heads = get_long(j, "num_attention_heads", src);
-    c.kv_heads = get_long(j, "num_key_value_heads", src, c.heads);
-    BURST_CHECK_CONFIG(c.heads >= 1, src, ": num_attention_heads = ", c.heads, " must be >= 1");
-    c.head_dim = get_long(j, "head_dim", src, c.hidden / c.heads);
-    c.ffn = get_long(j, "intermediate_size", src);
-    c.max_position_embeddings = get_long(j, "max_position_embeddings", src, 4096);
+    c.vocab = get_size(j, "vocab_size", src, 2, kMaxVocab);
+    c.hidden = get_size(j, "hidden_size", src, 1, kMaxHidden);
+    c.layers = get_size(j, "num_hidden_layers", src, 1, kMaxLayers);
+    c.heads = get_size(j, "num_attention_heads", src, 1, kMaxHeads);
+    c.kv_heads = get_size(j, "num_key_value_heads", src, 1, kMaxHeads, c.heads);
+    c.head_dim = get_size(j, "head_dim", src, 0, kMaxHidden, c.hidden / c.heads);  // 0: validate() names it
+    c.ffn = get_size(j, "intermediate_size", src, 1, kMaxFfn);
+    c.max_position_embeddings = get_size(j, "max_position_embeddings", src, 1, kMaxPositions, 4096);
     c.rms_eps = get_double(j, "rms_norm_eps", 1e-6);
     c.tie_embeddings = j.value("tie_word_embeddings", false);
     const std::string act = j.value("hidden_act", std::string("silu"));

@@ -28,6 +28,11 @@ Tensors make_inputs(const AttnProblem& pb, const std::string& input, unsigned lo
       auto x = f.read<double>(name, &dims);
       BURST_CHECK_INPUT(dims == io::Dims({std::uint64_t(S), std::uint64_t(heads), std::uint64_t(d)}), "--input ", input,
                         ": dataset '", name, "' is not [", S, ", ", heads, ", ", d, "] (--seq, heads, --head-dim)");
+      // A NaN or inf input makes every output non-finite: nothing to check.
+      for (size_t i = 0; i < x.size(); ++i)
+        BURST_CHECK_INPUT(std::isfinite(x[i]), "--input ", input, ": dataset '", name, "' holds ", x[i], " at index ", i,
+                          " [", long(i) / (heads * d), ", ", long(i) / d % heads, ", ", long(i) % d,
+                          "] (the first non-finite value; q, k, v and do must be finite)");
       return x;
     };
     t.q = load("q", n), t.k = load("k", m), t.v = load("v", m), t.dout = load("do", n);
@@ -91,10 +96,14 @@ double rel_error(const std::vector<double>& x, const std::vector<double>& ref) {
   double diff = 0, scale = 0;
   for (size_t i = 0; i < x.size(); ++i) {
     if (std::isinf(ref[i]) && x[i] == ref[i]) continue;
-    diff = std::max(diff, std::fabs(x[i] - ref[i]));
+    // std::max drops a NaN (every comparison with it is false): a NaN or an
+    // inf anywhere else is the answer itself, never folded away.
+    const double d = std::fabs(x[i] - ref[i]);
+    if (std::isnan(x[i]) || std::isnan(ref[i]) || std::isnan(d)) return NAN;
+    if (std::isinf(d)) return INFINITY;
+    diff = std::max(diff, d);
     scale = std::max(scale, std::fabs(ref[i]));
   }
-  if (std::isnan(diff)) return INFINITY;
   return scale > 0 ? diff / scale : diff;
 }
 

@@ -25,7 +25,8 @@ struct Outputs {
 Tensors make_inputs(const AttnProblem& pb, const std::string& input, unsigned long long seed);
 // The block kernel on the whole natural-order sequence, in double.
 Outputs reference(const AttnProblem& pb, const SeqLayout& base, const Tensors& in);
-// max |x - ref| / max |ref| (matching -inf entries ignored).
+// max |x - ref| / max |ref| (matching -inf entries ignored); NaN when
+// either holds a NaN, inf when an entry is infinite in one only.
 double rel_error(const std::vector<double>& x, const std::vector<double>& ref);
 
 struct CheckResult {

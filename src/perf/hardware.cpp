@@ -3,6 +3,7 @@
 #include "burst_source_dir.hpp"
 
 #include "core/error.hpp"
+#include "core/suggest.hpp"
 
 #include <toml++/toml.h>
 
@@ -154,6 +155,45 @@ int whole(const toml::table& t, const std::string& key, const std::string& file,
   return int(v);
 }
 
+// Every key a cluster file may hold: load_cluster reads these and no
+// others, so any other key (a misspelt one) would be ignored without a word.
+const std::vector<std::string>& cluster_keys() {
+  static const std::vector<std::string> keys = {
+      "name", "node.gpus", "node.ib_hcas", "gpu.peak_bf16_tflops", "gpu.gemm_fraction", "gpu.hbm_tb_per_s", "gpu.memory_gib",
+      "attention.rate_inf_tflops", "attention.t0_tokens", "attention.fwd_over_bwd", "attention.rate_points_tokens",
+      "attention.rate_points_tflops", "links.efficiency", "links.nvlink_gb_per_s", "links.nvlink_latency_us",
+      "links.ib_hca_gbit_per_s", "links.ib_latency_us", "links.pcie_gb_per_s", "links.pcie_latency_us",
+      "host.memory_gb_per_s", "host.cores", "host.binding", "host.wait_ranks", "host.collective_wait_ms",
+      "host.nap_wait_ms", "host.collective_wait_fit_ms", "host.collective_wait_follow_ms", "host.wait_work_ms",
+      "host.element_bytes", "host.layer_overhead_ms", "host.step_overhead_ms", "host.a2a_local_ns_per_byte",
+      "host.allgather_local_ranks", "host.allgather_local_ns_per_byte", "host.ring_round_cpu_us",
+      "host.ring_round_cpu_ns_per_byte", "host.step_overhead_us_per_token", "host.tile_mask_us",
+      "host.tile_partial_causal_us", "host.tile_partial_window_us", "host.tile_partial_document_us", "host.tile_skip_us",
+      "host.call_us", "host.call_row_ns", "host.tile_causal_diag_us", "host.concurrency_ranks",
+      "host.concurrency_efficiency"};
+  return keys;
+}
+
+// Refuses a key (or a table) of the file that no cluster key names.
+void check_cluster_keys(const toml::table& t, const std::string& prefix, const std::string& file) {
+  const auto& keys = cluster_keys();
+  for (auto&& [k, node] : t) {
+    const std::string name = prefix.empty() ? std::string(k.str()) : prefix + "." + std::string(k.str());
+    const std::string where = file + ":" + std::to_string(node.source().begin.line);
+    if (node.is_table()) {
+      const bool known = std::any_of(keys.begin(), keys.end(), [&](const std::string& x) { return x.rfind(name + ".", 0) == 0; });
+      std::vector<std::string> sections;
+      for (const auto& x : keys)
+        if (x.find('.') != std::string::npos) sections.push_back(x.substr(0, x.find('.')));
+      BURST_CHECK_CONFIG(known, "unknown section [", name, "] at ", where, did_you_mean(name, sections));
+      check_cluster_keys(*node.as_table(), name, file);
+      continue;
+    }
+    BURST_CHECK_CONFIG(std::find(keys.begin(), keys.end(), name) != keys.end(), "unknown key '", name, "' at ", where,
+                       did_you_mean(name, keys));
+  }
+}
+
 }  // namespace
 
 std::string default_data_dir() {
@@ -175,8 +215,10 @@ Cluster load_cluster(const std::string& name_or_path, const std::string& dir) {
     BURST_FAIL(ErrorKind::Config, "unknown cluster '", name_or_path, "': no file ", file, " (known: ", known, ")");
   }
   const toml::table t = parse_file(file);
+  check_cluster_keys(t, "", file);
   Cluster c;
   c.file = file;
+  BURST_CHECK_CONFIG(!t["name"] || t["name"].is_string(), file, ": 'name' must be a string, got a TOML ", t["name"].type());
   c.name = t["name"].value_or(name_or_path);
   c.gpus_per_node = whole(t, "node.gpus", file, 1, 64);
   c.hcas_per_node = whole(t, "node.ib_hcas", file, 0, 64);

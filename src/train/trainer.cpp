@@ -29,6 +29,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <limits>
+#include <sstream>
 
 namespace burst {
 
@@ -116,7 +117,7 @@ ConfigSchema train_schema() {
                "checkpoints kept as <checkpoint stem>.stepNNNNNNNN.h5; --resume falls back to an older one when the newest is damaged")
       .real("comm.timeout_s", 300, 0, 1e7,
             "longest wait of a collective for the other ranks before the run stops naming it; a step with no progress for "
-            "twice this is aborted by the watchdog (0 = wait forever)")
+            "twice this is aborted by the watchdog (0 = wait forever, else at least 1)")
       // Test hooks: faults on purpose, to check that the engine survives them.
       .integer("debug.inject_nan_step", -1, -1, 100000000, "for tests: put a NaN into one gradient at this step (-1 = never)")
       .string("debug.inject_nan_tensor", "model.layers.0.self_attn.q_proj.weight", {},
@@ -130,6 +131,24 @@ ConfigSchema train_schema() {
     if (c.get_real("train.min_lr") > c.get_real("train.lr"))
       return "train.min_lr = " + std::to_string(c.get_real("train.min_lr")) + " must not exceed train.lr = " +
              std::to_string(c.get_real("train.lr"));
+    return "";
+  });
+  s.rule([](const Config& c) -> std::string {
+    // A curriculum's short sequences are the shorter ones (unused when train.short_steps = 0).
+    if (c.get_int("train.short_steps") > 0 && c.get_int("train.short_seq_len") > c.get_int("train.seq_len"))
+      return "train.short_seq_len = " + std::to_string(c.get_int("train.short_seq_len")) + " exceeds train.seq_len = " +
+             std::to_string(c.get_int("train.seq_len")) + " (the curriculum's first train.short_steps = " +
+             std::to_string(c.get_int("train.short_steps")) + " steps train on the shorter sequences)";
+    return "";
+  });
+  s.rule([](const Config& c) -> std::string {
+    // Below a second every collective times out (1e-6 aborted every run).
+    const double t = c.get_real("comm.timeout_s");
+    if (t != 0 && t < 1) {
+      std::ostringstream os;
+      os << "comm.timeout_s = " << t << " is too short: 0 (wait forever) or at least 1 second";
+      return os.str();
+    }
     return "";
   });
   s.rule([](const Config& c) -> std::string {
@@ -190,9 +209,19 @@ template <class T> struct TrainerImpl {
       if (!mc.windowed(long(l))) mc.window_layers.push_back(long(l));
     if (cfg.get_int("model.sliding_window") > 0) mc.sliding_window = cfg.get_int("model.sliding_window");
     if (cfg.get_int("model.attn_log_scale") > 0) mc.attn_log_scale = cfg.get_int("model.attn_log_scale");
+    // model.sliding_window sizes the window of the sliding-window layers (the
+    // config's layer_types, or model.window_layers); with none it would
+    // change nothing. train.attention_window windows every layer.
+    BURST_CHECK_CONFIG(cfg.get_int("model.sliding_window") == 0 || !mc.window_layers.empty(), "model.sliding_window = ",
+                       cfg.get_int("model.sliding_window"), " has no effect: ", mc.name,
+                       " has no sliding-window layers; name them in model.window_layers (or use train.attention_window "
+                       "for a window on every layer)");
     mc.validate();
     BURST_CHECK_CONFIG(cfg.get_int("train.seq_len") <= mc.max_position_embeddings * 64, "train.seq_len = ",
                        cfg.get_int("train.seq_len"), " is beyond what the model's positions were built for");
+    for (auto l : cfg.get_int_list("train.eval_seq_lens"))
+      BURST_CHECK_CONFIG(l <= mc.max_position_embeddings * 64, "train.eval_seq_lens: ", l,
+                         " is beyond what the model's positions were built for");
     ModelOptions mo;
     mo.policy = parse_act_policy(cfg.get_string("train.activation"));
     mo.loss_chunk = cfg.get_int("train.loss_chunk");

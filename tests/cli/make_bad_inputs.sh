@@ -16,6 +16,7 @@ printf '{"vocab_size": 64,' > truncated.json
 printf '{"vocab_size": 300, "hidden_size": 32, "num_hidden_layers": 1, "num_attention_heads": 2, "intermediate_size": 48}' > vocab300.json
 rm -f fifo && mkfifo fifo  # a data path nobody writes to
 printf '{"vocab_size": 64, "hidden_size": 32, "num_hidden_layers": 1, "num_attention_heads": 2, "intermediate_size": 48}' > other.json
+printf '{"vocab_size": 64, "hidden_size": 32, "num_hidden_layers": 1, "num_attention_heads": 2, "intermediate_size": 48, "max_position_embeddings": 2}' > short_positions.json
 # Checkpoints, each alone in its directory (--resume also looks for step files).
 small=(--set train.seq_len=32 --set train.batch=2 --set data.digits=2 --set train.steps=1 --set train.eval_sequences=2
        --set io.overwrite=true)  # a rerun of the setup replaces its own files
