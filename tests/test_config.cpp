@@ -112,6 +112,8 @@ TEST(Config, Overrides) {
   };
   EXPECT_EQ(err("model.heads=many"), "--set model.heads=many: 'many' is not an integer");
   EXPECT_EQ(err("model.head=2"), "--set: unknown key 'model.head'; did you mean 'model.heads'?");
+  // the key's name under another section (too far off for the edit distance)
+  EXPECT_EQ(err("train.run_log=x.h5"), "--set: unknown key 'train.run_log'; did you mean 'io.run_log'?");
   EXPECT_EQ(err("model.heads"), "--set 'model.heads' must have the form section.key=value");
   EXPECT_EQ(err("parallel.method=fast"), "parallel.method = \"fast\" at --set is not allowed: must be one of ring, burst, ulysses");
   s.apply_override(c, "model.kv_heads=5");

@@ -143,6 +143,17 @@ std::string did_you_mean(const std::string& name, const std::vector<std::string>
 }
 
 std::string ConfigSchema::suggest(const std::string& name) const {
+  // The key's last part under another section ("train.checkpoint_every" ->
+  // "io.checkpoint_every"): the full name may be too far off for an edit.
+  const size_t last_dot = name.rfind('.');
+  if (last_dot != std::string::npos) {
+    const std::string leaf = name.substr(last_dot);
+    std::vector<std::string> same_leaf;
+    for (auto& k : keys_)
+      if (k.name.size() > leaf.size() && k.name.compare(k.name.size() - leaf.size(), leaf.size(), leaf) == 0)
+        same_leaf.push_back(k.name);
+    if (same_leaf.size() == 1) return "; did you mean '" + same_leaf[0] + "'?";
+  }
   std::vector<std::string> names;
   for (auto& k : keys_) {
     names.push_back(k.name);

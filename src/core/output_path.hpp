@@ -23,6 +23,8 @@ inline std::string output_path_problem(const std::string& what, const std::strin
   const fs::path dir = fs::path(path).parent_path();
   if (!dir.empty() && !fs::is_directory(dir, ec))
     return what + " = '" + path + "': the directory '" + dir.string() + "' does not exist";
+  if (fs::exists(path, ec) && ::access(path.c_str(), W_OK) != 0)
+    return what + " = '" + path + "': the file exists and is not writable";
   const std::string d = dir.empty() ? std::string(".") : dir.string();
   if (::access(d.c_str(), W_OK | X_OK) != 0) return what + " = '" + path + "': the directory '" + d + "' is not writable";
   return "";
