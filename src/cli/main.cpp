@@ -85,8 +85,8 @@ int main(int argc, char** argv) {
   chk->add_option("--ring", ac.ring, "flat | double | auto")->capture_default_str();
   chk->add_option("--backward", ac.backward, "burst | kv | auto")->capture_default_str();
   chk->add_option("--partial", ac.partial, "dtype of travelling partial sums: fp32 | bf16")->capture_default_str();
-  chk->add_option("--inner", ac.inner, "loongtrain: ranks per inner ring (default: ranks per node)");
-  chk->add_option("--hp", ac.hp, "usp: head-parallel size (default: ranks per node)");
+  auto* chk_inner = chk->add_option("--inner", ac.inner, "loongtrain: ranks per inner ring (default: ranks per node)");
+  auto* chk_hp = chk->add_option("--hp", ac.hp, "usp: head-parallel size (default: ranks per node)");
   chk->add_option("--placement", ac.placement, "usp: head-first | ring-first")->capture_default_str();
   chk->add_option("--usp-inner", ac.usp_inner, "usp: ring | burst")->capture_default_str();
   chk->add_option("--seq", ac.seq, "tokens in the sequence")->capture_default_str();
@@ -209,7 +209,12 @@ int main(int argc, char** argv) {
     else if (*kbench) rc = cli::cmd_bench_kernels(*rt, kern_opt);
     else if (*lbench) rc = cli::cmd_bench_layer(*rt, layer_opt);
     else if (*sbench) rc = cli::cmd_bench_step(*rt, step_opt);
-    else if (*chk) rc = cli::cmd_attn_check(*rt, ac);
+    else if (*chk) {
+      // 0 stands for "not given" inside; on the command line it is as wrong as a negative value.
+      BURST_CHECK_CONFIG(chk_hp->count() == 0 || ac.hp != 0, "--hp 0 must be >= 1 (default: ranks per node)");
+      BURST_CHECK_CONFIG(chk_inner->count() == 0 || ac.inner != 0, "--inner 0 must be >= 1 (default: ranks per node)");
+      rc = cli::cmd_attn_check(*rt, ac);
+    }
     else if (*impc) rc = cli::cmd_import_hf(*rt, imp);
     else if (*expc) rc = cli::cmd_export_hf(*rt, exp);
     else if (*fwdc) rc = cli::cmd_forward(*rt, fwd);
