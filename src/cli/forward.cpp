@@ -61,6 +61,20 @@ template <class T> int run_forward(const ForwardOptions& opt) {
   for (size_t i = 0; i < tok.size(); ++i)
     BURST_CHECK_INPUT(tok[i] >= 0 && tok[i] < mc.vocab, "tokens file '", opt.tokens, "': token ", tok[i], " at row ",
                       long(i) / s, ", position ", long(i) % s, " is outside the vocabulary [0, ", mc.vocab, ")");
+  {  // the weights' model before the model is allocated (a 7B preset with a tiny file ran out of memory first)
+    const WeightsReader w(opt.weights);
+    w.require_weights_of(mc);
+    // Same weights, other attention settings (no-RoPE layers, windows, log-length scale): allowed (the
+    // logits follow --model), but said, since the logits then differ from the trained model's.
+    const ModelConfig& wc = w.config();
+    if (wc.nope_layers != mc.nope_layers || wc.window_layers != mc.window_layers || wc.sliding_window != mc.sliding_window ||
+        wc.attn_log_scale != mc.attn_log_scale)
+      std::fprintf(stderr,
+                   "burst: warning: --model '%s' has the weights' shapes but other attention settings than the model in '%s' "
+                   "(%s; the file's: %s): the logits follow --model (give the file's config.json, e.g. from export-hf, "
+                   "to reproduce the trained model)\n",
+                   opt.model.c_str(), opt.weights.c_str(), mc.describe().c_str(), wc.describe().c_str());
+  }
   LlamaModel<T, Mem> model(mc, std::make_shared<LocalAttention<T, Mem>>(1.0 / std::sqrt(double(mc.head_dim))));
   load_weights(opt.weights, mc, model.params());
 
