@@ -384,8 +384,16 @@ std::unique_ptr<Communicator> Communicator::mpi(MPI_Comm comm, const std::string
 std::unique_ptr<Communicator> Communicator::create(MPI_Comm comm, const std::string& group) {
   const char* env = std::getenv("BURST_COMM");
   const std::string want = env ? env : "auto";
-  BURST_CHECK_CONFIG(want == "auto" || want == "mpi" || want == "nccl", "BURST_COMM='", want,
-                     "': expected auto, mpi or nccl");
+  // Every rank of the group agrees before any throws (the environment may
+  // differ between ranks: one that stopped alone left the others waiting).
+  const int code = want == "auto" ? 0 : want == "mpi" ? 1 : want == "nccl" ? 2 : 3;
+  int lo = code, hi = code;
+  MPI_Allreduce(&code, &lo, 1, MPI_INT, MPI_MIN, comm);
+  MPI_Allreduce(&code, &hi, 1, MPI_INT, MPI_MAX, comm);
+  BURST_CHECK_CONFIG(code != 3, "BURST_COMM='", want, "': expected auto, mpi or nccl");
+  BURST_CHECK_CONFIG(hi != 3, "BURST_COMM is not auto, mpi or nccl on another rank of group '", group, "'");
+  BURST_CHECK_CONFIG(lo == hi, "BURST_COMM differs between the ranks of group '", group, "' (this rank: ", want,
+                     "): set it the same on every rank");
   if (want == "mpi") return mpi(comm, group);
 #ifdef BURST_HAVE_NCCL
   std::string why;

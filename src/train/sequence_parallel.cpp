@@ -75,7 +75,8 @@ SequenceParallelAttention<T>::SequenceParallelAttention(const parallel::AttnOpti
   const int P = mesh_->cp;
   parallel::validate_attention(opt, pb, P, topo.ranks_per_node);
   layouts_ = parallel::plan_layouts(parallel::resolve_options(opt, P, topo.ranks_per_node), pb, P);
-  group_ = Communicator::mpi(mesh_->cp_comm, "cp");
+  // NCCL where every rank has a GPU of its own (BURST_COMM as for bench attention and attn-check), else MPI.
+  group_ = Communicator::create(mesh_->cp_comm, "cp");
   method_ = parallel::make_attention<T>(opt, pb, *group_, topo, mesh_->cp_world_ranks);
   if (half) {
     BURST_CHECK_CONFIG(pb.layout == parallel::LayoutKind::Striped, "train.activation = half needs the striped layout (its ",
