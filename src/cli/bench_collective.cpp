@@ -101,6 +101,7 @@ int cmd_bench_collective(Runtime& rt, const BenchGemmOptions& opt) {
   // (every group at once); the compute, barriers and shares stay world-wide.
   const int G = cfg.get_int("bench.group") > 0 ? int(cfg.get_int("bench.group")) : P;
   BURST_CHECK_CONFIG(P % G == 0 && G >= 2, "bench.group ", G, " must be >= 2 and divide the ", P, " ranks");
+  BURST_CHECK_CONFIG(!cfg.get_string_list("bench.kinds").empty(), "bench.kinds is empty: name at least one collective");
   check_bench_output(rt, opt.output, opt.output.empty() ? cfg.get_string("bench.output") : opt.output);
   MPI_Comm group_comm = MPI_COMM_NULL;
   MPI_Comm_split(rt.world(), me / G, me, &group_comm);

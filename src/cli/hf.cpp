@@ -5,6 +5,7 @@
 #include "cli/commands.hpp"
 #include "core/error.hpp"
 #include "io/safetensors.hpp"
+#include "core/output_path.hpp"
 #include "train/weights.hpp"
 
 #include <nlohmann/json.hpp>
@@ -49,9 +50,12 @@ int cmd_import_hf(Runtime& rt, const ImportHfOptions& opt) {
   BURST_CHECK_INPUT(out_dir.empty() || fs::is_directory(out_dir), "--output '", opt.output, "': the directory '",
                     out_dir.string(), "' does not exist");
   {
-    const std::string p = overwrite_problem("--output", opt.output, /*weights_ok=*/true);
+    std::string p = output_path_problem("--output", opt.output);
+    if (p.empty()) p = overwrite_problem("--output", opt.output, /*weights_ok=*/true);
     BURST_CHECK_CONFIG(p.empty(), p);
   }
+  BURST_CHECK_INPUT(fs::is_directory(opt.model_dir), "model directory '", opt.model_dir, "' does not exist",
+                    fs::exists(opt.model_dir) ? " (it is a file; give the directory holding config.json)" : "");
   const std::string cfg_path = (fs::path(opt.model_dir) / "config.json").string();
   BURST_CHECK_INPUT(fs::is_regular_file(cfg_path), "model directory '", opt.model_dir, "' has no config.json");
   const ModelConfig mc = model_from_hf_file(cfg_path);

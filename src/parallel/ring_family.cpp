@@ -47,7 +47,9 @@ RingFamily<T>::RingFamily(const RingConfig& cfg, const SeqLayout& base, const Ma
   plan(fwd_, false, false);
   plan(bwd_, true, !cfg_.kv_backward);
   const char* tm = std::getenv("BURST_RING_TIMERS");
-  timers_ = tm != nullptr && *tm != '\0' && std::string(tm) != "0";
+  const std::string tv = tm ? tm : "";
+  BURST_CHECK_CONFIG(tv.empty() || tv == "0" || tv == "1", "BURST_RING_TIMERS='", tv, "': expected 1 (time each round) or 0");
+  timers_ = tv == "1";
   backend_ = group.backend();
   const long s = base.local, tr = base.travel;
   ob_ = AV3(Kokkos::view_alloc(Kokkos::WithoutInitializing, "work/attn_ob"), size_t(s), size_t(n_), size_t(d_));
