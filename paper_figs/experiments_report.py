@@ -18,7 +18,6 @@ import textwrap
 # The Agg backend (files only), set before matplotlib is imported: an invalid
 # MPLBACKEND in the environment made `import matplotlib` itself fail.
 os.environ["MPLBACKEND"] = "Agg"
-import matplotlib  # noqa: E402
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
