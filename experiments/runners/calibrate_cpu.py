@@ -880,4 +880,8 @@ step_overhead_us_per_token = {step_b * 1e6:.4g}
 
 
 if __name__ == "__main__":
-    main()
+    try:
+        main()
+    except C.CommandFailed as e:  # a benchmark command failed: its error lines, no traceback
+        e.report()
+        sys.exit(1)
