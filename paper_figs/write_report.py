@@ -61,9 +61,11 @@ def main():
         with open_h5(cal, "calibration file") as f:
             require(f, cal, CAL_WHAT, attrs=CAL_ATTRS, items=CAL_ITEMS)
             try:
-                tomllib.loads(f.attrs["cluster_toml"])
-            except (tomllib.TOMLDecodeError, TypeError) as e:
+                float(tomllib.loads(f.attrs["cluster_toml"])["gpu"]["peak_bf16_tflops"])
+            except (tomllib.TOMLDecodeError, TypeError, ValueError) as e:
                 die(f"'{cal}': attribute 'cluster_toml' is not valid TOML: {e}")
+            except KeyError:
+                die(f"'{cal}': attribute 'cluster_toml' has no gpu.peak_bf16_tflops")
             A = f.attrs
             per_p = "wait_ranks" in A.keys() and len(A["wait_ranks"]) > 0
 
