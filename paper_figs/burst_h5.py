@@ -1,6 +1,6 @@
 """Helpers for reading BurstEngine HDF5 results with h5py.
 
-    from burst_h5 import read_log, read_dataset
+    from burst_h5 import read_log, read_dataset, open_h5, require, die
     log = read_log("run.h5")          # {"loss": array, "lr": array, ...}
     x = read_dataset(f, "model.layers.0.mlp.up_proj.weight")  # bf16 -> float32
 """
@@ -11,15 +11,57 @@ import h5py
 import numpy as np
 
 
+class InputError(Exception):
+    """Bad input found deep in a script (e.g. a config's tables): the caller names the file and calls die()."""
+
+
+def prog():
+    return os.path.basename(sys.argv[0]) or "python3"
+
+
+def die(msg, status=2):
+    """One line `<script>: error: msg` on stderr and exit status 2 (bad input): no traceback."""
+    print(f"{prog()}: error: {msg}", file=sys.stderr, flush=True)
+    sys.exit(status)
+
+
 def open_h5(path, what="HDF5 result file"):
-    """h5py.File(path, "r"), or exit with one line naming the file and the problem (no traceback)."""
-    prog = os.path.basename(sys.argv[0])
+    """h5py.File(path, "r"); bad input (missing, a directory, not HDF5, truncated) exits with one
+    line naming the file and the problem (status 2, no traceback)."""
     if not os.path.exists(path):
-        sys.exit(f"{prog}: no such {what}: {path}")
+        die(f"no such {what}: {path}")
+    if os.path.isdir(path):
+        die(f"{path} is a directory, not a {what}")
     try:
         return h5py.File(path, "r")
     except OSError as e:
-        sys.exit(f"{prog}: {path} is not a readable HDF5 file ({e})")
+        die(f"{path} is not a readable HDF5 file ({e})")
+
+
+def require(f, path, what, attrs=(), items=()):
+    """Exit with one line (status 2) when the open HDF5 file f (named path) lacks one of the root
+    attributes `attrs` or the groups / datasets `items`: "'F' is not a <what>: no attribute 'kind'"."""
+    for a in attrs:
+        if a not in f.attrs:
+            die(f"'{path}' is not {what}: no attribute '{a}'")
+    for i in items:
+        if i not in f:
+            die(f"'{path}' is not {what}: no group or dataset '{i}'")
+
+
+def check_out_dir(out, flag="--out"):
+    """An output directory named by `flag`: an existing non-directory is bad input (checked before any output)."""
+    if os.path.exists(out) and not os.path.isdir(out):
+        die(f"{flag} {out}: exists and is not a directory")
+
+
+def make_out_dir(out, flag="--out"):
+    """os.makedirs(out), or one line naming it and the problem (status 2)."""
+    check_out_dir(out, flag)
+    try:
+        os.makedirs(out, exist_ok=True)
+    except OSError as e:
+        die(f"{flag} {out}: cannot create the directory: {e.strerror or e}")
 
 
 def read_dataset(f, name):

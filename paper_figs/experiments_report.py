@@ -13,15 +13,15 @@ import argparse
 import glob
 import math
 import os
-import sys
 import textwrap
 
-import h5py
-import matplotlib
-
-matplotlib.use("Agg")
+# The Agg backend (files only), set before matplotlib is imported: an invalid
+# MPLBACKEND in the environment made `import matplotlib` itself fail.
+os.environ["MPLBACKEND"] = "Agg"
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
+
+from burst_h5 import check_out_dir, die, make_out_dir, open_h5, require  # noqa: E402
 
 plt.rcParams.update({"font.size": 11, "axes.grid": True, "grid.alpha": 0.3})
 MiB = 2.0 ** 20
@@ -251,6 +251,32 @@ def fig_pred_vs_meas(all_rows, out):
     plt.close(fig)
 
 
+WHAT = "an exp_* results file (experiments/runners/run_experiment.py)"
+COMMON_ATTRS = ("kind", "description", "config_file", "date", "load_average_at_start")
+TABLE_COLUMNS = {"train": ("label", "ranks", "seq", "method", "policy", "measured_step_s", "predicted_step_s", "error",
+                           "measured_tokens_per_s_per_rank", "predicted_tokens_per_s_per_rank", "measured_mem_bytes",
+                           "model_mem_bytes", "mem_error"),
+                 "attention": ("label", "ranks", "seq", "method", "layout", "mask", "ring", "not_modelled", "measured_step_s",
+                               "predicted_step_s", "error", "measured_gflops_per_rank", "predicted_gflops_per_rank",
+                               "bytes_sent")}
+
+
+def check_results(f, path):
+    """Exit with one line (status 2) unless f is an experiment's results file of a known kind with its table."""
+    require(f, path, WHAT, attrs=COMMON_ATTRS, items=("table",))
+    kind = f.attrs["kind"]
+    kind = kind.decode() if isinstance(kind, bytes) else str(kind)
+    if kind not in TABLE_COLUMNS:
+        die(f"'{path}': unknown experiment kind {kind!r} (train or attention)")
+    if kind == "train":
+        require(f, path, WHAT, attrs=("host",))
+    if len(f["table"].keys()) == 0:
+        die(f"'{path}' holds no runs (an empty table): run its experiment again")
+    for c in TABLE_COLUMNS[kind]:
+        if c not in f["table"]:
+            die(f"'{path}' is not {WHAT}: no column 'table/{c}'")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("results")
@@ -263,14 +289,21 @@ def main():
     all_rows = []
     no_wait = []  # |error| of the same runs without the collective-wait terms
     order = ["main", "ablation", "scaling", "attention", "sparse", "memory"]
+    if not os.path.isdir(a.results):
+        die(f"no such directory: {a.results}" if not os.path.exists(a.results) else f"{a.results} is not a directory")
+    check_out_dir(a.out)
     files = {os.path.basename(p)[4:-3]: p for p in glob.glob(os.path.join(a.results, "exp_*.h5"))}
     if not files:
-        sys.exit(f"experiments_report.py: no exp_*.h5 in {a.results} (run experiments/runners/run_experiment.py first)")
-    os.makedirs(a.out, exist_ok=True)
+        die(f"no exp_*.h5 in {a.results} (run experiments/runners/run_experiment.py first)")
+    # every input checked before any output is written
+    for p in files.values():
+        with open_h5(p, "results file") as f:
+            check_results(f, p)
+    make_out_dir(a.out)
     for name in order + sorted(set(files) - set(order)):
         if name not in files:
             continue
-        with h5py.File(files[name], "r") as f:
+        with open_h5(files[name], "results file") as f:
             if f.attrs["kind"] == "train":
                 t = train_table(name, f, lines)
                 cal = t.get("calibration_point", np.zeros(len(t["label"])))

@@ -43,6 +43,7 @@ def summarize(path):
 
 if __name__ == "__main__":
     if len(sys.argv) < 2:
-        sys.exit("usage: h5_summary.py FILE.h5 [...]")
+        print("usage: h5_summary.py FILE.h5 [...]", file=sys.stderr)
+        sys.exit(2)
     for p in sys.argv[1:]:
         summarize(p)

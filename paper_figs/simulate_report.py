@@ -10,14 +10,17 @@ scaling, memory vs sequence length.
 import argparse
 import os
 
-import h5py
-import matplotlib
-
-matplotlib.use("Agg")
+# The Agg backend (files only), set before matplotlib is imported: an invalid
+# MPLBACKEND in the environment made `import matplotlib` itself fail.
+os.environ["MPLBACKEND"] = "Agg"
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-from burst_h5 import attrs, open_h5  # noqa: E402
+from burst_h5 import attrs, check_out_dir, make_out_dir, open_h5, require  # noqa: E402
+
+WHAT = "a `burst simulate --table paper` output"
+REQUIRED_ATTRS = ("cluster_file", "calibration_file", "gemm_fraction", "attn_rate_inf_tflops", "attn_t0_tokens",
+                  "link_efficiency", "elementwise_passes", "allocator_slack")
 
 
 
@@ -253,8 +256,15 @@ def main():
     ap.add_argument("h5")
     ap.add_argument("--out", default="experiments/results/simulate")
     a = ap.parse_args()
+    check_out_dir(a.out)
     f_in = open_h5(a.h5, "`burst simulate --table paper` output")
-    os.makedirs(a.out, exist_ok=True)
+    # the input checked before any output is created
+    require(f_in, a.h5, WHAT, attrs=REQUIRED_ATTRS, items=("calibration/one_gpu", "attention_only"))
+    if "end_to_end" in f_in or "ablation" in f_in:
+        require(f_in, a.h5, WHAT, attrs=("memory_capacity_gib",),
+                items=(("end_to_end", "gpus64") if "end_to_end" in f_in else ())
+                + (("scaling", "memory_vs_seq") if "ablation" in f_in else ()))
+    make_out_dir(a.out)
     lines = []
     with f_in as f:
         r = attrs(f)

@@ -11,11 +11,16 @@ import datetime
 import json
 import os
 import socket
-import sys
 import tomllib
 
-import h5py
 import numpy as np
+
+from burst_h5 import die, open_h5, require
+
+CAL_WHAT = "a calibration file (experiments/runners/calibrate_cpu.py)"
+CAL_ATTRS = ("cluster_toml", "attn_rate_inf_gflops", "attn_t0_tokens", "attn_fwd_over_bwd", "mpi_alpha_s",
+             "mpi_beta_bytes_per_s", "mem_bandwidth_bytes_per_s", "cores")
+CAL_ITEMS = ("gemm_gflops", "gemm_tokens", "attention_seq")
 
 
 def kept_foreign(f):
@@ -31,10 +36,17 @@ def main():
     ap.add_argument("--out", required=True)
     a = ap.parse_args()
     r = a.results
+    if not os.path.isdir(r):
+        die(f"no such directory: {r}" if not os.path.exists(r) else f"{r} is not a directory")
+    if os.path.isdir(a.out):
+        die(f"--out {a.out}: is a directory (name the report file, e.g. {os.path.join(a.out, 'REPORT.md')})")
+    out_parent = os.path.dirname(os.path.abspath(a.out))
+    if not os.path.isdir(out_parent):
+        die(f"--out {a.out}: the directory {out_parent} does not exist")
     parts = [os.path.join(r, "calibration", "calibration.h5"), os.path.join(r, "simulate", "simulate_tables.md"),
              os.path.join(r, "figures", "experiments_tables.md")]
     if not any(os.path.exists(x) for x in parts):
-        sys.exit(f"write_report.py: {r} holds none of {', '.join(os.path.relpath(x, r) for x in parts)} "
+        die(f"{r} holds none of {', '.join(os.path.relpath(x, r) for x in parts)} "
                  "(scripts/reproduce_paper.sh writes them)")
     L = ["# BurstEngine: reproducing the paper (REPORT)", "",
          f"Written {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC on {socket.gethostname()} "
@@ -46,7 +58,14 @@ def main():
          "this machine.", ""]
     cal = os.path.join(r, "calibration", "calibration.h5")
     if os.path.exists(cal):
-        with h5py.File(cal, "r") as f:
+        with open_h5(cal, "calibration file") as f:
+            require(f, cal, CAL_WHAT, attrs=CAL_ATTRS, items=CAL_ITEMS)
+            try:
+                float(tomllib.loads(f.attrs["cluster_toml"])["gpu"]["peak_bf16_tflops"])
+            except (tomllib.TOMLDecodeError, TypeError, ValueError) as e:
+                die(f"'{cal}': attribute 'cluster_toml' is not valid TOML: {e}")
+            except KeyError:
+                die(f"'{cal}': attribute 'cluster_toml' has no gpu.peak_bf16_tflops")
             A = f.attrs
             per_p = "wait_ranks" in A.keys() and len(A["wait_ranks"]) > 0
 
@@ -141,8 +160,15 @@ def main():
     if os.path.exists(et):
         body = open(et).read().split("\n")
         L += [("#" + x if x.startswith("#") else x) for x in body[1:]]
-    with open(a.out, "w") as fo:
-        fo.write("\n".join(L) + "\n")
+    tmp = a.out + ".tmp"
+    try:
+        with open(tmp, "w") as fo:
+            fo.write("\n".join(L) + "\n")
+        os.replace(tmp, a.out)
+    except OSError as e:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+        die(f"--out {a.out}: cannot write it: {e.strerror or e}")
     print(f"wrote {a.out}")
 
 

@@ -16,13 +16,62 @@ import sys
 
 import h5py
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "paper_figs"))
+from burst_h5 import die, open_h5, require  # noqa: E402
 
-def main():
-    d = sys.argv[1]
+USAGE = "usage: compare.py DIR   (DIR holds gemm_bf16.h5, ce_bf16.h5, kernels_bf16.h5, layer_*.h5, peers_*.json)"
+BENCH = "a `burst bench {}` output"
+LAYER_ATTRS = ("preset", "dtype", "tokens", "median_fwd_bwd_s", "tflops_fwd_bwd", "flops_fwd_bwd", "peak_extra_bytes",
+               "median_fwd_s", "check_rel_error_y", "check_rel_error_dx", "check_rel_error_dw", "check_passed",
+               "check_tokens")
+
+
+def load_peers(d):
+    """peers_*.json of DIR merged (each a JSON object); a file that is not one exits with one line."""
     peers = {}
     for p in sorted(glob.glob(os.path.join(d, "peers_*.json"))):
-        with open(p) as fh:
-            peers.update(json.load(fh))
+        try:
+            with open(p) as fh:
+                x = json.load(fh)
+        except json.JSONDecodeError as e:
+            die(f"{p}: not valid JSON: {e}")
+        except (OSError, UnicodeDecodeError) as e:
+            die(f"{p}: cannot read it: {e}")
+        if not isinstance(x, dict):
+            die(f"{p}: must be a JSON object (experiments/peers/peers.py's output), got a {type(x).__name__}")
+        peers.update(x)
+    return peers
+
+
+def check_inputs(d):
+    """Every burst file of DIR opened and checked before anything is printed."""
+    names = {"gemm_bf16.h5": (("shape_labels",), ("gemm/tflops",), "gemm"),
+             "ce_bf16.h5": (("tokens", "hidden", "vocab"), ("ce/chunks", "ce/seconds", "ce/extra_peak_bytes"), "ce"),
+             "kernels_bf16.h5": (("kernel_names",), ("kernels/seconds",), "kernels")}
+    for n, (attrs, items, kind) in names.items():
+        p = os.path.join(d, n)
+        if os.path.exists(p):
+            with open_h5(p, "benchmark file") as f:
+                require(f, p, BENCH.format(kind), attrs=attrs, items=items)
+    for p in sorted(glob.glob(os.path.join(d, "layer_*.h5"))):
+        with open_h5(p, "benchmark file") as f:
+            require(f, p, BENCH.format("layer"), attrs=LAYER_ATTRS)
+
+
+def main():
+    if len(sys.argv) != 2 or sys.argv[1].startswith("-"):
+        print(__doc__ if len(sys.argv) == 2 and sys.argv[1] in ("-h", "--help") else USAGE,
+              file=sys.stdout if len(sys.argv) == 2 and sys.argv[1] in ("-h", "--help") else sys.stderr)
+        sys.exit(0 if len(sys.argv) == 2 and sys.argv[1] in ("-h", "--help") else 2)
+    d = sys.argv[1]
+    if not os.path.isdir(d):
+        die(f"no such directory: {d}" if not os.path.exists(d) else f"{d} is not a directory")
+    known = ["gemm_bf16.h5", "ce_bf16.h5", "kernels_bf16.h5"]
+    if not (any(os.path.exists(os.path.join(d, n)) for n in known) or glob.glob(os.path.join(d, "layer_*.h5"))
+            or glob.glob(os.path.join(d, "peers_*.json"))):
+        die(f"{d} holds none of gemm_bf16.h5, ce_bf16.h5, kernels_bf16.h5, layer_*.h5, peers_*.json: nothing to compare")
+    peers = load_peers(d)
+    check_inputs(d)
     g = os.path.join(d, "gemm_bf16.h5")
     if os.path.exists(g) and "gemm" in peers:
         with h5py.File(g, "r") as f:

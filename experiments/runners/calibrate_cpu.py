@@ -53,13 +53,38 @@ Writes experiments/results/calibration/{cpu.toml,cpu_calibration.toml,
 calibration.h5}. The cluster has host.cores = the cores of this machine:
 with P ranks on it each computes at cores / P of the one-thread rates.
 """
+import argparse
 import json
 import os
 import sys
 import time
 
-import h5py
-import numpy as np
+ENV_HELP = """where it writes: $BURST_RESULTS/calibration/ (default experiments/results/calibration/ of this
+repository): cpu.toml, cpu_calibration.toml, calibration.h5 and the benchmarks' logs, replacing an
+earlier calibration. It runs for several minutes (mpiexec, up to 8 ranks) and needs build-host/burst.
+
+environment:
+  BURST_CALIB_SAMPLES   independent samples per calibration point, median kept (integer in [1, 100], default 3)
+  BURST_HOST_CORES      the cores the ranks share (integer in [1, 4096]; default: the physical cores
+                        under MPICH core binding, else the CPUs this process may use)
+  BURST_BUILD           the build directory holding burst (default build-host)
+  BURST_RESULTS         the results directory (default experiments/results)
+  BURST_MPI_BIND        core (default) or none: how mpiexec places the ranks
+  BURST_FOREIGN_MAX, BURST_QUIET_RETRIES, BURST_QUIET_WAIT_S, BURST_QUIET_BUDGET_S
+                        retakes of a command other processes loaded (common.py)"""
+
+
+def parse_args():
+    ap = argparse.ArgumentParser(description=__doc__, epilog=ENV_HELP,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    return ap.parse_args()  # no arguments: --help, anything else is refused (status 2)
+
+
+if __name__ == "__main__":
+    parse_args()  # before anything is measured or written
+
+import h5py  # noqa: E402
+import numpy as np  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(__file__))
 import common as C  # noqa: E402
@@ -73,7 +98,7 @@ CONC_SEQ = 512          # tokens per copy (the runs' most common tokens per rank
 STEP_SEQ = [1024, 2048]  # one-rank training steps (no experiment runs one rank at these sizes)
 STEPS = 8               # train steps of each, the first dropped
 REPEATS = 5             # timed repeats of the kernel benchmarks
-SAMPLES = int(os.environ.get("BURST_CALIB_SAMPLES", "3"))  # independent samples per calibration point (median kept)
+SAMPLES = C._env_number("BURST_CALIB_SAMPLES", "3", int, 1, 100)  # independent samples per calibration point (median kept)
 assert C.PROBE_TOKENS in LAYER_SEQ, "the speed probe is a calibrated one-rank block point"
 
 
@@ -855,4 +880,8 @@ step_overhead_us_per_token = {step_b * 1e6:.4g}
 
 
 if __name__ == "__main__":
-    main()
+    try:
+        main()
+    except C.CommandFailed as e:  # a benchmark command failed: its error lines, no traceback
+        e.report()
+        sys.exit(1)

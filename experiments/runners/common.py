@@ -23,6 +23,29 @@ import numpy as np
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 CONFIGS = os.path.join(ROOT, "experiments", "configs")
+sys.path.insert(0, os.path.join(ROOT, "paper_figs"))
+from burst_h5 import InputError, die, open_h5, prog, require  # noqa: E402,F401  (one-line errors, status 2)
+
+
+class CommandFailed(RuntimeError):
+    """A command the runners ran (burst under mpiexec, burst simulate) exited non-zero or timed out:
+    the command, its status and the last lines of its output (its log)."""
+
+    def __init__(self, cmd, status, output, log_path=None):
+        self.cmd, self.status, self.log_path = cmd, status, log_path
+        self.lines = [x for x in output.splitlines() if x.strip() and not x.startswith(("# run_measured", "$ "))][-8:]
+        where = f" (log {log_path})" if log_path else ""
+        super().__init__(f"command failed ({status}){where}: {' '.join(shlex.quote(c) for c in cmd)}\n" + "\n".join(self.lines))
+
+    def report(self):
+        """Print the failure without a traceback: one line naming the command and status, then the last lines
+        of its output (the burst error line is the last of them)."""
+        where = f"; its log {self.log_path} ends with:" if self.log_path else "; its output ends with:"
+        print(f"{prog()}: error: `{' '.join(shlex.quote(c) for c in self.cmd)}` failed ({self.status}){where}",
+              file=sys.stderr)
+        for x in self.lines:
+            print(f"  {x}", file=sys.stderr)
+        sys.stderr.flush()
 
 
 def build_dir():
@@ -32,7 +55,7 @@ def build_dir():
 def burst_bin():
     b = os.path.join(build_dir(), "burst")
     if not os.path.exists(b):
-        sys.exit(f"no {b}: build first (scripts/build.sh)")
+        die(f"no {b}: build first (scripts/build.sh)")
     return b
 
 
@@ -54,7 +77,7 @@ def cpu_cluster_paths():
     c = os.environ.get("BURST_CPU_CLUSTER", os.path.join(d, "cpu.toml"))
     k = os.environ.get("BURST_CPU_CALIBRATION", os.path.join(d, "cpu_calibration.toml"))
     if not (os.path.exists(c) and os.path.exists(k)):
-        sys.exit(f"no {c} / {k}: run experiments/runners/calibrate_cpu.py first")
+        die(f"no {c} / {k}: run experiments/runners/calibrate_cpu.py first")
     return c, k
 
 
@@ -76,13 +99,16 @@ last_attempts = 0                   # runs of the last command (1 + quiet retrie
 call_log = []                       # one dict per command run (every attempt): log, wall, share, foreign, steal
 
 def _env_number(name, default, kind, lo, hi):
+    """The number in environment variable `name` (else `default`), of type kind (int or float) in [lo, hi];
+    anything else exits with one line naming the variable, the value and the allowed range (status 2)."""
     raw = os.environ.get(name, default)
+    what = "an integer" if kind is int else "a number"
     try:
         v = kind(raw)
     except ValueError:
-        sys.exit(f"{name}={raw!r}: not a number")
-    if not lo <= v <= hi:
-        sys.exit(f"{name}={raw!r}: must be in [{lo}, {hi}]")
+        die(f"{name}={raw!r}: not {what} (must be {what} in [{lo}, {hi}])")
+    if not lo <= v <= hi:  # nan fails this too
+        die(f"{name}={raw!r}: out of range (must be {what} in [{lo}, {hi}])")
     return v
 
 
@@ -131,7 +157,7 @@ def host_cores():
     "core": on an SMT machine two logical CPUs are one core there), else the
     CPUs this process may use."""
     if "BURST_HOST_CORES" in os.environ:
-        return int(os.environ["BURST_HOST_CORES"])
+        return _env_number("BURST_HOST_CORES", None, int, 1, 4096)
     return physical_cores() if binding() == "core" else NCPU
 
 
@@ -208,7 +234,7 @@ def run_measured(cmd, log_path, env=None, timeout=900, retries=None):
     its own outputs, so what is kept is the last attempt's. Every attempt is
     appended to call_log, and its output and accounting to the log file (a
     retake after the earlier attempts). Returns (wall seconds, CPU seconds of
-    the command's processes, foreign cores); raises RuntimeError with the
+    the command's processes, foreign cores); raises CommandFailed with the
     log's tail when the command fails (never retaken)."""
     retries = max(0, QUIET_RETRIES if retries is None else int(retries))
     global last_foreign_cores, last_attempts, quiet_spent_s
@@ -220,10 +246,14 @@ def run_measured(cmd, log_path, env=None, timeout=900, retries=None):
             f.write(("" if attempt == 0 else f"# run_measured: retake {attempt} of the command\n")
                     + "$ " + " ".join(shlex.quote(c) for c in cmd) + "\n")
             f.flush()
-            r = subprocess.run(cmd, stdout=f, stderr=subprocess.STDOUT, env=env, timeout=timeout)
+            try:
+                r = subprocess.run(cmd, stdout=f, stderr=subprocess.STDOUT, env=env, timeout=timeout)
+            except subprocess.TimeoutExpired:
+                f.flush()
+                raise CommandFailed(cmd, f"timed out after {timeout} s", open(log_path, errors="replace").read()[-3000:],
+                                    log_path) from None
         if r.returncode != 0:
-            tail = open(log_path).read()[-3000:]
-            raise RuntimeError(f"command failed ({r.returncode}): {' '.join(cmd)}\n{tail}")
+            raise CommandFailed(cmd, r.returncode, open(log_path, errors="replace").read()[-3000:], log_path)
         ru1 = resource.getrusage(resource.RUSAGE_CHILDREN)
         foreign, steal, wall = meter.read()
         cpu = ru1.ru_utime + ru1.ru_stime - ru0.ru_utime - ru0.ru_stime
@@ -246,7 +276,7 @@ def run_measured(cmd, log_path, env=None, timeout=900, retries=None):
 
 BIND = os.environ.get("BURST_MPI_BIND", "core")
 if BIND not in ("core", "none"):
-    sys.exit(f"BURST_MPI_BIND={BIND!r}: expected core or none")
+    die(f"BURST_MPI_BIND={BIND!r}: expected core or none")
 _flavour = None
 
 
@@ -342,7 +372,7 @@ def probe_reference():
     path = os.path.join(results_dir(), "calibration", "calibration.h5")
     if "BURST_CPU_CLUSTER" in os.environ or not os.path.exists(path):
         return float("nan")  # a fixture cluster (tests): no calibration of this machine to compare with
-    with h5py.File(path, "r") as f:
+    with open_h5(path, "calibration file") as f:
         return float(f.attrs.get("probe_fwd_bwd_s", float("nan")))
 
 
@@ -353,7 +383,7 @@ def simulate(args, out_h5, cluster=None):
     cmd = [burst_bin(), "simulate", "--cluster", c, "--calibration", k, "--output", out_h5] + args
     r = subprocess.run(cmd, capture_output=True, text=True)
     if r.returncode != 0:
-        raise RuntimeError(f"simulate failed: {' '.join(cmd)}\n{r.stdout}\n{r.stderr}")
+        raise CommandFailed(cmd, r.returncode, r.stdout + "\n" + r.stderr)
     return r.stdout
 
 
@@ -383,14 +413,16 @@ def load_config(name):
     path = name if name.endswith(".toml") else os.path.join(CONFIGS, f"exp_{name}.toml")
     if not os.path.exists(path):
         known = sorted(os.path.basename(p)[4:-5] for p in os.listdir(CONFIGS) if p.startswith("exp_") and p.endswith(".toml"))
-        sys.exit(f"no experiment config {path} (experiments: {', '.join(known)}, or a path to a .toml)")
+        die(f"no experiment config {path} (experiments: {', '.join(known)}, or a path to a .toml)")
     try:
         with open(path, "rb") as f:
             cfg = tomllib.load(f)
     except tomllib.TOMLDecodeError as e:
-        sys.exit(f"{path}: not valid TOML: {e}")
+        die(f"{path}: not valid TOML: {e}")
+    except OSError as e:
+        die(f"{path}: cannot read it: {e.strerror or e}")
     if "experiment" not in cfg:
-        sys.exit(f"{path}: no [experiment] table (kind, description)")
+        die(f"{path}: no [experiment] table (kind, description)")
     return path, cfg
 
 

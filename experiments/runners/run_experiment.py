@@ -46,10 +46,15 @@ SIM_KEYS = {  # train key -> simulate flag (the same names the engine and the mo
 def expand_runs(cfg):
     """Runs from [[run]] entries and/or a [matrix] (method x seq x ranks)."""
     runs = []
-    for r in cfg.get("run", []):
+    for i, r in enumerate(cfg.get("run", [])):
+        if not isinstance(r, dict) or "label" not in r or "ranks" not in r:
+            raise C.InputError(f"[[run]] number {i + 1} needs a label and ranks")
         runs.append(dict(r))
     m = cfg.get("matrix")
     if m:
+        missing = [k for k in ("method", "seq", "ranks") if k not in m]
+        if missing:
+            raise C.InputError(f"[matrix] needs method, seq and ranks (lists); it has no {', '.join(missing)}")
         extra = cfg.get("methods", {})
         for method, seq, ranks in itertools.product(m["method"], m["seq"], m["ranks"]):
             sets = {"parallel.method": method, "train.seq_len": seq}
@@ -84,7 +89,7 @@ def read_pred(path, group):
         return {k: (v.decode() if isinstance(v, bytes) else v) for k, v in f[group].attrs.items()}
 
 
-PROBE_TOL = float(os.environ.get("BURST_PROBE_TOL", "0.10"))
+PROBE_TOL = C._env_number("BURST_PROBE_TOL", "0.10", float, 0.0, 10.0)  # |probe / calibration - 1| kept
 PROBE_PAUSE_S = 10.0  # before a retake
 
 
@@ -321,14 +326,44 @@ def main():
     cfg_path, cfg = C.load_config(args.name)
     if args.name.endswith(".toml"):  # a config file given by path (tests): exp_<stem>.h5
         args.name = os.path.basename(args.name)[:-5].removeprefix("exp_")
-    runs = expand_runs(cfg)
-    if args.only:
+    try:
+        runs = expand_runs(cfg)
+    except C.InputError as e:
+        C.die(f"{cfg_path}: {e}")
+    if not runs:  # nothing to run: never replace an earlier results file with an empty one
+        C.die(f"{cfg_path}: no configurations ([[run]] entries or a [matrix] table)")
+    if args.only is not None:
+        labels = [r["label"] for r in runs]
         runs = [r for r in runs if args.only in r["label"]]
+        if not runs:
+            C.die(f"--only {args.only!r} matches none of the {len(labels)} labels of {cfg_path} "
+                  f"({', '.join(labels[:6])}{', ...' if len(labels) > 6 else ''}); nothing was run or written")
     kind = cfg["experiment"].get("kind", "train")
+    if kind not in ("train", "attention"):
+        C.die(f"{cfg_path}: [experiment] kind = {kind!r} is not allowed: must be train or attention")
     out_path = os.path.join(C.results_dir(), f"exp_{args.name}.h5")
     cl, kal = C.cpu_cluster_paths()
     print(f"experiment {args.name} ({kind}): {len(runs)} configuration(s) -> {out_path}", flush=True)
     tmp = out_path + ".tmp"
+    try:
+        errs, rows = write_results(args, cfg_path, cfg, kind, runs, cl, kal, tmp)
+    except C.CommandFailed as e:  # a burst command failed: its error, no traceback; the earlier results stay
+        e.report()
+        print(f"{C.prog()}: {out_path} was not written", file=sys.stderr)
+        sys.exit(1)
+    finally:
+        if os.path.exists(tmp):  # the partial file of a failed or interrupted run
+            os.remove(tmp)
+    if errs:
+        print(f"  {len(errs)} predicted runs: max |error| {100 * max(errs):.1f}%, {sum(e <= 0.25 for e in errs)} within 25%"
+              f" ({sum(abs(r['error_no_wait']) <= 0.25 for r in rows if not math.isnan(r['error_no_wait']) and not r.get('calibration_point', 0))}"
+              f" without the collective-wait terms)")
+    print(f"wrote {out_path}")
+
+
+def write_results(args, cfg_path, cfg, kind, runs, cl, kal, tmp):
+    """Run the experiment into tmp, then move it over exp_<name>.h5; returns (|errors|, rows)."""
+    out_path = tmp[:-len(".tmp")]
     with h5py.File(tmp, "w") as out:
         C.write_attrs(out, C.machine_attrs())
         out.attrs["experiment"] = args.name
@@ -355,12 +390,10 @@ def main():
         out.attrs["predicted_runs"] = len(errs)
         nw = [abs(r["error_no_wait"]) for r in rows if not math.isnan(r.get("error_no_wait", float("nan"))) and not r.get("calibration_point", 0)]
         out.attrs["within_25pct_no_wait"] = sum(e <= 0.25 for e in nw)
+    if not rows:  # an attention run whose bench file held no cases: keep the earlier results
+        C.die(f"{cfg_path}: the runs produced no rows; {out_path} was not written")
     os.replace(tmp, out_path)
-    if errs:
-        print(f"  {len(errs)} predicted runs: max |error| {100 * max(errs):.1f}%, {sum(e <= 0.25 for e in errs)} within 25%"
-              f" ({sum(abs(r['error_no_wait']) <= 0.25 for r in rows if not math.isnan(r['error_no_wait']) and not r.get('calibration_point', 0))}"
-              f" without the collective-wait terms)")
-    print(f"wrote {out_path}")
+    return errs, rows
 
 
 if __name__ == "__main__":
