@@ -165,6 +165,21 @@ int main(int argc, char** argv) {
       if (launcher_rank() == 0) std::fprintf(stderr, "burst: error: unknown subcommand '%s' (known: %s; see --help)\n", argv[1], names.c_str());
       return 2;
     }
+    // The same for `burst bench WORD` (CLI11 says only "A subcommand is required").
+    if (std::string(argv[1]) == "bench" && argc > 2 && argv[2][0] != '-') {
+      bool bknown = false;
+      std::string bnames;
+      for (auto* sc : bench->get_subcommands([](CLI::App*) { return true; })) {
+        bknown = bknown || sc->get_name() == argv[2];
+        bnames += (bnames.empty() ? "" : ", ") + sc->get_name();
+      }
+      if (!bknown) {
+        if (launcher_rank() == 0)
+          std::fprintf(stderr, "burst: error: unknown bench subcommand '%s' (known: %s; see burst bench --help)\n", argv[2],
+                       bnames.c_str());
+        return 2;
+      }
+    }
   }
   try {
     app.parse(argc, argv);
