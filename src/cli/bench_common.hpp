@@ -81,11 +81,9 @@ inline double median(std::vector<double> x) {
 // --output when given, else the config key the path came from.
 // A training checkpoint or weights file there is refused (train/weights.hpp).
 inline void check_bench_output(Runtime& rt, const std::string& cli_output, const std::string& path) {
-  const std::string what = cli_output.empty() ? "bench.output" : "--output";
-  check_output_path_on_root(rt.world(), what, path);
   int rank = 0;
   MPI_Comm_rank(rt.world(), &rank);
-  check_problem_on_root(rt.world(), rank == 0 ? overwrite_problem(what, path) : "");
+  check_problem_on_root(rt.world(), rank == 0 ? output_problem(cli_output.empty() ? "bench.output" : "--output", path) : "");
 }
 
 inline void set_bench_provenance(io::H5File& f, Runtime& rt, const Config& cfg) {

@@ -5,7 +5,6 @@
 #include "cli/commands.hpp"
 #include "core/error.hpp"
 #include "io/safetensors.hpp"
-#include "core/output_path.hpp"
 #include "train/weights.hpp"
 
 #include <nlohmann/json.hpp>
@@ -50,8 +49,7 @@ int cmd_import_hf(Runtime& rt, const ImportHfOptions& opt) {
   BURST_CHECK_INPUT(out_dir.empty() || fs::is_directory(out_dir), "--output '", opt.output, "': the directory '",
                     out_dir.string(), "' does not exist");
   {
-    std::string p = output_path_problem("--output", opt.output);
-    if (p.empty()) p = overwrite_problem("--output", opt.output, /*weights_ok=*/true);
+    const std::string p = output_problem("--output", opt.output, /*weights_ok=*/true);
     BURST_CHECK_CONFIG(p.empty(), p);
   }
   BURST_CHECK_INPUT(fs::is_directory(opt.model_dir), "model directory '", opt.model_dir, "' does not exist",

@@ -154,32 +154,29 @@ int main(int argc, char** argv) {
   fwdc->add_option("--dtype", fwd.dtype, "float | double")->capture_default_str();
   fwdc->add_flag("--hidden-states", fwd.hidden_states, "also write the per-layer hidden states");
 
-  if (argc > 1 && argv[1][0] != '-') {
-    bool known = false;
+  // 0 stands for "not given" inside (the default of these options); given on
+  // the command line it is as wrong as a negative value.
+  const auto refuse_given_zero = [](CLI::Option* opt, long value, const char* note) {
+    BURST_CHECK_CONFIG(opt->count() == 0 || value != 0, opt->get_name(), " 0 must be >= 1", note);
+  };
+  // An unknown subcommand word of `parent` named with the known ones (CLI11
+  // says only "A subcommand is required" for `burst bench WORD`).
+  const auto unknown_word = [](CLI::App* parent, const char* word, const char* kind, const char* help) {
     std::string names;
-    for (auto* sc : app.get_subcommands([](CLI::App*) { return true; })) {
-      known = known || sc->get_name() == argv[1];
+    bool known = false;
+    for (auto* sc : parent->get_subcommands([](CLI::App*) { return true; })) {
+      known = known || sc->get_name() == word;
       names += (names.empty() ? "" : ", ") + sc->get_name();
     }
-    if (!known) {
-      if (launcher_rank() == 0) std::fprintf(stderr, "burst: error: unknown subcommand '%s' (known: %s; see --help)\n", argv[1], names.c_str());
+    if (!known && launcher_rank() == 0)
+      std::fprintf(stderr, "burst: error: unknown %s '%s' (known: %s; see %s)\n", kind, word, names.c_str(), help);
+    return !known;
+  };
+  if (argc > 1 && argv[1][0] != '-') {
+    if (unknown_word(&app, argv[1], "subcommand", "--help")) return 2;
+    if (std::string(argv[1]) == "bench" && argc > 2 && argv[2][0] != '-' &&
+        unknown_word(bench, argv[2], "bench subcommand", "burst bench --help"))
       return 2;
-    }
-    // The same for `burst bench WORD` (CLI11 says only "A subcommand is required").
-    if (std::string(argv[1]) == "bench" && argc > 2 && argv[2][0] != '-') {
-      bool bknown = false;
-      std::string bnames;
-      for (auto* sc : bench->get_subcommands([](CLI::App*) { return true; })) {
-        bknown = bknown || sc->get_name() == argv[2];
-        bnames += (bnames.empty() ? "" : ", ") + sc->get_name();
-      }
-      if (!bknown) {
-        if (launcher_rank() == 0)
-          std::fprintf(stderr, "burst: error: unknown bench subcommand '%s' (known: %s; see burst bench --help)\n", argv[2],
-                       bnames.c_str());
-        return 2;
-      }
-    }
   }
   try {
     app.parse(argc, argv);
@@ -192,10 +189,9 @@ int main(int argc, char** argv) {
   // The model needs no runtime (no MPI, no Kokkos).
   if (*sim) {
     try {
-      // 0 stands for "not given" inside; on the command line it is as wrong as a negative value.
-      BURST_CHECK_CONFIG(sim_gpn->count() == 0 || so.gpus_per_node != 0, "--gpus-per-node 0 must be >= 1");
-      BURST_CHECK_CONFIG(sim_hp->count() == 0 || so.hp != 0, "--hp 0 must be >= 1 (default: GPUs per node)");
-      BURST_CHECK_CONFIG(sim_inner->count() == 0 || so.inner != 0, "--inner 0 must be >= 1 (default: GPUs per node)");
+      refuse_given_zero(sim_gpn, so.gpus_per_node, "");
+      refuse_given_zero(sim_hp, so.hp, " (default: GPUs per node)");
+      refuse_given_zero(sim_inner, so.inner, " (default: GPUs per node)");
       return cli::cmd_simulate(so);
     } catch (const std::exception& e) {
       exit_on_error(e);
@@ -225,9 +221,8 @@ int main(int argc, char** argv) {
     else if (*lbench) rc = cli::cmd_bench_layer(*rt, layer_opt);
     else if (*sbench) rc = cli::cmd_bench_step(*rt, step_opt);
     else if (*chk) {
-      // 0 stands for "not given" inside; on the command line it is as wrong as a negative value.
-      BURST_CHECK_CONFIG(chk_hp->count() == 0 || ac.hp != 0, "--hp 0 must be >= 1 (default: ranks per node)");
-      BURST_CHECK_CONFIG(chk_inner->count() == 0 || ac.inner != 0, "--inner 0 must be >= 1 (default: ranks per node)");
+      refuse_given_zero(chk_hp, ac.hp, " (default: ranks per node)");
+      refuse_given_zero(chk_inner, ac.inner, " (default: ranks per node)");
       rc = cli::cmd_attn_check(*rt, ac);
     }
     else if (*impc) rc = cli::cmd_import_hf(*rt, imp);

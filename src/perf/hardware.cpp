@@ -182,10 +182,12 @@ void check_cluster_keys(const toml::table& t, const std::string& prefix, const s
     const std::string where = file + ":" + std::to_string(node.source().begin.line);
     if (node.is_table()) {
       const bool known = std::any_of(keys.begin(), keys.end(), [&](const std::string& x) { return x.rfind(name + ".", 0) == 0; });
-      std::vector<std::string> sections;
-      for (const auto& x : keys)
-        if (x.find('.') != std::string::npos) sections.push_back(x.substr(0, x.find('.')));
-      BURST_CHECK_CONFIG(known, "unknown section [", name, "] at ", where, did_you_mean(name, sections));
+      if (!known) {  // the sections, for the suggestion
+        std::vector<std::string> sections;
+        for (const auto& x : keys)
+          if (x.find('.') != std::string::npos) sections.push_back(x.substr(0, x.find('.')));
+        BURST_FAIL(ErrorKind::Config, "unknown section [", name, "] at ", where, did_you_mean(name, sections));
+      }
       check_cluster_keys(*node.as_table(), name, file);
       continue;
     }

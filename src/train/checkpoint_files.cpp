@@ -19,6 +19,18 @@ std::pair<std::string, std::string> split_ext(const std::string& path) {
   return {(p.parent_path() / p.stem()).string(), p.extension().string()};
 }
 constexpr int kStepDigits = 8;
+
+// The step of a step file's name ("ckpt.step00000012.h5" of "dir/ckpt.h5":
+// 12), or -1 when `name` is not one.
+long step_of_name(const std::string& name, const fs::path& path) {
+  const std::string prefix = path.stem().string() + ".step", ext = path.extension().string();
+  if (name.size() != prefix.size() + kStepDigits + ext.size() || name.rfind(prefix, 0) != 0 ||
+      name.compare(name.size() - ext.size(), ext.size(), ext) != 0)
+    return -1;
+  const std::string digits = name.substr(prefix.size(), kStepDigits);
+  if (!std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; })) return -1;
+  return std::stol(digits);
+}
 }  // namespace
 
 std::string checkpoint_step_path(const std::string& path, long step) {
@@ -32,16 +44,11 @@ std::vector<std::pair<long, std::string>> list_step_checkpoints(const std::strin
   std::vector<std::pair<long, std::string>> out;
   const fs::path p(path);
   const fs::path dir = p.parent_path().empty() ? fs::path(".") : p.parent_path();
-  const std::string prefix = p.stem().string() + ".step", ext = p.extension().string();
   std::error_code ec;
   for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
     const std::string name = it->path().filename().string();
-    if (name.size() != prefix.size() + kStepDigits + ext.size() || name.rfind(prefix, 0) != 0 ||
-        name.compare(name.size() - ext.size(), ext.size(), ext) != 0)
-      continue;
-    const std::string digits = name.substr(prefix.size(), kStepDigits);
-    if (!std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; })) continue;
-    out.push_back({std::stol(digits), (p.parent_path() / name).string()});
+    const long step = step_of_name(name, p);
+    if (step >= 0) out.push_back({step, (p.parent_path() / name).string()});
   }
   std::sort(out.begin(), out.end(), [](auto& a, auto& b) { return a.first > b.first; });
   return out;
@@ -103,13 +110,7 @@ bool is_checkpoint_file(const std::string& file, const std::string& path) {
   const fs::path cf = fs::weakly_canonical(f, ec);
   if (ec) return false;
   const fs::path cp = fs::weakly_canonical(path, ec);
-  if (ec || cf.parent_path() != cp.parent_path()) return false;
-  const std::string name = cf.filename().string(), prefix = cp.stem().string() + ".step", ext = cp.extension().string();
-  if (name.size() != prefix.size() + kStepDigits + ext.size() || name.rfind(prefix, 0) != 0 ||
-      name.compare(name.size() - ext.size(), ext.size(), ext) != 0)
-    return false;
-  const std::string digits = name.substr(prefix.size(), kStepDigits);
-  return std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; });
+  return !ec && cf.parent_path() == cp.parent_path() && step_of_name(cf.filename().string(), cp) >= 0;
 }
 }  // namespace
 

@@ -1,6 +1,7 @@
 #include "train/weights.hpp"
 
 #include "core/error.hpp"
+#include "core/output_path.hpp"
 #include "io/h5.hpp"
 #include "train/checkpoint_files.hpp"
 
@@ -156,6 +157,11 @@ std::string overwrite_problem(const std::string& what, const std::string& path, 
   if (weights && weights_ok) return "";
   return what + " = '" + path + "' is " + (weights ? "a weights file" : "a training checkpoint") +
          " of this engine: refusing to overwrite it (write the output elsewhere, or remove the file first)";
+}
+
+std::string output_problem(const std::string& what, const std::string& path, bool weights_ok) {
+  const std::string p = output_path_problem(what, path);
+  return p.empty() ? overwrite_problem(what, path, weights_ok) : p;
 }
 
 }  // namespace burst

@@ -75,4 +75,8 @@ void save_weights(const std::string& path, const ModelConfig& mc, const std::str
 // pointed at a checkpoint by mistake replaced it with its results.
 std::string overwrite_problem(const std::string& what, const std::string& path, bool weights_ok = false);
 
+// Both checks of a command's output file: core/output_path.hpp's (a
+// writable directory, not a directory) first, then overwrite_problem.
+std::string output_problem(const std::string& what, const std::string& path, bool weights_ok = false);
+
 }  // namespace burst
