@@ -19,7 +19,9 @@ cudaError_t fwd_d128(const FwdParams& p, int variant, cudaStream_t st) {
     case 13:
     case 14:
     case 15:
-    case 16: return fwd_wgmma_d128(p, variant - 4, st);  // sm_90a (flash_fwd_wgmma_d128.cu)
+    case 16:
+    case 17:
+    case 18: return fwd_wgmma_d128(p, variant - 4, st);  // sm_90a (flash_fwd_wgmma_d128.cu)
   }
   return cudaErrorInvalidValue;
 }

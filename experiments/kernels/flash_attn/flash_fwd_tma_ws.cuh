@@ -184,7 +184,9 @@ template <int D, int BC, int NST> struct TmaWsTraits {
   static constexpr int NBAR = 1 + 4 * NST;
   static constexpr size_t smem_bytes = size_t(Q_BYTES) + 2 * NST * size_t(KV_BYTES) + 8 * NBAR + 1024;
   static_assert(D == 64 || D == 128, "head dim");
-  static_assert(BC == 64 || BC == 128, "key tile (wgmma N) must be 64 or 128 here");
+  // 176 (variants 17, 18: FlashAttention-3's d128 key tile for full masks) fits
+  // two stages only: 32 KB of Q + 2 x 2 x 44 KB of K / V.
+  static_assert(BC == 64 || BC == 128 || (BC == 176 && D == 128), "key tile (wgmma N): 64, 128, or 176 at d128");
   static_assert(NST >= 2 && NST <= 4, "stages");
   static_assert(smem_bytes <= 227 * 1024, "shared memory");
 };
@@ -492,7 +494,8 @@ cudaError_t launch_fwd_tma_ws_t(const FwdParams& p, cudaStream_t st) {
 
 // MODE: 0 = variant 7, 1 = variant 8 (trap-free waits), 2 = variant 9 (+ intra-warpgroup overlap);
 // 2 | kFwdDiet with NST = 3 = variant 12; 2 | kFwdDiet | kFwdSoftIL with NST = 3 = variant 14; | kFwdPolyExp = 15;
-// 2 | kFwdDiet | kFwdNoPingPong with NST = 3 = variant 16.
+// 2 | kFwdDiet | kFwdNoPingPong with NST = 3 = variant 16; BC = 176, NST = 2, 2 | kFwdDiet = variant 17,
+// | kFwdNoPingPong = variant 18.
 template <int D, int BC, int NST, int MODE = 0>
 cudaError_t launch_fwd_tma_ws(const FwdParams& p, cudaStream_t st) {
   return p.mask.kind >= kMaskWindow ? launch_fwd_tma_ws_t<D, BC, NST, true, MODE>(p, st)

@@ -1,6 +1,6 @@
 // wgmma forward instantiations, head dim 128 (sm_90a only: build this file
-// with -gencode=arch=compute_90a,code=sm_90a). Forward variants 4-16 of
-// flash_attn.cu's d128 table land here as 0-12.
+// with -gencode=arch=compute_90a,code=sm_90a). Forward variants 4-18 of
+// flash_attn.cu's d128 table land here as 0-14.
 #include "flash_api.cuh"
 #include "flash_fwd_wgmma.cuh"
 #include "flash_fwd_tma_ws.cuh"
@@ -26,6 +26,8 @@ cudaError_t fwd_wgmma_d128(const FwdParams& p, int variant, cudaStream_t st) {
     case 10: return launch_fwd_tma_ws<128, 128, 3, 2 | kFwdDiet | kFwdSoftIL>(p, st);  // variant 14: 12 + interleaved softmax
     case 11: return launch_fwd_tma_ws<128, 128, 3, 2 | kFwdDiet | kFwdSoftIL | kFwdPolyExp>(p, st);  // variant 15: 14 + a quarter of exp2 on the FMA pipe
     case 12: return launch_fwd_tma_ws<128, 128, 3, 2 | kFwdDiet | kFwdNoPingPong>(p, st);  // variant 16: 12 without the ping-pong barriers
+    case 13: return launch_fwd_tma_ws<128, 176, 2, 2 | kFwdDiet>(p, st);  // variant 17: 12 with 176-key tiles, 2 stages
+    case 14: return launch_fwd_tma_ws<128, 176, 2, 2 | kFwdDiet | kFwdNoPingPong>(p, st);  // variant 18: 17 without the ping-pong
   }
   return cudaErrorInvalidValue;
 }

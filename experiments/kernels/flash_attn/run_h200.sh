@@ -6,7 +6,7 @@
 #       [PACK=1] [WG_FWD=4,7,9,10] [WG_BWD=4,6,7,8,9,10,11 (9,10,11 with MAIN=0)] experiments/kernels/flash_attn/run_h200.sh
 # The wgmma forward (variants 4, 5; 6 = the settled V-descriptor diagnostic;
 # 7 = TMA + warp-specialised ping-pong, flash_fwd_tma_ws.cuh; all in
-# flash_fwd_wgmma_d{64,128}.cu; 8, 9 = the trap-free and the overlapped variant 7, flash_fwd_tma_ws.cuh MODE 1, 2; 10 = 9 with 3 K/V stages; 11 = 10 on a persistent grid, flash_fwd_persist.cuh, d128 only; 12 = 10 with the descriptor diet and the sleeping producer, MODE 2 | kFwdDiet; 13 = 11 with 12's diet; 14 = 12 with both rows' softmax interleaved, | kFwdSoftIL; 15 = 14 with a quarter of exp2 on the FMA pipe, | kFwdPolyExp; 16 = 12 without the ping-pong barriers, | kFwdNoPingPong; default 4,7,9,10: variant 4 is the same-call baseline) and the wgmma backward (variants 4, 5, 6; 5 = the
+# flash_fwd_wgmma_d{64,128}.cu; 8, 9 = the trap-free and the overlapped variant 7, flash_fwd_tma_ws.cuh MODE 1, 2; 10 = 9 with 3 K/V stages; 11 = 10 on a persistent grid, flash_fwd_persist.cuh, d128 only; 12 = 10 with the descriptor diet and the sleeping producer, MODE 2 | kFwdDiet; 13 = 11 with 12's diet; 14 = 12 with both rows' softmax interleaved, | kFwdSoftIL; 15 = 14 with a quarter of exp2 on the FMA pipe, | kFwdPolyExp; 16 = 12 without the ping-pong barriers, | kFwdNoPingPong; 17 = 12 with 176-key tiles and 2 stages, d128 only; 18 = 17 without the ping-pong; default 4,7,9,10: variant 4 is the same-call baseline) and the wgmma backward (variants 4, 5, 6; 5 = the
 # dS-layout diagnostic; flash_bwd_wgmma_d{64,128}.cu), all built for sm_90a,
 # are checked and timed in their own bench_attn processes (OUT/wgmma/,
 # OUT/wgmma_bwd/), so that a fault there cannot take the other results with

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Writes ../flash_wgmma_ops.cuh: inline-PTX wrappers for the wgmma shapes the
-wgmma forward and backward use (the 32..64-register accumulator lists are mechanical, so
+wgmma forward and backward use (the 32..88-register accumulator lists are mechanical, so
 they are generated). usage: python3 tools/gen_wgmma_ops.py > flash_wgmma_ops.cuh"""
 
 NS = [64, 128]
@@ -79,5 +79,8 @@ for n in NS:
     print(ss(n))
     print(rs(n))
 print(ss_t(64))
+# forward variants 17 / 18: S = Q K^T over 176-key tiles (FlashAttention-3's
+# d128 non-causal tile); the P V product's N is the head dim, so no RS form.
+print(ss(176))
 print("""}  // namespace dev
 }  // namespace burst_fa""")

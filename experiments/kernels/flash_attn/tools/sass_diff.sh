@@ -3,6 +3,8 @@
 # file at REV and in the working tree with nvcc, dumps every kernel's SASS with cuobjdump (encodings and
 # addresses stripped) and prints, per kernel, identical / changed / new / gone. No GPU needed; it is how
 # "the engine's kernels are unchanged" was checked when lab-only variants were added to shared headers.
+# Trailing blanks are stripped: cuobjdump pads every line to the dump's longest instruction, so a new
+# kernel with a longer one (e.g. an 88-register wgmma) would otherwise mark every kernel changed.
 #   tools/sass_diff.sh REV [file.cu ...]   (default: the four flash_{fwd,bwd}_wgmma_d{64,128}.cu)
 # cuobjdump and nvdisasm: from PATH, else the nvidia-cuda-cuobjdump / -nvdisasm wheels (PyPI) unpacked under
 # ~/.cache/burst/cuobjdump.
@@ -40,7 +42,7 @@ for f in $files; do
     cuobjdump --dump-sass "$work/$side.o" > "$work/$side.dump" || { echo "sass_diff: cuobjdump failed on $f ($side)"; exit 2; }
     awk -v dir="$work/$side" '
       /Function : / { fn = $3; next }
-      fn != "" && /\/\*[0-9a-f]+\*\// { sub(/\/\* 0x[0-9a-f]+ \*\//, ""); sub(/^[ \t]*\/\*[0-9a-f]+\*\//, ""); print > (dir "_" fn ".sass") }' "$work/$side.dump"
+      fn != "" && /\/\*[0-9a-f]+\*\// { sub(/\/\* 0x[0-9a-f]+ \*\//, ""); sub(/^[ \t]*\/\*[0-9a-f]+\*\//, ""); sub(/[ \t]+$/, ""); print > (dir "_" fn ".sass") }' "$work/$side.dump"
   done
   echo "== $f"
   for p in "$work"/old_*.sass "$work"/new_*.sass; do [ -e "$p" ] || continue; basename "$p" | sed -e 's/^old_//' -e 's/^new_//'; done | sort -u |
