@@ -25,6 +25,8 @@
 #   PART=14 OUT=$OUT BUDGET=590 experiments/peers/run_h200.sh   PART 12 + 13 trimmed into one call
 #   PART=15 OUT=$OUT experiments/peers/run_h200.sh  the lab's variants 12 in the engine, A/B (BURST_FA_* = tma12):
 #                                                    tests, the block and the 1B step both ways, the torch block
+#   PART=16 OUT=$OUT BUDGET=590 [AB176=1] ...       build, the four longest gpu tests; with AB176=1 the lab's
+#                                                    variant 17 forward in the engine, A/B (BURST_FA_FORWARD = tma176)
 #   PART=12 then PART=13 (same warm machine)         the timed call (whole build, bench kernels, the block with
 #                                                   the CUDA / portable RoPE, the 1B step, gemm beta 1), then every gpu test
 #                                                   (after the torch block when the card is not an H200)
@@ -112,6 +114,28 @@ ncu_block() {
   head -n 30 "$OUT/ncu_layer_${m}_summary.txt"
   gzip -f "$csv"
 }
+if [ "$PART" = 16 ]; then
+  # The whole build, the four longest gpu tests (test_model, test_train: the
+  # ones PART 6 leaves out) on this card, then, with AB176=1, the lab's
+  # variant 17 forward (128 x 176 tiles) in the engine, A/B on one card
+  # (BURST_FA_FORWARD = tma176 against the default tma): its attention tests,
+  # the 1B block and the 1B step at 32K both ways (alternating).
+  build_everything
+  if [ -x "$build/burst" ]; then
+    step "the four longest gpu tests (test_model, test_train)" 330 bash -c "cd '$build' && ctest -j 4 \
+      --output-on-failure -L gpu -R 'test_model|test_train' > '$OUT/gpu_long.log' 2>&1; rc=\$?; tail -n 12 '$OUT/gpu_long.log'; exit \$rc"
+    if [ "${AB176:-0}" = 1 ]; then
+      step "attention tests on variant 17 (tma176)" 100 bash -c "cd '$build' && ctest --output-on-failure \
+        -R 'test_kernels_attention_cuda_tma176' > '$OUT/tests_tma176.log' 2>&1; rc=\$?; tail -n 8 '$OUT/tests_tma176.log'; exit \$rc"
+      m=1B
+      layer32k " (default: forward 10, backward 11)" 30 "layer_1B_bf16.h5"
+      layer32k " (forward variant 17)" 30 "layer_1B_bf16_tma176.h5" BURST_FA_FORWARD=tma176
+      step_1b '[32768]' 40 " (default kernels)"
+      step_1b '[32768]' 40 " (forward variant 17)" step_1B_bf16_tma176.h5 BURST_FA_FORWARD=tma176
+    fi
+  fi
+  part_done h5
+fi
 if [ "$PART" = 15 ]; then
   # The lab's variants 12 in the engine, A/B on one card (BURST_FA_FORWARD /
   # BURST_FA_BACKWARD = tma12 against the default tma), after the lab run has

@@ -77,20 +77,24 @@ static bool shape_ok(const AttnShape& s) {
 // Which kernel runs (A/B runs; read once per variable): BURST_FA_FORWARD /
 // BURST_FA_BACKWARD = tma (the default: the TMA wgmma kernels, forward 1.9x,
 // backward 2.0x the mma.sync ones on the H200), tma12 (the lab's variants 12
-// on top of them, not yet measured), wgmma (the cp.async wgmma kernels,
-// 1.3x) or mma (mma.sync). Another value is reported once and the default
-// used.
-enum class Impl { Tma, Tma12, Wgmma, Mma };
+// on top of them, measured no faster), tma176 (forward only: the lab's
+// variant 17, 128 x 176 tiles at head dim 128; the backward and d = 64 run
+// tma for it), wgmma (the cp.async wgmma kernels, 1.3x) or mma (mma.sync).
+// Another value is reported once and the default used.
+enum class Impl { Tma, Tma12, Tma176, Wgmma, Mma };
 static Impl kernel_choice(const char* var) {
   const char* e = std::getenv(var);
   if (!e || !*e || std::strcmp(e, "tma") == 0) return Impl::Tma;
   if (std::strcmp(e, "tma12") == 0) return Impl::Tma12;
+  if (std::strcmp(e, "tma176") == 0) return Impl::Tma176;
   if (std::strcmp(e, "wgmma") == 0) return Impl::Wgmma;
   if (std::strcmp(e, "mma") == 0) return Impl::Mma;
-  std::fprintf(stderr, "burst: warning: %s = '%s' is not a flash kernel (tma, tma12, wgmma, mma): using tma\n", var, e);
+  std::fprintf(stderr, "burst: warning: %s = '%s' is not a flash kernel (tma, tma12, tma176, wgmma, mma): using tma\n", var, e);
   return Impl::Tma;
 }
-static int wg_kind(Impl c) { return c == Impl::Tma ? dev::kWgTma : c == Impl::Tma12 ? dev::kWgTma12 : dev::kWgCpAsync; }
+static int wg_kind(Impl c) {
+  return c == Impl::Tma ? dev::kWgTma : c == Impl::Tma12 ? dev::kWgTma12 : c == Impl::Tma176 ? dev::kWgTma176 : dev::kWgCpAsync;
+}
 static Impl forward_choice() {
   static const Impl c = kernel_choice("BURST_FA_FORWARD");
   return c;

@@ -3,7 +3,8 @@
 // warpgroup, two consumer warpgroups in ping-pong, each overlapping the
 // softmax of S_c with its own P_{c-1} V_{c-1}; 545-596 TFLOP/s at 32 x 128 in
 // lab run 7, 0.90-0.96x cuDNN in the same call); false: variant 4 (cp.async, 2
-// warpgroups in lockstep; 387-414, run 3); kWgTma12: lab variant 12 (A/B).
+// warpgroups in lockstep; 387-414, run 3); kWgTma12: lab variant 12 (A/B);
+// kWgTma176: lab variant 17 (variant 12 on 128 x 176 tiles, 2 stages; A/B).
 // experiments/kernels/flash_attn/
 // NOTES.md. sm_90a only: CMake builds this file in burst_kernels_cuda_sm90a.
 #include "flash_api.cuh"
@@ -16,6 +17,7 @@
 namespace burst { namespace fa { namespace dev {
 cudaError_t fwd_wgmma_d128(const FwdParams& p, int kind, cudaStream_t st) {
   if (kind == kWgTma12) return launch_fwd_tma_ws<128, 128, 3, 2 | kFwdDiet>(p, st);  // lab variant 12
+  if (kind == kWgTma176) return launch_fwd_tma_ws<128, 176, 2, 2 | kFwdDiet>(p, st);  // lab variant 17
   return kind == kWgTma ? launch_fwd_tma_ws<128, 128, 3, 2>(p, st) : launch_fwd_wgmma<128, 128, false>(p, st);
 }
 }}}
