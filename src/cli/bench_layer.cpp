@@ -23,6 +23,7 @@
 #include "cli/bench_layer.hpp"
 
 #include "cli/bench_common.hpp"
+#include "cli/bench_memory.hpp"
 #include "cli/commands.hpp"
 #include "core/config.hpp"
 #include "core/error.hpp"
@@ -310,6 +311,11 @@ template <class T> static int run(Runtime& rt, const Config& cfg, const std::str
                                            cfg.get_int("bench.kv_heads"), cfg.get_int("bench.head_dim"),
                                            cfg.get_int("bench.ffn"), S);
   check_bench_output(rt, cli_output, output);  // after the widths' errors, before any work
+  // A lower bound of what the timed block allocates at once: its weights (T)
+  // and fp32 gradients, and x, dy, y, dx ([S, hidden] each); its activations
+  // come on top.
+  check_bench_fits("bench layer at " + std::to_string(S) + " tokens (the block's weights and gradients, x, dy, y, dx)",
+                   model_parameters(mc) * double(sizeof(T) + sizeof(A)) + 4.0 * double(S) * double(mc.hidden) * double(sizeof(T)));
   const int repeats = int(cfg.get_int("bench.repeats")), warmup = int(cfg.get_int("bench.warmup"));
   g_cpu_clock = cfg.get_string("bench.clock") == "cpu";
   const long check = std::min(cfg.get_int("bench.check_tokens"), S);

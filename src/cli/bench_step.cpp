@@ -9,6 +9,7 @@
 // the phase breakdown (each phase fenced), the loss of every step and the
 // peak device memory by category, into HDF5.
 #include "cli/bench_common.hpp"
+#include "cli/bench_memory.hpp"
 #include "cli/commands.hpp"
 #include "core/config.hpp"
 #include "core/error.hpp"
@@ -210,6 +211,16 @@ template <class T> int run(Runtime& rt, const Config& cfg, const std::string& cl
     for (size_t j = 0; j < i; ++j)
       BURST_CHECK_CONFIG(sizes[i] != sizes[j], "bench step: bench.tokens lists ", sizes[i], " twice");
   check_bench_output(rt, cli_output, output);
+  {  // every size before the first runs: a lower bound of what a step allocates at once
+    const double np = model_parameters(mc);
+    using A = accum_t<T>;
+    // weights (T), fp32 gradients, AdamW's m and v, the fp32 master when T is not A
+    const double fixed = np * double(sizeof(T) + 3 * sizeof(A) + (std::is_same<A, T>::value ? 0 : sizeof(A)));
+    for (long S : sizes)  // plus each layer's input, which every activation policy keeps
+      check_bench_fits("bench step at " + std::to_string(S) + " tokens (the " + cfg.get_string("bench.preset") +
+                           " model's weights, gradients and optimizer state, each layer's input)",
+                       fixed + double(mc.layers) * double(S) * double(mc.hidden) * double(sizeof(T)));
+  }
   // The file first: a bad path fails before any step runs; each size's group
   // is written as soon as it is measured.
   std::unique_ptr<io::H5File> h;
