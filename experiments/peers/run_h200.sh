@@ -25,7 +25,7 @@
 #   PART=14 OUT=$OUT BUDGET=590 experiments/peers/run_h200.sh   PART 12 + 13 trimmed into one call
 #   PART=15 OUT=$OUT experiments/peers/run_h200.sh  the lab's variants 12 in the engine, A/B (BURST_FA_* = tma12):
 #                                                    tests, the block and the 1B step both ways, the torch block
-#   PART=16 OUT=$OUT BUDGET=590 [AB176=1] ...       build, the four longest gpu tests; with AB176=1 the lab's
+#   PART=16 OUT=$OUT BUDGET=590 [AB176=1] [LONG=0]  build, the four longest gpu tests (not with LONG=0); with AB176=1 the lab's
 #                                                    variant 17 forward in the engine, A/B (BURST_FA_FORWARD = tma176)
 #   PART=12 then PART=13 (same warm machine)         the timed call (whole build, bench kernels, the block with
 #                                                   the CUDA / portable RoPE, the 1B step, gemm beta 1), then every gpu test
@@ -116,13 +116,13 @@ ncu_block() {
 }
 if [ "$PART" = 16 ]; then
   # The whole build, the four longest gpu tests (test_model, test_train: the
-  # ones PART 6 leaves out) on this card, then, with AB176=1, the lab's
+  # ones PART 6 leaves out; LONG=0 skips them) on this card, then, with AB176=1, the lab's
   # variant 17 forward (128 x 176 tiles) in the engine, A/B on one card
   # (BURST_FA_FORWARD = tma176 against the default tma): its attention tests,
   # the 1B block and the 1B step at 32K both ways (alternating).
   build_everything
   if [ -x "$build/burst" ]; then
-    step "the four longest gpu tests (test_model, test_train)" 330 bash -c "cd '$build' && ctest -j 4 \
+    [ "${LONG:-1}" = 1 ] && step "the four longest gpu tests (test_model, test_train)" 330 bash -c "cd '$build' && ctest -j 4 \
       --output-on-failure -L gpu -R 'test_model|test_train' > '$OUT/gpu_long.log' 2>&1; rc=\$?; tail -n 12 '$OUT/gpu_long.log'; exit \$rc"
     if [ "${AB176:-0}" = 1 ]; then
       step "attention tests on variant 17 (tma176)" 100 bash -c "cd '$build' && ctest --output-on-failure \
