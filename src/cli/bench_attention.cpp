@@ -4,6 +4,7 @@
 // With bench.methods, the distributed methods under mpiexec instead
 // (bench_attention_dist.cpp).
 #include "cli/bench_common.hpp"
+#include "cli/bench_memory.hpp"
 #include "cli/commands.hpp"
 #include "core/config.hpp"
 #include "core/error.hpp"
@@ -79,6 +80,10 @@ int cmd_bench_attention(Runtime& rt, const BenchGemmOptions& opt) {
   const kernels::AttnTiles tiles{cfg.get_int("bench.tile"), cfg.get_int("bench.tile")};
   const double peak = cfg.get_real("bench.peak_gflops");
   const auto& seqs = cfg.get_int_list("bench.seq");
+  for (long S : seqs)  // every length before the first runs: q, o, dO, dq; k, v, dk, dv; lse, D (float)
+    check_bench_fits("bench attention at " + std::to_string(S) + " tokens (" + std::to_string(n) + " heads, " +
+                         std::to_string(nkv) + " kv heads, head dim " + std::to_string(d) + ")",
+                     4.0 * double(S) * (4.0 * double(n) * double(d) + 4.0 * double(nkv) * double(d) + 2.0 * double(n)));
   std::vector<double> tf, tb, gf, gb, share;
   // CPU seconds of this process per wall second over the timed rounds: below
   // 1 when other jobs share the machine (the experiment runners' calibration

@@ -5,6 +5,7 @@
 // operation must move (every input read once, every output written once),
 // and the achieved GB/s = floor bytes / time. Rank 0's numbers are written.
 #include "cli/bench_common.hpp"
+#include "cli/bench_memory.hpp"
 #include "cli/commands.hpp"
 #include "core/config.hpp"
 #include "core/error.hpp"
@@ -61,6 +62,17 @@ template <class T> static void run(Runtime& rt, const Config& cfg, const std::st
   const long N = cfg.get_int("bench.tokens"), H = cfg.get_int("bench.hidden"), F = cfg.get_int("bench.ffn");
   const long nh = cfg.get_int("bench.heads"), d = cfg.get_int("bench.head_dim"), P = cfg.get_int("bench.adam_params");
   const int repeats = int(cfg.get_int("bench.repeats"));
+  {  // the largest group of views alive at once, before any group runs
+    const double e = double(sizeof(T)), a = double(sizeof(Acc)), n = double(N);
+    const double groups[] = {4.0 * n * double(H) * e + double(H) * (e + a) + n * a,   // RMSNorm
+                             6.0 * n * double(F) * e,                                 // SwiGLU
+                             n * double(nh) * double(d) * e + 8.0 * n,                // RoPE
+                             4.0 * 4.0 * double(P)};                                  // AdamW (fp32)
+    check_bench_fits("bench kernels at " + std::to_string(N) + " tokens (hidden " + std::to_string(H) + ", ffn " +
+                         std::to_string(F) + ", " + std::to_string(nh) + " x " + std::to_string(d) + " heads, " +
+                         std::to_string(P) + " AdamW parameters)",
+                     *std::max_element(std::begin(groups), std::end(groups)));
+  }
   std::vector<std::string> names;
   std::vector<double> secs, bytes;
   const auto time_it = [&](const std::string& name, double floor_bytes, const std::function<void()>& fn) {
