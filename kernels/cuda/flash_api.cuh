@@ -56,7 +56,7 @@ cudaError_t fwd_d128(const FwdParams& p, cudaStream_t st);
 // asleep; an A/B choice until measured), kWgCpAsync the cp.async ones
 // (forward 4, backward 6). kWgTma176: the forward on 128 x 176 tiles (the
 // lab's variant 17, head dim 128; FlashAttention-3's full-mask tile), an A/B
-// choice until measured; the backward and head dim 64 run kWgTma for it.
+// choice until measured; flash_attn.cu passes it to the d128 forward only.
 enum WgKind { kWgCpAsync = 0, kWgTma = 1, kWgTma12 = 2, kWgTma176 = 3 };
 cudaError_t fwd_wgmma_d64(const FwdParams& p, int kind, cudaStream_t st);
 cudaError_t fwd_wgmma_d128(const FwdParams& p, int kind, cudaStream_t st);

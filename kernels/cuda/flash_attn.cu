@@ -92,8 +92,11 @@ static Impl kernel_choice(const char* var) {
   std::fprintf(stderr, "burst: warning: %s = '%s' is not a flash kernel (tma, tma12, tma176, wgmma, mma): using tma\n", var, e);
   return Impl::Tma;
 }
-static int wg_kind(Impl c) {
-  return c == Impl::Tma ? dev::kWgTma : c == Impl::Tma12 ? dev::kWgTma12 : c == Impl::Tma176 ? dev::kWgTma176 : dev::kWgCpAsync;
+// The kind for a forward (fwd) or backward at head dim d: tma176 exists only
+// as the d = 128 forward; elsewhere it runs tma.
+static int wg_kind(Impl c, bool fwd, int d) {
+  if (c == Impl::Tma176) return fwd && d == 128 ? dev::kWgTma176 : dev::kWgTma;
+  return c == Impl::Tma ? dev::kWgTma : c == Impl::Tma12 ? dev::kWgTma12 : dev::kWgCpAsync;
 }
 static Impl forward_choice() {
   static const Impl c = kernel_choice("BURST_FA_FORWARD");
@@ -121,7 +124,7 @@ cudaError_t flash_forward(const AttnShape& s, const __nv_bfloat16* q, const __nv
   p.scale_log2 = scale * 1.4426950408889634f;
   p.mask = dev::make_mask_dev(mask, workspace, s.sq, s.sk);
   if (forward_choice() != Impl::Mma) {
-    const int kind = wg_kind(forward_choice());
+    const int kind = wg_kind(forward_choice(), true, s.d);
     e = s.d == 128 ? dev::fwd_wgmma_d128(p, kind, st) : dev::fwd_wgmma_d64(p, kind, st);
     // The sm_90a objects load on compute capability 9.0 only: elsewhere the
     // mma.sync kernel (sm_90 objects, any Hopper) runs instead.
@@ -153,7 +156,7 @@ cudaError_t flash_backward(const AttnShape& s, const __nv_bfloat16* q, const __n
   p.diag_no_dq = 0;
   p.mask = dev::make_mask_dev(mask, workspace, s.sq, s.sk);
   if (backward_choice() != Impl::Mma) {
-    const int kind = wg_kind(backward_choice());
+    const int kind = wg_kind(backward_choice(), false, s.d);
     e = s.d == 128 ? dev::bwd_wgmma_d128(p, kind, st) : dev::bwd_wgmma_d64(p, kind, st);
     if (e != cudaErrorNoKernelImageForDevice && e != cudaErrorInvalidDeviceFunction) return e;
     cudaGetLastError();  // not compute capability 9.0: the mma.sync kernel

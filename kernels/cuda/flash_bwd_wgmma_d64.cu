@@ -19,6 +19,6 @@
 namespace burst { namespace fa { namespace dev {
 cudaError_t bwd_wgmma_d64(const BwdParams& p, int kind, cudaStream_t st) {
   if (kind == kWgTma12) return launch_bwd_tma_ws<64, kBwdDiet | kBwdDqFirst | kBwdDqSwz | kBwdSleep>(p, st);  // lab variant 12
-  return kind == kWgTma || kind == kWgTma176 ? launch_bwd_tma_ws<64, kBwdDiet | kBwdDqFirst | kBwdDqSwz>(p, st) : launch_bwd_wgmma<64, false, true>(p, st);
+  return kind == kWgTma ? launch_bwd_tma_ws<64, kBwdDiet | kBwdDqFirst | kBwdDqSwz>(p, st) : launch_bwd_wgmma<64, false, true>(p, st);
 }
 }}}

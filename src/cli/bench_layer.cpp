@@ -315,7 +315,7 @@ template <class T> static int run(Runtime& rt, const Config& cfg, const std::str
   // and fp32 gradients, and x, dy, y, dx ([S, hidden] each); its activations
   // come on top.
   check_bench_fits("bench layer at " + std::to_string(S) + " tokens (the block's weights and gradients, x, dy, y, dx)",
-                   model_parameters(mc) * double(sizeof(T) + sizeof(A)) + 4.0 * double(S) * double(mc.hidden) * double(sizeof(T)));
+                   double(mc.parameter_count()) * double(sizeof(T) + sizeof(A)) + 4.0 * double(S) * double(mc.hidden) * double(sizeof(T)));
   const int repeats = int(cfg.get_int("bench.repeats")), warmup = int(cfg.get_int("bench.warmup"));
   g_cpu_clock = cfg.get_string("bench.clock") == "cpu";
   const long check = std::min(cfg.get_int("bench.check_tokens"), S);

@@ -5,8 +5,6 @@
 
 #include "core/error.hpp"
 #include "core/memory.hpp"
-#include "model/config.hpp"
-#include "model/params.hpp"
 
 #ifdef BURST_HAVE_CUDA
 #include <cuda_runtime.h>
@@ -43,13 +41,6 @@ inline void check_bench_fits(const std::string& what, double bytes) {
   const auto whole = [](double b) { return std::int64_t(std::min(b, 9e18)); };
   BURST_CHECK_CONFIG(bytes <= avail, what, " needs ", format_bytes(whole(bytes)), " (", whole(bytes),
                      " bytes) of memory, more than the ", where, " (", format_bytes(whole(avail)), ")");
-}
-
-// The parameters of a model (every tensor of its table).
-inline double model_parameters(const ModelConfig& c) {
-  double n = 0;
-  for (const ParamInfo& p : llama_param_table(c)) n += double(p.size);
-  return n;
 }
 
 }  // namespace burst::cli

@@ -59,12 +59,6 @@ KOKKOS_INLINE_FUNCTION unsigned long mix64(unsigned long x) {
   return x;
 }
 
-long param_count(const ModelConfig& mc) {
-  long n = 0;
-  for (const ParamInfo& p : llama_param_table(mc)) n += p.size;
-  return n;
-}
-
 double median_of(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   if (v.empty()) return 0.0;
@@ -212,7 +206,7 @@ template <class T> int run(Runtime& rt, const Config& cfg, const std::string& cl
       BURST_CHECK_CONFIG(sizes[i] != sizes[j], "bench step: bench.tokens lists ", sizes[i], " twice");
   check_bench_output(rt, cli_output, output);
   {  // every size before the first runs: a lower bound of what a step allocates at once
-    const double np = model_parameters(mc);
+    const double np = double(mc.parameter_count());
     using A = accum_t<T>;
     // weights (T), fp32 gradients, AdamW's m and v, the fp32 master when T is not A
     const double fixed = np * double(sizeof(T) + 3 * sizeof(A) + (std::is_same<A, T>::value ? 0 : sizeof(A)));
@@ -284,7 +278,7 @@ template <class T> int run(Runtime& rt, const Config& cfg, const std::string& cl
     hf.set_attr("/", "benchmark", std::string("step"));
     hf.set_attr("/", "model", mc.name);
     hf.set_attr("/", "dtype", std::string(scalar_name<T>()));
-    hf.set_attr("/", "parameters", std::int64_t(param_count(mc)));
+    hf.set_attr("/", "parameters", std::int64_t(mc.parameter_count()));
     hf.set_attr("/", "peak_tflops", peak / 1e12);
     hf.set_attr("/", "flops_convention",
                std::string("ALGORITHMS.md 9: paper_flops = 12 S L h^2 [1 + n_kv/n + S/(2h) + 1.5 ffn/h + V/(2 L h)] per "
