@@ -79,23 +79,28 @@ static bool shape_ok(const AttnShape& s) {
 // backward 2.0x the mma.sync ones on the H200), tma12 (the lab's variants 12
 // on top of them, measured no faster), tma176 (forward only: the lab's
 // variant 17, 128 x 176 tiles at head dim 128; the backward and d = 64 run
-// tma for it), wgmma (the cp.async wgmma kernels, 1.3x) or mma (mma.sync).
+// tma for it), tma80 (backward only: the lab's variant 13, 80 x 128 tiles
+// with dQ computed transposed at head dim 128; the forward and d = 64 run tma
+// for it), wgmma (the cp.async wgmma kernels, 1.3x) or mma (mma.sync).
 // Another value is reported once and the default used.
-enum class Impl { Tma, Tma12, Tma176, Wgmma, Mma };
+enum class Impl { Tma, Tma12, Tma176, Tma80, Wgmma, Mma };
 static Impl kernel_choice(const char* var) {
   const char* e = std::getenv(var);
   if (!e || !*e || std::strcmp(e, "tma") == 0) return Impl::Tma;
   if (std::strcmp(e, "tma12") == 0) return Impl::Tma12;
   if (std::strcmp(e, "tma176") == 0) return Impl::Tma176;
+  if (std::strcmp(e, "tma80") == 0) return Impl::Tma80;
   if (std::strcmp(e, "wgmma") == 0) return Impl::Wgmma;
   if (std::strcmp(e, "mma") == 0) return Impl::Mma;
-  std::fprintf(stderr, "burst: warning: %s = '%s' is not a flash kernel (tma, tma12, tma176, wgmma, mma): using tma\n", var, e);
+  std::fprintf(stderr, "burst: warning: %s = '%s' is not a flash kernel (tma, tma12, tma176, tma80, wgmma, mma): using tma\n", var, e);
   return Impl::Tma;
 }
 // The kind for a forward (fwd) or backward at head dim d: tma176 exists only
-// as the d = 128 forward; elsewhere it runs tma.
+// as the d = 128 forward, tma80 only as the d = 128 backward; elsewhere they
+// run tma.
 static int wg_kind(Impl c, bool fwd, int d) {
   if (c == Impl::Tma176) return fwd && d == 128 ? dev::kWgTma176 : dev::kWgTma;
+  if (c == Impl::Tma80) return !fwd && d == 128 ? dev::kWgTma80 : dev::kWgTma;
   return c == Impl::Tma ? dev::kWgTma : c == Impl::Tma12 ? dev::kWgTma12 : dev::kWgCpAsync;
 }
 static Impl forward_choice() {

@@ -472,14 +472,14 @@ __global__ void __launch_bounds__(256, 1)
   }
 }
 
-// dQ [sq, n, D] fp32 as a 3-d tensor (D, n, sq innermost first) with boxes of 32 columns x 1 head x 64 rows
-// in the 128-byte swizzle (32 fp32 = 128 bytes, the swizzle's row). Needs dq 16-byte aligned, sq > 0.
-inline cudaError_t make_dq_tensor_map(CUtensorMap* map, float* dq, int sq, int n, int D) {
+// dQ [sq, n, D] fp32 as a 3-d tensor (D, n, sq innermost first) with boxes of 32 columns x 1 head x box_rows
+// rows in the 128-byte swizzle (32 fp32 = 128 bytes, the swizzle's row). Needs dq 16-byte aligned, sq > 0.
+inline cudaError_t make_dq_tensor_map(CUtensorMap* map, float* dq, int sq, int n, int D, int box_rows = 64) {
   const auto enc = tensor_map_encoder();
   if (!enc) return cudaErrorNotSupported;
   const cuuint64_t dims[3] = {(cuuint64_t)D, (cuuint64_t)n, (cuuint64_t)sq};
   const cuuint64_t strides[2] = {(cuuint64_t)D * sizeof(float), (cuuint64_t)n * D * sizeof(float)};  // bytes, dims 1, 2
-  const cuuint32_t box[3] = {32, 1, 64};
+  const cuuint32_t box[3] = {32, 1, (cuuint32_t)box_rows};
   const cuuint32_t estr[3] = {1, 1, 1};
   const CUresult r = enc(map, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 3, dq, dims, strides, box, estr,
                          CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_128B,

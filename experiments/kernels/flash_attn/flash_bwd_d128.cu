@@ -16,7 +16,8 @@ cudaError_t bwd_d128(const BwdParams& p, int variant, cudaStream_t st) {
     case 9:
     case 10:
     case 11:
-    case 12: return bwd_wgmma_d128(p, variant - 4, st);  // sm_90a (flash_bwd_wgmma_d128.cu)
+    case 12:
+    case 13: return bwd_wgmma_d128(p, variant - 4, st);  // sm_90a (flash_bwd_wgmma_d128.cu)
   }
   return cudaErrorInvalidValue;
 }

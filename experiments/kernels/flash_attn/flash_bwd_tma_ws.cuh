@@ -62,8 +62,11 @@ __device__ __forceinline__ void cp_async_mbar_arrive_noinc(uint32_t bar) {
   asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(bar) : "memory");
 }
 
-template <int D> struct BwdTmaWsTraits {
-  static constexpr int BR = 64, BC = 128, NT = 384, NST = 2;
+// BR_ = 80 (variant 13, MODE bit kBwdQ80): FlashAttention-3's full-mask d128 tile, 80 queries x 128 keys, with
+// one dQ staging buffer (NDQ) so that it fits: 64 KB K, V + 80 KB Q, dO (2 stages) + 40 KB dS^T (2) + 40 KB dQ.
+template <int D, int BR_ = 64> struct BwdTmaWsTraits {
+  static constexpr int BR = BR_, BC = 128, NT = 384, NST = 2;
+  static constexpr int NDQ = BR_ == 64 ? 2 : 1;               // dQ staging buffers
   static constexpr uint32_t KV_BYTES = BC * D * 2;            // one of K, V
   static constexpr uint32_t Q_BYTES = BR * D * 2;             // one of Q, dO (one stage)
   static constexpr uint32_t DS_BYTES = BC * BR * 2;           // one dS^T buffer
@@ -71,14 +74,15 @@ template <int D> struct BwdTmaWsTraits {
   static constexpr uint32_t OFF_K = 0, OFF_V = KV_BYTES, OFF_Q = 2 * KV_BYTES;
   static constexpr uint32_t OFF_DO = OFF_Q + NST * Q_BYTES;
   static constexpr uint32_t OFF_DS = OFF_DO + NST * Q_BYTES;  // [2]
-  static constexpr uint32_t OFF_DQ = OFF_DS + 2 * DS_BYTES;   // [2 buffers][2 warpgroups][2 boxes of BR x 32 fp32]
-  static constexpr uint32_t OFF_L = OFF_DQ + 2 * 2 * DQ_WG_BYTES;  // lse [NST][BR]
+  static constexpr uint32_t OFF_DQ = OFF_DS + 2 * DS_BYTES;   // [NDQ buffers][2 warpgroups][2 boxes of BR x 32 fp32]
+  static constexpr uint32_t OFF_L = OFF_DQ + NDQ * 2 * DQ_WG_BYTES;  // lse [NST][BR]
   static constexpr uint32_t OFF_D = OFF_L + NST * BR * 4;          // D [NST][BR]
   static constexpr uint32_t OFF_BAR = OFF_D + NST * BR * 4;
   // full[NST], empty[NST], kv, dq_full[2], dq_empty[2]
   static constexpr int NBAR = 2 * NST + 1 + 4;
   static constexpr size_t smem_bytes = size_t(OFF_BAR) + 8 * NBAR + 1024;  // + 1 KB to align the base (128B swizzle)
   static_assert(D == 64 || D == 128, "head dim");
+  static_assert(BR == 64 || (BR == 80 && D == 128), "query tile: 64, or 80 for head dim 128");
   static_assert(OFF_DQ % 1024 == 0 && OFF_DS % 1024 == 0 && OFF_Q % 1024 == 0 && OFF_DO % 1024 == 0, "sw128 alignment");
   static_assert(smem_bytes <= 232448, "shared memory (227 KB per block)");
 };
@@ -106,13 +110,65 @@ constexpr int kBarDsReady = 1;                                // named barrier o
 //     instructions a poll: ~270 M instructions (5% of the kernel's), in the issue slots of the schedulers of
 //     SMSP 1 and 0, which also run consumer warps (a warpgroup's products wait for its slowest warp).
 //     cuDNN's backward sleeps in these loops (NANOSLEEP.SYNCS 0x989680 in its SASS).
-constexpr int kBwdDiet = 1, kBwdDqFirst = 2, kBwdDqSwz = 4, kBwdSleep = 8;
+//   16 (kBwdQ80, variant 13 = 12 | 16, head dim 128 only): FlashAttention-3's full-mask tile for d128
+//     (hopper/flash_bwd_launch_template.h, run_mha_bwd_hdim128: 80 x 128 with dQ_swapAB). 80 query rows per
+//     item instead of 64, so each K / V tile's dK / dV accumulators get 1.25x the GEMM work per item for the
+//     same per-item fixed cost (barriers, waits, the lse / D loads, the dQ hand-off). An 80-row dQ is not a
+//     wgmma M (64 per warpgroup), so dQ is computed transposed: dQ^T = K^T dS^T, M = the consumer's 64
+//     head-dim columns (A = K, MN-major, the transpose flag), N = 80 queries (B = dS stored query-major, the
+//     keys contiguous: K-major). dS therefore goes to shared memory as [80 queries][64 keys] per consumer key
+//     block, by stmatrix .trans (store_ds_q), and the dQ^T partial is staged transposed by 4-byte stores
+//     (stage_dq_t), both conflict-free. One dQ staging buffer (NDQ = 1), to fit 227 KB.
+constexpr int kBwdDiet = 1, kBwdDqFirst = 2, kBwdDqSwz = 4, kBwdSleep = 8, kBwdQ80 = 16;
+// stmatrix (sm_90): four 8 x 8 b16 matrices from this warp's registers (r_i: matrix i, the mma fragment
+// layout), each stored transposed; lane L gives the address of row L & 7 of matrix L >> 3.
+__device__ __forceinline__ void stsm_x4_t(uint32_t addr, uint32_t r0, uint32_t r1, uint32_t r2, uint32_t r3) {
+  asm volatile("stmatrix.sync.aligned.m8n8.x4.trans.shared.b16 [%0], {%1,%2,%3,%4};\n" ::"r"(addr), "r"(r0), "r"(r1),
+               "r"(r2), "r"(r3)
+               : "memory");
+}
+// Variant 13: dS (the bf16 A fragments sf of this warp's 16 keys x BR queries, dS^T's register layout) into
+// the dQ^T product's B operand: this consumer's key block blk (shared address), [BR queries][64 keys] in the
+// 128-byte swizzle, keys contiguous (K-major). Matrix i of step kk holds keys 16 warp + 8 (i & 1) and queries
+// 16 kk + 8 (i >> 1); stored transposed, its row r is query q = 16 kk + 8 (i >> 1) + r (q & 7 == r) with its
+// 8 keys in chunk 2 warp + (i & 1). Conflict-free: a matrix's 8 rows put that chunk at 8 distinct positions.
+template <int NF>
+__device__ __forceinline__ void store_ds_q(uint32_t blk, const uint32_t (&sf)[NF][4], int warp, int lane) {
+  const int i = lane >> 3, r = lane & 7;
+  const uint32_t row = blk + (uint32_t)((8 * (i >> 1) + r) * 128 + (((2 * warp + (i & 1)) ^ r) << 4));
+#pragma unroll
+  for (int kk = 0; kk < NF; ++kk) stsm_x4_t(row + kk * 16 * 128, sf[kk][0], sf[kk][1], sf[kk][2], sf[kk][3]);
+}
+// Variant 13: one consumer's 64 x BR dQ^T partial (the accumulator of dQ^T = K^T dS^T: this thread's head-dim
+// rows 16 w + g (+ 8), queries 8 x + 2 t (+ 1)), scaled, into its staging tile in stage_dq's layout (box w >> 1
+// of BR query rows x 32 fp32 columns, 128B swizzle) by 4-byte stores. Conflict-free: at each step the 32 lanes
+// store word g & 3 of chunk (4 (w & 1) + 2 hf + (g >> 2)) ^ (2 t + e): 8 distinct chunks x 4 words.
+template <int BR>
+__device__ __forceinline__ void stage_dq_t(unsigned char* stg, const float (&dq)[BR / 2], float scale, int wtid, int g,
+                                           int t) {
+  const int w = wtid / 32;
+  unsigned char* box = stg + (w >> 1) * (BR * 128);
+#pragma unroll
+  for (int hf = 0; hf < 2; ++hf) {
+    const int c = 16 * (w & 1) + 8 * hf + g;  // column in the box
+#pragma unroll
+    for (int x = 0; x < BR / 8; ++x) {
+#pragma unroll
+      for (int e = 0; e < 2; ++e) {
+        const int r = 8 * x + 2 * t + e;
+        *reinterpret_cast<float*>(box + r * 128 + (((c >> 2) ^ (r & 7)) << 4) + (c & 3) * 4) = scale * dq[x * 4 + hf * 2 + e];
+      }
+    }
+  }
+}
 template <int D, bool POS, int MODE>
 __global__ void __launch_bounds__(384, 1)
     flash_bwd_tma_ws_kernel(const __grid_constant__ BwdParams p, const __grid_constant__ CUtensorMap dq_map,
                             const __grid_constant__ CUtensorMap tm_q, const __grid_constant__ CUtensorMap tm_do,
                             const __grid_constant__ CUtensorMap tm_k, const __grid_constant__ CUtensorMap tm_v) {
-  using Tr = BwdTmaWsTraits<D>;
+  constexpr bool Q80 = (MODE & kBwdQ80) != 0;
+  static_assert(!Q80 || (MODE & (kBwdDiet | kBwdDqFirst)) == (kBwdDiet | kBwdDqFirst), "kBwdQ80 builds on the diet and dQ first");
+  using Tr = BwdTmaWsTraits<D, Q80 ? 80 : 64>;
   constexpr int BR = Tr::BR, BC = Tr::BC, NST = Tr::NST;
   constexpr int NSX = BR / 8;  // n8 column groups of S^T per thread
   constexpr int NKX = D / 8;   // n8 column groups of dK / dV
@@ -225,8 +281,9 @@ __global__ void __launch_bounds__(384, 1)
             float* Ls = reinterpret_cast<float*>(base + Tr::OFF_L) + st * BR;
             float* Ds = reinterpret_cast<float*>(base + Tr::OFF_D) + st * BR;
 #pragma unroll
-            for (int r2 = 0; r2 < BR / 32; ++r2) {
+            for (int r2 = 0; r2 < (BR + 31) / 32; ++r2) {
               const int r = lane + 32 * r2, i = i0 + r;
+              if (BR % 32 != 0 && r >= BR) break;
               float l = 0.f, dd = 0.f;
               if (i < p.sq) {
                 const size_t off = (size_t)i * p.n + h;
@@ -247,8 +304,8 @@ __global__ void __launch_bounds__(384, 1)
       Item cur = first_from(0, 0);
       if (cur.cls != 0) prefetch_tensormap(&dq_map);
       for (int n = 0; cur.cls != 0; cur = next_item(cur), ++n) {
-        const int b = n & 1;
-        mbar_wait_idle<(MODE & kBwdSleep) != 0>(bar_dq_full(b), (uint32_t)(n >> 1) & 1u);
+        const int b = Tr::NDQ == 2 ? n & 1 : 0;
+        mbar_wait_idle<(MODE & kBwdSleep) != 0>(bar_dq_full(b), (uint32_t)(Tr::NDQ == 2 ? n >> 1 : n) & 1u);
         const uint32_t src = sb + Tr::OFF_DQ + b * 2 * Tr::DQ_WG_BYTES;
         const int h = hk * p.group + cur.hg, i0 = cur.qt * BR;
 #pragma unroll
@@ -259,7 +316,7 @@ __global__ void __launch_bounds__(384, 1)
         }
         bulk_commit();
         bulk_wait_read<0>();          // the staging buffer has been read
-        mbar_arrive(bar_dq_empty(b));  // consumers may write it again (item n + 2)
+        mbar_arrive(bar_dq_empty(b));  // consumers may write it again (item n + NDQ)
       }
       bulk_wait<0>();  // the reduce-adds performed before the block's shared memory goes away
     }
@@ -398,7 +455,8 @@ __global__ void __launch_bounds__(384, 1)
       }
     }
     pack_ds_frags(sf, dp);
-    store_ds_t<BC>(dSs, sf, wrow, g, t);  // dS^T to shared memory (buffer n & 1) for the dQ product
+    if constexpr (Q80) store_ds_q(ds_base + cw * BR * 128, sf, wtid / 32, lane);  // dS, query-major, for dQ^T
+    else store_ds_t<BC>(dSs, sf, wrow, g, t);  // dS^T to shared memory (buffer n & 1) for the dQ product
     fence_proxy_async_smem();
 
     // ---- dK += dS^T Q (register A, Q MN-major with the transpose flag)
@@ -412,15 +470,24 @@ __global__ void __launch_bounds__(384, 1)
 
     named_bar_sync(kBarDsReady, 256);  // dS^T of both consumers is in shared memory
 
-    // ---- dQ (BR x 64 per consumer) = dS K
-    float dq[32];
+    // ---- dQ (BR x 64 per consumer) = dS K; variant 13: dQ^T (this consumer's 64 head-dim rows x BR) = K^T dS^T
+    float dq[Q80 ? BR / 2 : 32];
     wgmma_fence();
+    if constexpr (Q80) {
 #pragma unroll
-    for (int kk = 0; kk < NKQ; ++kk) {
-      const int kg = kq0 + kk;  // k16 step over the tile's keys
-      const uint64_t db = dsc(kq_base, kg * 16 * 128, BC * 128, 1024);
-      const uint64_t da = dsc(ds_base, kg * 16 * 128, BC * 128, 1024);
-      wgmma_ss_m64n64_ta_tb(dq, da, db, kk > 0 ? 1 : 0);
+      for (int kg = 0; kg < BC / 16; ++kg) {  // k16 step over the tile's keys
+        const uint64_t da = dsc(kq_base, kg * 16 * 128, BC * 128, 1024);
+        const uint64_t db = dsc(ds_base, (kg / 4) * BR * 128 + (kg % 4) * 32, 16, 1024);
+        wgmma_ss_m64n80_ta(dq, da, db, kg > 0 ? 1 : 0);
+      }
+    } else {
+#pragma unroll
+      for (int kk = 0; kk < NKQ; ++kk) {
+        const int kg = kq0 + kk;  // k16 step over the tile's keys
+        const uint64_t db = dsc(kq_base, kg * 16 * 128, BC * 128, 1024);
+        const uint64_t da = dsc(ds_base, kg * 16 * 128, BC * 128, 1024);
+        wgmma_ss_m64n64_ta_tb(dq, da, db, kk > 0 ? 1 : 0);
+      }
     }
     wgmma_commit();
     if constexpr ((MODE & kBwdDqFirst) != 0) {
@@ -441,9 +508,11 @@ __global__ void __launch_bounds__(384, 1)
 
     if (!p.diag_no_dq) {
       // This consumer's staging tile in buffer b (stage_dq's layout; variant 11 without bank conflicts).
-      const int b = n & 1;
-      mbar_wait_fault(bar_dq_empty(b), ((uint32_t)(n >> 1) & 1u) ^ 1u);  // the reduce of item n - 2 has read it
-      stage_dq<BR, (MODE & kBwdDqSwz) != 0>(base + Tr::OFF_DQ + (b * 2 + cw) * Tr::DQ_WG_BYTES, dq, p.scale, wtid, g, t);
+      const int b = Tr::NDQ == 2 ? n & 1 : 0;
+      // the reduce of item n - NDQ has read it
+      mbar_wait_fault(bar_dq_empty(b), ((uint32_t)(Tr::NDQ == 2 ? n >> 1 : n) & 1u) ^ 1u);
+      if constexpr (Q80) stage_dq_t<BR>(base + Tr::OFF_DQ + (b * 2 + cw) * Tr::DQ_WG_BYTES, dq, p.scale, wtid, g, t);
+      else stage_dq<BR, (MODE & kBwdDqSwz) != 0>(base + Tr::OFF_DQ + (b * 2 + cw) * Tr::DQ_WG_BYTES, dq, p.scale, wtid, g, t);
       fence_proxy_async_smem();  // these generic-proxy writes, visible to the copy engine after the arrival below
       mbar_arrive(bar_dq_full(b));
     }
@@ -481,7 +550,7 @@ __global__ void __launch_bounds__(384, 1)
 template <int D, bool POS, int MODE>
 cudaError_t launch_bwd_tma_ws_t(const BwdParams& p, const CUtensorMap& dq_map, const CUtensorMap& tq,
                                 const CUtensorMap& tdo, const CUtensorMap& tk, const CUtensorMap& tv, cudaStream_t st) {
-  using Tr = BwdTmaWsTraits<D>;
+  using Tr = BwdTmaWsTraits<D, (MODE & kBwdQ80) != 0 ? 80 : 64>;
   auto kern = flash_bwd_tma_ws_kernel<D, POS, MODE>;
   static cudaError_t attr = cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)Tr::smem_bytes);
   if (attr != cudaSuccess) return attr;
@@ -490,7 +559,7 @@ cudaError_t launch_bwd_tma_ws_t(const BwdParams& p, const CUtensorMap& dq_map, c
   return cudaGetLastError();
 }
 
-// Variants 8 (MODE 0), 9 (1), 10 (3), 11 (7), 12 (15). dQ must be 16-byte aligned for the copy engine (the API promises 8):
+// Variants 8 (MODE 0), 9 (1), 10 (3), 11 (7), 12 (15), 13 (31, head dim 128). dQ must be 16-byte aligned for the copy engine (the API promises 8):
 // otherwise variant 6 runs.
 template <int D, int MODE = 0>
 cudaError_t launch_bwd_tma_ws(const BwdParams& p, cudaStream_t st) {
@@ -499,11 +568,12 @@ cudaError_t launch_bwd_tma_ws(const BwdParams& p, cudaStream_t st) {
   std::memset(&mdq, 0, sizeof mdq), std::memset(&tq, 0, sizeof tq), std::memset(&tdo, 0, sizeof tdo);
   std::memset(&tk, 0, sizeof tk), std::memset(&tv, 0, sizeof tv);
   if (p.sq > 0) {  // sq == 0: no item in any block, nothing is loaded (maps unused); sk > 0 here (flash_backward)
-    cudaError_t e = make_dq_tensor_map(&mdq, p.dq, p.sq, p.n, D);
-    if (e == cudaSuccess) e = make_tile_map(&tq, p.q, p.sq, p.n, D, BwdTmaWsTraits<D>::BR);
-    if (e == cudaSuccess) e = make_tile_map(&tdo, p.dout, p.sq, p.n, D, BwdTmaWsTraits<D>::BR);
-    if (e == cudaSuccess) e = make_tile_map(&tk, p.k, p.sk, p.nkv, D, BwdTmaWsTraits<D>::BC);
-    if (e == cudaSuccess) e = make_tile_map(&tv, p.v, p.sk, p.nkv, D, BwdTmaWsTraits<D>::BC);
+    using Tr = BwdTmaWsTraits<D, (MODE & kBwdQ80) != 0 ? 80 : 64>;
+    cudaError_t e = make_dq_tensor_map(&mdq, p.dq, p.sq, p.n, D, Tr::BR);
+    if (e == cudaSuccess) e = make_tile_map(&tq, p.q, p.sq, p.n, D, Tr::BR);
+    if (e == cudaSuccess) e = make_tile_map(&tdo, p.dout, p.sq, p.n, D, Tr::BR);
+    if (e == cudaSuccess) e = make_tile_map(&tk, p.k, p.sk, p.nkv, D, Tr::BC);
+    if (e == cudaSuccess) e = make_tile_map(&tv, p.v, p.sk, p.nkv, D, Tr::BC);
     if (e != cudaSuccess) return e;
   }
   return p.mask.kind >= kMaskWindow ? launch_bwd_tma_ws_t<D, true, MODE>(p, mdq, tq, tdo, tk, tv, st)

@@ -1,6 +1,6 @@
 // wgmma backward instantiations, head dim 128 (sm_90a only: build this file
-// with -gencode=arch=compute_90a,code=sm_90a). Backward variants 4-12 of
-// flash_attn.cu's d128 table land here as 0-8.
+// with -gencode=arch=compute_90a,code=sm_90a). Backward variants 4-13 of
+// flash_attn.cu's d128 table land here as 0-9.
 #include "flash_api.cuh"
 #include "flash_bwd_wgmma.cuh"
 #include "flash_bwd_tma_ws.cuh"
@@ -21,6 +21,7 @@ cudaError_t bwd_wgmma_d128(const BwdParams& p, int variant, cudaStream_t st) {
     case 6: return launch_bwd_tma_ws<128, 3>(p, st);  // 9 + dQ before dK, staged while dK runs
     case 7: return launch_bwd_tma_ws<128, 7>(p, st);  // 10 + the dQ staging without bank conflicts
     case 8: return launch_bwd_tma_ws<128, 7 | kBwdSleep>(p, st);  // 11 + the loader and the dQ writer asleep in their waits
+    case 9: return launch_bwd_tma_ws<128, 15 | kBwdQ80>(p, st);  // 12 on 80-query tiles, dQ transposed (FA3's full-mask tile)
   }
   return cudaErrorInvalidValue;
 }

@@ -108,6 +108,7 @@ template <int N>
 __device__ __forceinline__ void wgmma_ss(float (&d)[N / 2], uint64_t da, uint64_t db, int scale_d) {
   if constexpr (N == 176) wgmma_ss_m64n176(d, da, db, scale_d);
   else if constexpr (N == 128) wgmma_ss_m64n128(d, da, db, scale_d);
+  else if constexpr (N == 80) wgmma_ss_m64n80(d, da, db, scale_d);
   else wgmma_ss_m64n64(d, da, db, scale_d);
 }
 template <int N>

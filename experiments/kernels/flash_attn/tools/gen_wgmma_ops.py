@@ -51,6 +51,23 @@ __device__ __forceinline__ void wgmma_ss_m64n{n}_tb(float (&d)[{nr}], uint64_t d
 """
 
 
+def ss_ta(n):
+    nr = n // 2
+    regs = ",".join(f"%{i}" for i in range(nr))
+    outs = ", ".join(f'"+f"(d[{i}])' for i in range(nr))
+    return f"""
+// D[64 x {n}] (+)= A[64 x 16] B[16 x {n}], A from shared memory MN-major (transpose flag 1:
+// A stored [K][M], M contiguous), B from shared memory K-major (no transpose).
+__device__ __forceinline__ void wgmma_ss_m64n{n}_ta(float (&d)[{nr}], uint64_t da, uint64_t db, int scale_d) {{
+  asm volatile(
+      "{{\\n.reg .pred p;\\nsetp.ne.b32 p, %{nr + 2}, 0;\\n"
+      "wgmma.mma_async.sync.aligned.m64n{n}k16.f32.bf16.bf16 {{{regs}}}, %{nr}, %{nr + 1}, p, 1, 1, 1, 0;\\n}}\\n"
+      : {outs}
+      : "l"(da), "l"(db), "r"(scale_d));
+}}
+"""
+
+
 def rs(n):
     nr = n // 2
     regs = ",".join(f"%{i}" for i in range(nr))
@@ -82,5 +99,10 @@ print(ss_t(64))
 # forward variants 17 / 18: S = Q K^T over 176-key tiles (FlashAttention-3's
 # d128 non-causal tile); the P V product's N is the head dim, so no RS form.
 print(ss(176))
+# backward variant 13: FlashAttention-3's full-mask d128 tile, 80 queries x 128
+# keys: S^T = K Q^T with N = 80 queries, and dQ computed transposed
+# (dQ^T = K^T dS^T: A = K MN-major, B = dS K-major, N = 80 queries).
+print(ss(80))
+print(ss_ta(80))
 print("""}  // namespace dev
 }  // namespace burst_fa""")
