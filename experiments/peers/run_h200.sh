@@ -27,7 +27,7 @@
 #                                                    tests, the block and the 1B step both ways, the torch block
 #   PART=16 OUT=$OUT BUDGET=590 [AB176=1] [AB80=1] [LONG=0]  build, the four longest gpu tests (not with LONG=0); with AB176=1 the lab's
 #                                                    variant 17 forward in the engine, A/B (BURST_FA_FORWARD = tma176); with AB80=1
-#                                                    the lab's variant 13 backward (BURST_FA_BACKWARD = tma80)
+#                                                    the lab's variant 14 backward (BURST_FA_BACKWARD = tma80)
 #   PART=12 then PART=13 (same warm machine)         the timed call (whole build, bench kernels, the block with
 #                                                   the CUDA / portable RoPE, the 1B step, gemm beta 1), then every gpu test
 #                                                   (after the torch block when the card is not an H200)
@@ -121,7 +121,7 @@ if [ "$PART" = 16 ]; then
   # variant 17 forward (128 x 176 tiles) in the engine, A/B on one card
   # (BURST_FA_FORWARD = tma176 against the default tma): its attention tests,
   # the 1B block and the 1B step at 32K both ways (alternating); AB80=1 the
-  # same for the lab's variant 13 backward (BURST_FA_BACKWARD = tma80).
+  # same for the lab's variant 14 backward (BURST_FA_BACKWARD = tma80).
   build_everything
   if [ -x "$build/burst" ]; then
     [ "${LONG:-1}" = 1 ] && step "the four longest gpu tests (test_model, test_train)" 330 bash -c "cd '$build' && ctest -j 4 \
@@ -136,14 +136,14 @@ if [ "$PART" = 16 ]; then
       step_1b '[32768]' 40 " (forward variant 17)" step_1B_bf16_tma176.h5 BURST_FA_FORWARD=tma176
     fi
     if [ "${AB80:-0}" = 1 ]; then
-      # The lab's variant 13 backward (80 x 128 tiles, dQ transposed), A/B against the default tma.
-      step "attention tests on backward variant 13 (tma80)" 100 bash -c "cd '$build' && ctest --output-on-failure \
+      # The lab's variant 14 backward (80 x 128 tiles, dQ transposed, lse / D loaded early), A/B against the default tma.
+      step "attention tests on backward variant 14 (tma80)" 100 bash -c "cd '$build' && ctest --output-on-failure \
         -R 'test_kernels_attention_cuda_tma80' > '$OUT/tests_tma80.log' 2>&1; rc=\$?; tail -n 8 '$OUT/tests_tma80.log'; exit \$rc"
       m=1B
       [ "${AB176:-0}" = 1 ] || layer32k " (default: forward 10, backward 11)" 30 "layer_1B_bf16.h5"
-      layer32k " (backward variant 13)" 30 "layer_1B_bf16_tma80.h5" BURST_FA_BACKWARD=tma80
+      layer32k " (backward variant 14)" 30 "layer_1B_bf16_tma80.h5" BURST_FA_BACKWARD=tma80
       [ "${AB176:-0}" = 1 ] || step_1b '[32768]' 40 " (default kernels)"
-      step_1b '[32768]' 40 " (backward variant 13)" step_1B_bf16_tma80.h5 BURST_FA_BACKWARD=tma80
+      step_1b '[32768]' 40 " (backward variant 14)" step_1B_bf16_tma80.h5 BURST_FA_BACKWARD=tma80
     fi
   fi
   part_done h5

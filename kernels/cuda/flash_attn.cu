@@ -79,7 +79,7 @@ static bool shape_ok(const AttnShape& s) {
 // backward 2.0x the mma.sync ones on the H200), tma12 (the lab's variants 12
 // on top of them, measured no faster), tma176 (forward only: the lab's
 // variant 17, 128 x 176 tiles at head dim 128; the backward and d = 64 run
-// tma for it), tma80 (backward only: the lab's variant 13, 80 x 128 tiles
+// tma for it), tma80 (backward only: the lab's variant 14, 80 x 128 tiles
 // with dQ computed transposed at head dim 128; the forward and d = 64 run tma
 // for it), wgmma (the cp.async wgmma kernels, 1.3x) or mma (mma.sync).
 // Another value is reported once and the default used.

@@ -19,8 +19,8 @@
 namespace burst { namespace fa { namespace dev {
 cudaError_t bwd_wgmma_d128(const BwdParams& p, int kind, cudaStream_t st) {
   if (kind == kWgTma12) return launch_bwd_tma_ws<128, kBwdDiet | kBwdDqFirst | kBwdDqSwz | kBwdSleep>(p, st);  // lab variant 12
-  if (kind == kWgTma80)  // lab variant 13: 80 x 128 tiles, dQ^T = K^T dS^T
-    return launch_bwd_tma_ws<128, kBwdDiet | kBwdDqFirst | kBwdDqSwz | kBwdSleep | kBwdQ80>(p, st);
+  if (kind == kWgTma80)  // lab variant 14: 80 x 128 tiles, dQ^T = K^T dS^T, lse / D loaded before the stage wait
+    return launch_bwd_tma_ws<128, kBwdDiet | kBwdDqFirst | kBwdDqSwz | kBwdSleep | kBwdQ80 | kBwdLseEarly>(p, st);
   return kind == kWgTma ? launch_bwd_tma_ws<128, kBwdDiet | kBwdDqFirst | kBwdDqSwz>(p, st) : launch_bwd_wgmma<128, false, true>(p, st);
 }
 }}}

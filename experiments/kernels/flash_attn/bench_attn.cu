@@ -5,9 +5,14 @@
 //
 //   bench_attn [--check] [--time] [--seed N] [--out DIR] [--sizes 4096,8192,...] [--reps-ms 300]
 //              [--fwd-variants 0,1,...] [--bwd-variants 0,1,...] [--no-bwd] [--no-diag]
+//              [--masks full,causal] [--rounds 1]
 // --fwd-variants / --bwd-variants restrict the variants checked and timed
 // (default: all; -1: none); --no-bwd skips the backward (checks and
-// timings), --no-diag the diag_nodq timings. A forward or backward call that
+// timings), --no-diag the diag_nodq timings. --masks restricts the timed
+// masks of the S x S shapes (and makes "the first launch" of a profile the
+// one wanted); --rounds N times the whole list N times over, one row per
+// round (an A/B on a card whose clocks drift from row to row: compare the
+// variants' medians over rounds). A forward or backward call that
 // returns an error or faults is reported as a FAIL with the error; a fault
 // (sticky error: the CUDA context is lost) ends the process with exit code 3
 // after the CSVs are flushed, so run_h200.sh runs risky variants in a
@@ -600,7 +605,8 @@ int main(int argc, char** argv) {
   std::string out = ".";
   std::vector<int> sizes = {4096, 8192, 16384, 32768};
   double budget_ms = 300;
-  bool gqa_time = false;
+  bool gqa_time = false, time_full = true, time_causal = true;
+  int rounds = 1;
   for (int a = 1; a < argc; ++a) {
     std::string s = argv[a];
     if (s == "--check") do_check = true;
@@ -611,6 +617,29 @@ int main(int argc, char** argv) {
     else if (s == "--reps-ms" && a + 1 < argc) budget_ms = std::atof(argv[++a]);
     else if (s == "--no-bwd") g_no_bwd = true;
     else if (s == "--no-diag") g_no_diag = true;
+    else if (s == "--rounds" && a + 1 < argc) {
+      rounds = std::atoi(argv[++a]);
+      if (rounds < 1) {
+        std::fprintf(stderr, "--rounds: %s is not a positive count\n", argv[a]);
+        return 2;
+      }
+    } else if (s == "--masks" && a + 1 < argc) {
+      const std::string l = argv[++a];
+      time_full = time_causal = false;
+      size_t p = 0;
+      while (p < l.size()) {
+        size_t q = l.find(',', p);
+        if (q == std::string::npos) q = l.size();
+        const std::string m = l.substr(p, q - p);
+        if (m == "full") time_full = true;
+        else if (m == "causal") time_causal = true;
+        else {
+          std::fprintf(stderr, "--masks: '%s' is not a mask (full, causal)\n", m.c_str());
+          return 2;
+        }
+        p = q + 1;
+      }
+    }
     else if ((s == "--fwd-variants" || s == "--bwd-variants") && a + 1 < argc) {
       std::vector<int>& vars = s == "--fwd-variants" ? g_fwd_vars : g_bwd_vars;
       const std::string l = argv[++a];
@@ -692,13 +721,19 @@ int main(int argc, char** argv) {
     if (!csv) { std::perror("time.csv"); return 2; }
     std::fprintf(csv, "impl,kernel,sq,sk,n,nkv,d,causal,ms,tflops\n");
     std::vector<TShape> shapes;
-    for (int S : sizes) shapes.push_back({S, S, 0}), shapes.push_back({S, S, 1});
-    run_timing(shapes, 32, 32, 128, budget_ms, csv);
-    if (gqa_time) {
-      // GQA 32:8 at 16K, and the zigzag ring's half blocks (all queries x first
-      // half of K/V; second half of queries x all K/V) at 8K and 16K tokens per rank.
-      run_timing({{16384, 16384, 0}, {16384, 16384, 1}}, 32, 8, 128, budget_ms, csv);
-      run_timing({{8192, 4096, 0}, {4096, 8192, 0}, {16384, 8192, 0}, {8192, 16384, 0}}, 32, 32, 128, budget_ms, csv);
+    for (int S : sizes) {
+      if (time_full) shapes.push_back({S, S, 0});
+      if (time_causal) shapes.push_back({S, S, 1});
+    }
+    for (int r = 0; r < rounds; ++r) {
+      if (rounds > 1) std::printf("timing round %d of %d\n", r + 1, rounds);
+      run_timing(shapes, 32, 32, 128, budget_ms, csv);
+      if (gqa_time) {
+        // GQA 32:8 at 16K, and the zigzag ring's half blocks (all queries x first
+        // half of K/V; second half of queries x all K/V) at 8K and 16K tokens per rank.
+        run_timing({{16384, 16384, 0}, {16384, 16384, 1}}, 32, 8, 128, budget_ms, csv);
+        run_timing({{8192, 4096, 0}, {4096, 8192, 0}, {16384, 8192, 0}, {8192, 16384, 0}}, 32, 32, 128, budget_ms, csv);
+      }
     }
     std::fclose(csv);
   }

@@ -40,7 +40,9 @@ const char* kBwdNames128[] = {"bwd BR64 BC64 8w", "bwd BR64 BC128 8w", "bwd BR64
                               "bwd wgmma_tma_ws instruction diet dQ before dK",
                               "bwd wgmma_tma_ws dQ before dK conflict-free dQ staging",
                               "bwd wgmma_tma_ws conflict-free dQ staging sleeping loader and dQ writer",
-                              "bwd wgmma_tma_ws BR80 dQ^T (FA3 full-mask tile) sleeping loader and dQ writer"};
+                              "bwd wgmma_tma_ws BR80 dQ^T (FA3 full-mask tile) sleeping loader and dQ writer",
+                              "bwd wgmma_tma_ws BR80 dQ^T lse/D loaded before the stage wait",
+                              "bwd wgmma_tma_ws BR64 lse/D loaded before the stage wait"};
 const char* kBwdNames64[] = {"bwd BR64 BC64 8w", "bwd BR64 BC128 8w", "bwd BR64 BC128 8w dQ32x32", "bwd BR64 BC64 4w x2/SM",
                              "bwd wgmma BR64 BC128 2WG", "bwd wgmma DIAG dS K-major (no tnspA)",
                               "bwd wgmma BR64 BC128 2WG early dV", "bwd wgmma BR64 BC128 2WG early dV dQ-TMA-reduce",

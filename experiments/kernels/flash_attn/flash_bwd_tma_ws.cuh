@@ -119,7 +119,13 @@ constexpr int kBarDsReady = 1;                                // named barrier o
 //     keys contiguous: K-major). dS therefore goes to shared memory as [80 queries][64 keys] per consumer key
 //     block, by stmatrix .trans (store_ds_q), and the dQ^T partial is staged transposed by 4-byte stores
 //     (stage_dq_t), both conflict-free. One dQ staging buffer (NDQ = 1), to fit 227 KB.
-constexpr int kBwdDiet = 1, kBwdDqFirst = 2, kBwdDqSwz = 4, kBwdSleep = 8, kBwdQ80 = 16;
+//   32 (kBwdLseEarly; variant 14 = 13 | 32, variant 15 = 12 | 32): the loader issues item n's lse and D loads
+//     (all of them at once, into registers) before it waits for stage n % NST to be free, so their latency
+//     runs under that wait. Variant 13's profile (H100, 16K full) had the consumers waiting at full[st] 5.5x
+//     as often as variant 12's (8.1% of stall samples on that wait's branch): the loader's three 32-row steps
+//     of lse / D loads each waited for their loads (long scoreboard) before the next was issued, and that
+//     happened after the stage had been released, on the consumers' critical path.
+constexpr int kBwdDiet = 1, kBwdDqFirst = 2, kBwdDqSwz = 4, kBwdSleep = 8, kBwdQ80 = 16, kBwdLseEarly = 32;
 // stmatrix (sm_90): four 8 x 8 b16 matrices from this warp's registers (r_i: matrix i, the mma fragment
 // layout), each stored transposed; lane L gives the address of row L & 7 of matrix L >> 3.
 __device__ __forceinline__ void stsm_x4_t(uint32_t addr, uint32_t r0, uint32_t r1, uint32_t r2, uint32_t r3) {
@@ -167,6 +173,8 @@ __global__ void __launch_bounds__(384, 1)
                             const __grid_constant__ CUtensorMap tm_q, const __grid_constant__ CUtensorMap tm_do,
                             const __grid_constant__ CUtensorMap tm_k, const __grid_constant__ CUtensorMap tm_v) {
   constexpr bool Q80 = (MODE & kBwdQ80) != 0;
+  constexpr bool LSE_EARLY = (MODE & kBwdLseEarly) != 0;
+  static_assert(!LSE_EARLY || (MODE & kBwdDiet) != 0, "kBwdLseEarly builds on the diet's plain lse / D loads");
   static_assert(!Q80 || (MODE & (kBwdDiet | kBwdDqFirst)) == (kBwdDiet | kBwdDqFirst), "kBwdQ80 builds on the diet and dQ first");
   using Tr = BwdTmaWsTraits<D, Q80 ? 80 : 64>;
   constexpr int BR = Tr::BR, BC = Tr::BC, NST = Tr::NST;
@@ -252,6 +260,19 @@ __global__ void __launch_bounds__(384, 1)
         for (; cur.cls != 0; cur = next_item(cur), ++n) {
           const int st = n % NST;
           const uint32_t ph = (uint32_t)(n / NST) & 1u;
+          constexpr int NRL = (BR + 31) / 32;  // 32-row steps of lse / D
+          float lv[NRL], dv2[NRL];
+          if constexpr (LSE_EARLY) {  // this item's lse and D, all loads in flight before the wait below
+            const int h = hk * p.group + cur.hg, i0 = cur.qt * BR;
+#pragma unroll
+            for (int r2 = 0; r2 < NRL; ++r2) {
+              const int r = lane + 32 * r2, i = i0 + r;
+              const bool ok = (BR % 32 == 0 || r < BR) && i < p.sq;  // rows past sq: 0 and 0, as below
+              const size_t off = (size_t)(ok ? i : 0) * p.n + h;
+              lv[r2] = ok ? __ldg(p.lse + off) : 0.f;
+              dv2[r2] = ok ? __ldg(p.D + off) : 0.f;
+            }
+          }
           // the first round passes (fresh barrier)
           mbar_wait_idle<(MODE & kBwdSleep) != 0>(bar_empty(st), ph ^ 1u);
           const int h = hk * p.group + cur.hg, i0 = cur.qt * BR;
@@ -280,17 +301,28 @@ __global__ void __launch_bounds__(384, 1)
             // nothing is added). The arrive (release) orders these shared stores before the phase flips.
             float* Ls = reinterpret_cast<float*>(base + Tr::OFF_L) + st * BR;
             float* Ds = reinterpret_cast<float*>(base + Tr::OFF_D) + st * BR;
+            if constexpr (LSE_EARLY) {
 #pragma unroll
-            for (int r2 = 0; r2 < (BR + 31) / 32; ++r2) {
-              const int r = lane + 32 * r2, i = i0 + r;
-              if (BR % 32 != 0 && r >= BR) break;
-              float l = 0.f, dd = 0.f;
-              if (i < p.sq) {
-                const size_t off = (size_t)i * p.n + h;
-                l = __ldg(p.lse + off), dd = __ldg(p.D + off);
-                l = l == -INFINITY ? INFINITY : l * 1.4426950408889634f;
+              for (int r2 = 0; r2 < NRL; ++r2) {
+                const int r = lane + 32 * r2;
+                if (BR % 32 == 0 || r < BR) {
+                  const float l = lv[r2];
+                  Ls[r] = l == -INFINITY ? INFINITY : l * 1.4426950408889634f, Ds[r] = dv2[r2];
+                }
               }
-              Ls[r] = l, Ds[r] = dd;
+            } else {
+#pragma unroll
+              for (int r2 = 0; r2 < (BR + 31) / 32; ++r2) {
+                const int r = lane + 32 * r2, i = i0 + r;
+                if (BR % 32 != 0 && r >= BR) break;
+                float l = 0.f, dd = 0.f;
+                if (i < p.sq) {
+                  const size_t off = (size_t)i * p.n + h;
+                  l = __ldg(p.lse + off), dd = __ldg(p.D + off);
+                  l = l == -INFINITY ? INFINITY : l * 1.4426950408889634f;
+                }
+                Ls[r] = l, Ds[r] = dd;
+              }
             }
             mbar_arrive(bar_full(st));
           }
@@ -559,7 +591,7 @@ cudaError_t launch_bwd_tma_ws_t(const BwdParams& p, const CUtensorMap& dq_map, c
   return cudaGetLastError();
 }
 
-// Variants 8 (MODE 0), 9 (1), 10 (3), 11 (7), 12 (15), 13 (31, head dim 128). dQ must be 16-byte aligned for the copy engine (the API promises 8):
+// Variants 8 (MODE 0), 9 (1), 10 (3), 11 (7), 12 (15), 13 (31, head dim 128), 14 (63, head dim 128), 15 (47). dQ must be 16-byte aligned for the copy engine (the API promises 8):
 // otherwise variant 6 runs.
 template <int D, int MODE = 0>
 cudaError_t launch_bwd_tma_ws(const BwdParams& p, cudaStream_t st) {

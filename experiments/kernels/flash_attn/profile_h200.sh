@@ -3,9 +3,10 @@
 # clocks left alone) of our wgmma backward variants and of cuDNN's SDPA
 # backward on the same shape, as text, to see where the backward's time goes
 # (tensor-pipe activity, shared-memory traffic, warp stall reasons).
-#   OUT=dir [PACK=1] [S=16384] [VARS=11] [FWD_VARS=] [CUDNN=1] experiments/kernels/flash_attn/profile_h200.sh
+#   OUT=dir [PACK=1] [S=16384] [MASKS=full] [VARS=11] [FWD_VARS=] [CUDNN=1] experiments/kernels/flash_attn/profile_h200.sh
 # VARS: backward variants, FWD_VARS: forward variants (none by default),
-# CUDNN=0 skips the cuDNN backward profile.
+# MASKS: full and / or causal (one report per variant and mask: ncu_{bwd,fwd}_v<V>[_causal].txt),
+# CUDNN=0 skips the cuDNN backward profile (full mask only).
 set -uo pipefail
 cd "$(dirname "$0")"
 OUT=${OUT:-/tmp/fa_prof}
@@ -31,16 +32,20 @@ show() {  # report name
   rm -f "$OUT/$1.ncu-rep"
   echo "ncu $1: $(wc -l < "$OUT/ncu_$1.txt") lines, sass page $(stat -c %s "$OUT/ncu_$1_sass.csv.gz") bytes gz"
 }
-for v in ${VARS:+${VARS//,/ }}; do
-  # the first launch of the variant's backward kernel: full mask, S x S, 32 x 128
-  timeout 200 $NCU -o "$OUT/bwd_v$v" -k regex:"flash_bwd_(tma_ws|wgmma)_kernel" -c 1 "$BUILD/bench_attn" --time --sizes "$S" \
-    --reps-ms 1 --fwd-variants -1 --bwd-variants "$v" --no-diag > "$OUT/ncu_run_v$v.log" 2>&1
-  echo "ncu ours variant $v exit $?"; show "bwd_v$v"
-done
-for v in ${FWD_VARS:+${FWD_VARS//,/ }}; do
-  timeout 200 $NCU -o "$OUT/fwd_v$v" -k regex:"flash_fwd_(tma_ws|wgmma|persist)_kernel" -c 1 "$BUILD/bench_attn" --time --sizes "$S" \
-    --reps-ms 1 --fwd-variants "$v" --no-bwd --no-diag > "$OUT/ncu_run_fwd_v$v.log" 2>&1
-  echo "ncu ours forward variant $v exit $?"; show "fwd_v$v"
+MASKS=${MASKS:-full}
+for mk in ${MASKS//,/ }; do
+  sfx=$([ "$mk" = full ] || echo "_$mk")
+  for v in ${VARS:+${VARS//,/ }}; do
+    # the first launch of the variant's backward kernel: this mask, S x S, 32 x 128
+    timeout 200 $NCU -o "$OUT/bwd_v$v$sfx" -k regex:"flash_bwd_(tma_ws|wgmma)_kernel" -c 1 "$BUILD/bench_attn" --time --sizes "$S" \
+      --masks "$mk" --reps-ms 1 --fwd-variants -1 --bwd-variants "$v" --no-diag > "$OUT/ncu_run_v$v$sfx.log" 2>&1
+    echo "ncu ours variant $v ($mk) exit $?"; show "bwd_v$v$sfx"
+  done
+  for v in ${FWD_VARS:+${FWD_VARS//,/ }}; do
+    timeout 200 $NCU -o "$OUT/fwd_v$v$sfx" -k regex:"flash_fwd_(tma_ws|wgmma|persist)_kernel" -c 1 "$BUILD/bench_attn" --time --sizes "$S" \
+      --masks "$mk" --reps-ms 1 --fwd-variants "$v" --no-bwd --no-diag > "$OUT/ncu_run_fwd_v$v$sfx.log" 2>&1
+    echo "ncu ours forward variant $v ($mk) exit $?"; show "fwd_v$v$sfx"
+  done
 done
 [ "${CUDNN:-1}" = 1 ] || { pack_out profile.log; exit 0; }
 # cuDNN: its forward and backward kernels (the first launch of each, in the warm-up; the backward runs on
