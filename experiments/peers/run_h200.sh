@@ -25,9 +25,10 @@
 #   PART=14 OUT=$OUT BUDGET=590 experiments/peers/run_h200.sh   PART 12 + 13 trimmed into one call
 #   PART=15 OUT=$OUT experiments/peers/run_h200.sh  the lab's variants 12 in the engine, A/B (BURST_FA_* = tma12):
 #                                                    tests, the block and the 1B step both ways, the torch block
-#   PART=16 OUT=$OUT BUDGET=590 [AB176=1] [AB80=1] [LONG=0]  build, the four longest gpu tests (not with LONG=0); with AB176=1 the lab's
-#                                                    variant 17 forward in the engine, A/B (BURST_FA_FORWARD = tma176); with AB80=1
-#                                                    the lab's variant 14 backward (BURST_FA_BACKWARD = tma80)
+#   PART=16 OUT=$OUT BUDGET=590 [AB176=1] [AB64=1] [LONG=0]  build, the four longest gpu tests (not with LONG=0); with AB176=1 the lab's
+#                                                    variant 17 forward in the engine, A/B (BURST_FA_FORWARD = tma176); with AB64=1
+#                                                    the d128 backward's 80-row default (variant 14) against the 64-row variant 11
+#                                                    (BURST_FA_BACKWARD = tma64)
 #   PART=12 then PART=13 (same warm machine)         the timed call (whole build, bench kernels, the block with
 #                                                   the CUDA / portable RoPE, the 1B step, gemm beta 1), then every gpu test
 #                                                   (after the torch block when the card is not an H200)
@@ -120,8 +121,9 @@ if [ "$PART" = 16 ]; then
   # ones PART 6 leaves out; LONG=0 skips them) on this card, then, with AB176=1, the lab's
   # variant 17 forward (128 x 176 tiles) in the engine, A/B on one card
   # (BURST_FA_FORWARD = tma176 against the default tma): its attention tests,
-  # the 1B block and the 1B step at 32K both ways (alternating); AB80=1 the
-  # same for the lab's variant 14 backward (BURST_FA_BACKWARD = tma80).
+  # the 1B block and the 1B step at 32K both ways (alternating); AB64=1 the
+  # same for the d128 backward: the default (variant 14, 80-row tiles)
+  # against the 64-row variant 11 (BURST_FA_BACKWARD = tma64).
   build_everything
   if [ -x "$build/burst" ]; then
     [ "${LONG:-1}" = 1 ] && step "the four longest gpu tests (test_model, test_train)" 330 bash -c "cd '$build' && ctest -j 4 \
@@ -130,20 +132,20 @@ if [ "$PART" = 16 ]; then
       step "attention tests on variant 17 (tma176)" 100 bash -c "cd '$build' && ctest --output-on-failure \
         -R 'test_kernels_attention_cuda_tma176' > '$OUT/tests_tma176.log' 2>&1; rc=\$?; tail -n 8 '$OUT/tests_tma176.log'; exit \$rc"
       m=1B
-      layer32k " (default: forward 10, backward 11)" 30 "layer_1B_bf16.h5"
+      layer32k " (default: forward 10, backward 14)" 30 "layer_1B_bf16.h5"
       layer32k " (forward variant 17)" 30 "layer_1B_bf16_tma176.h5" BURST_FA_FORWARD=tma176
       step_1b '[32768]' 40 " (default kernels)"
       step_1b '[32768]' 40 " (forward variant 17)" step_1B_bf16_tma176.h5 BURST_FA_FORWARD=tma176
     fi
-    if [ "${AB80:-0}" = 1 ]; then
-      # The lab's variant 14 backward (80 x 128 tiles, dQ transposed, lse / D loaded early), A/B against the default tma.
-      step "attention tests on backward variant 14 (tma80)" 100 bash -c "cd '$build' && ctest --output-on-failure \
-        -R 'test_kernels_attention_cuda_tma80' > '$OUT/tests_tma80.log' 2>&1; rc=\$?; tail -n 8 '$OUT/tests_tma80.log'; exit \$rc"
+    if [ "${AB64:-0}" = 1 ]; then
+      # The d128 backward: the default (lab variant 14, 80 x 128 tiles, dQ transposed) against variant 11 (64 rows).
+      step "attention tests on backward variant 11 (tma64)" 100 bash -c "cd '$build' && ctest --output-on-failure \
+        -R 'test_kernels_attention_cuda_tma64' > '$OUT/tests_tma64.log' 2>&1; rc=\$?; tail -n 8 '$OUT/tests_tma64.log'; exit \$rc"
       m=1B
-      [ "${AB176:-0}" = 1 ] || layer32k " (default: forward 10, backward 11)" 30 "layer_1B_bf16.h5"
-      layer32k " (backward variant 14)" 30 "layer_1B_bf16_tma80.h5" BURST_FA_BACKWARD=tma80
+      [ "${AB176:-0}" = 1 ] || layer32k " (default: forward 10, backward 14)" 30 "layer_1B_bf16.h5"
+      layer32k " (backward variant 11)" 30 "layer_1B_bf16_tma64.h5" BURST_FA_BACKWARD=tma64
       [ "${AB176:-0}" = 1 ] || step_1b '[32768]' 40 " (default kernels)"
-      step_1b '[32768]' 40 " (backward variant 14)" step_1B_bf16_tma80.h5 BURST_FA_BACKWARD=tma80
+      step_1b '[32768]' 40 " (backward variant 11)" step_1B_bf16_tma64.h5 BURST_FA_BACKWARD=tma64
     fi
   fi
   part_done h5
@@ -159,7 +161,7 @@ if [ "$PART" = 15 ]; then
     step "attention tests on variants 12 (tma12)" 150 bash -c "cd '$build' && ctest --output-on-failure \
       -R 'test_kernels_attention_cuda_tma12' > '$OUT/tests_tma12.log' 2>&1; rc=\$?; tail -n 15 '$OUT/tests_tma12.log'; exit \$rc"
     for m in 1B 7B; do
-      layer32k " (default: forward 10, backward 11)" 30 "layer_${m}_bf16.h5"
+      layer32k " (default kernels)" 30 "layer_${m}_bf16.h5"
       layer32k " (variants 12)" 30 "layer_${m}_bf16_tma12.h5" BURST_FA_FORWARD=tma12 BURST_FA_BACKWARD=tma12
     done
     step_1b '[32768]' 40 " (default kernels)"
@@ -196,8 +198,8 @@ if [ "$PART" = 12 ]; then
       > "$OUT/clocks_layer.csv" 2>&1 &
     smi=$!
     for m in 1B 7B; do
-      layer32k " (backward variant 11, RoPE v4)" 30 "layer_${m}_bf16.h5" BURST_ROPE_CUDA=1
-      layer32k " (backward variant 11, portable RoPE)" 30 "layer_${m}_bf16_roperef.h5" BURST_ROPE_CUDA=0
+      layer32k " (default kernels, RoPE v4)" 30 "layer_${m}_bf16.h5" BURST_ROPE_CUDA=1
+      layer32k " (default kernels, portable RoPE)" 30 "layer_${m}_bf16_roperef.h5" BURST_ROPE_CUDA=0
     done
     kill "$smi" 2>/dev/null
     awk -F', ' '{gsub(/ MHz/,"",$2); gsub(/ W/,"",$3); if ($2+0 > 0) {n++; c+=$2; if ($2<mn||mn==0) mn=$2; p+=$3}}

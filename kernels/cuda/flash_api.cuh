@@ -58,8 +58,9 @@ cudaError_t fwd_d128(const FwdParams& p, cudaStream_t st);
 // lab's variant 17, head dim 128; FlashAttention-3's full-mask tile), an A/B
 // choice until measured; flash_attn.cu passes it to the d128 forward only.
 // kWgTma80: the backward on 80 x 128 tiles with dQ computed transposed (the
-// lab's variant 14 (13 with lse / D loaded early), head dim 128; FlashAttention-3's full-mask backward
-// tile), an A/B choice until measured; the d128 backward only.
+// lab's variant 14: 13 with lse / D loaded early; head dim 128;
+// FlashAttention-3's full-mask backward tile); flash_attn.cu's default for
+// the d128 backward since 2026-12-06 (kWgTma there: the 64-row variant 11).
 enum WgKind { kWgCpAsync = 0, kWgTma = 1, kWgTma12 = 2, kWgTma176 = 3, kWgTma80 = 4 };
 cudaError_t fwd_wgmma_d64(const FwdParams& p, int kind, cudaStream_t st);
 cudaError_t fwd_wgmma_d128(const FwdParams& p, int kind, cudaStream_t st);

@@ -1,5 +1,9 @@
-// Backward on Hopper warpgroup MMA, head dim 128. dq_tma = true (the default):
-// the lab's variant 11 (flash_bwd_tma_ws.cuh, MODE kBwdDiet | kBwdDqFirst | kBwdDqSwz):
+// Backward on Hopper warpgroup MMA, head dim 128. kWgTma80 (flash_attn.cu's
+// default since 2026-12-06): the lab's variant 14, variant 12 on 80 x 128
+// tiles with dQ computed transposed and lse / D loaded before the stage wait
+// (16K, H100, ncu: -7.5% / -5.5% cycles full / causal against variant 12,
+// tensor pipe 61% -> 66%; lab NOTES "v11 backward", run 14 and the ab1
+// call). kWgTma: the lab's variant 11 (flash_bwd_tma_ws.cuh, MODE kBwdDiet | kBwdDqFirst | kBwdDqSwz):
 // a TMA producer warp for Q / dO and a dQ-writer warp (bulk tensor
 // reduce-adds of the fp32 dQ partials), two consumer warpgroups (BR64 BC128),
 // lse / D staged in log2 units, uniform wgmma descriptors, the mask only on
