@@ -5,82 +5,38 @@ they are generated). usage: python3 tools/gen_wgmma_ops.py > flash_wgmma_ops.cuh
 
 NS = [64, 128]
 
+# (name suffix, comment, A from registers, transpose A, transpose B)
+KINDS = {
+    "": ("A and B from shared memory (descriptors),\n// both K-major (no transpose); scale_d = 0 overwrites D.", False, 0, 0),
+    "_ta_tb": ("A and B from shared memory (descriptors),\n// both MN-major (transpose flags 1, 1: A stored [K][M], B stored [K][N], M/N contiguous).",
+               False, 1, 1),
+    "_tb": ("A from shared memory K-major (no transpose),\n// B from shared memory MN-major (transpose flag 1).", False, 0, 1),
+    "_ta": ("A from shared memory MN-major (transpose flag 1:\n// A stored [K][M], M contiguous), B from shared memory K-major (no transpose).", False, 1, 0),
+    "rs_tb": ("A from registers (the m16n8k16 A fragment\n// of this warp's 16 rows), B from shared memory stored MN-major (transpose flag 1).", True, 0, 1),
+}
 
-def ss(n):
+
+def op(n, kind):
+    comment, a_regs, ta, tb = KINDS[kind]
     nr = n // 2
     regs = ",".join(f"%{i}" for i in range(nr))
     outs = ", ".join(f'"+f"(d[{i}])' for i in range(nr))
+    if a_regs:
+        name, args = f"wgmma_rs_m64n{n}_tb", "const uint32_t (&a)[4], uint64_t db"
+        operands, flags, pred = f"{{%{nr},%{nr + 1},%{nr + 2},%{nr + 3}}}, %{nr + 4}", f"1, 1, {tb}", nr + 5
+        ins = '"r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(scale_d)'
+    else:
+        name, args = f"wgmma_ss_m64n{n}{kind}", "uint64_t da, uint64_t db"
+        operands, flags, pred = f"%{nr}, %{nr + 1}", f"1, 1, {ta}, {tb}", nr + 2
+        ins = '"l"(da), "l"(db), "r"(scale_d)'
     return f"""
-// D[64 x {n}] (+)= A[64 x 16] B[16 x {n}], A and B from shared memory (descriptors),
-// both K-major (no transpose); scale_d = 0 overwrites D.
-__device__ __forceinline__ void wgmma_ss_m64n{n}(float (&d)[{nr}], uint64_t da, uint64_t db, int scale_d) {{
+// D[64 x {n}] (+)= A[64 x 16] B[16 x {n}], {comment}
+__device__ __forceinline__ void {name}(float (&d)[{nr}], {args}, int scale_d) {{
   asm volatile(
-      "{{\\n.reg .pred p;\\nsetp.ne.b32 p, %{nr + 2}, 0;\\n"
-      "wgmma.mma_async.sync.aligned.m64n{n}k16.f32.bf16.bf16 {{{regs}}}, %{nr}, %{nr + 1}, p, 1, 1, 0, 0;\\n}}\\n"
+      "{{\\n.reg .pred p;\\nsetp.ne.b32 p, %{pred}, 0;\\n"
+      "wgmma.mma_async.sync.aligned.m64n{n}k16.f32.bf16.bf16 {{{regs}}}, {operands}, p, {flags};\\n}}\\n"
       : {outs}
-      : "l"(da), "l"(db), "r"(scale_d));
-}}
-"""
-
-
-def ss_t(n):
-    nr = n // 2
-    regs = ",".join(f"%{i}" for i in range(nr))
-    outs = ", ".join(f'"+f"(d[{i}])' for i in range(nr))
-    return f"""
-// D[64 x {n}] (+)= A[64 x 16] B[16 x {n}], A and B from shared memory (descriptors),
-// both MN-major (transpose flags 1, 1: A stored [K][M], B stored [K][N], M/N contiguous).
-__device__ __forceinline__ void wgmma_ss_m64n{n}_ta_tb(float (&d)[{nr}], uint64_t da, uint64_t db, int scale_d) {{
-  asm volatile(
-      "{{\\n.reg .pred p;\\nsetp.ne.b32 p, %{nr + 2}, 0;\\n"
-      "wgmma.mma_async.sync.aligned.m64n{n}k16.f32.bf16.bf16 {{{regs}}}, %{nr}, %{nr + 1}, p, 1, 1, 1, 1;\\n}}\\n"
-      : {outs}
-      : "l"(da), "l"(db), "r"(scale_d));
-}}
-
-
-// D[64 x {n}] (+)= A[64 x 16] B[16 x {n}], A from shared memory K-major (no transpose),
-// B from shared memory MN-major (transpose flag 1).
-__device__ __forceinline__ void wgmma_ss_m64n{n}_tb(float (&d)[{nr}], uint64_t da, uint64_t db, int scale_d) {{
-  asm volatile(
-      "{{\\n.reg .pred p;\\nsetp.ne.b32 p, %{nr + 2}, 0;\\n"
-      "wgmma.mma_async.sync.aligned.m64n{n}k16.f32.bf16.bf16 {{{regs}}}, %{nr}, %{nr + 1}, p, 1, 1, 0, 1;\\n}}\\n"
-      : {outs}
-      : "l"(da), "l"(db), "r"(scale_d));
-}}
-"""
-
-
-def ss_ta(n):
-    nr = n // 2
-    regs = ",".join(f"%{i}" for i in range(nr))
-    outs = ", ".join(f'"+f"(d[{i}])' for i in range(nr))
-    return f"""
-// D[64 x {n}] (+)= A[64 x 16] B[16 x {n}], A from shared memory MN-major (transpose flag 1:
-// A stored [K][M], M contiguous), B from shared memory K-major (no transpose).
-__device__ __forceinline__ void wgmma_ss_m64n{n}_ta(float (&d)[{nr}], uint64_t da, uint64_t db, int scale_d) {{
-  asm volatile(
-      "{{\\n.reg .pred p;\\nsetp.ne.b32 p, %{nr + 2}, 0;\\n"
-      "wgmma.mma_async.sync.aligned.m64n{n}k16.f32.bf16.bf16 {{{regs}}}, %{nr}, %{nr + 1}, p, 1, 1, 1, 0;\\n}}\\n"
-      : {outs}
-      : "l"(da), "l"(db), "r"(scale_d));
-}}
-"""
-
-
-def rs(n):
-    nr = n // 2
-    regs = ",".join(f"%{i}" for i in range(nr))
-    outs = ", ".join(f'"+f"(d[{i}])' for i in range(nr))
-    return f"""
-// D[64 x {n}] (+)= A[64 x 16] B[16 x {n}], A from registers (the m16n8k16 A fragment
-// of this warp's 16 rows), B from shared memory stored MN-major (transpose flag 1).
-__device__ __forceinline__ void wgmma_rs_m64n{n}_tb(float (&d)[{nr}], const uint32_t (&a)[4], uint64_t db, int scale_d) {{
-  asm volatile(
-      "{{\\n.reg .pred p;\\nsetp.ne.b32 p, %{nr + 5}, 0;\\n"
-      "wgmma.mma_async.sync.aligned.m64n{n}k16.f32.bf16.bf16 {{{regs}}}, {{%{nr},%{nr + 1},%{nr + 2},%{nr + 3}}}, %{nr + 4}, p, 1, 1, 1;\\n}}\\n"
-      : {outs}
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(scale_d));
+      : {ins});
 }}
 """
 
@@ -93,16 +49,17 @@ namespace burst_fa {
 namespace dev {
 """)
 for n in NS:
-    print(ss(n))
-    print(rs(n))
-print(ss_t(64))
+    print(op(n, ""))
+    print(op(n, "rs_tb"))
+print(op(64, "_ta_tb"))
+print(op(64, "_tb"))
 # forward variants 17 / 18: S = Q K^T over 176-key tiles (FlashAttention-3's
 # d128 non-causal tile); the P V product's N is the head dim, so no RS form.
-print(ss(176))
-# backward variant 13: FlashAttention-3's full-mask d128 tile, 80 queries x 128
+print(op(176, ""))
+# backward variants 13 / 14: FlashAttention-3's full-mask d128 tile, 80 queries x 128
 # keys: S^T = K Q^T with N = 80 queries, and dQ computed transposed
 # (dQ^T = K^T dS^T: A = K MN-major, B = dS K-major, N = 80 queries).
-print(ss(80))
-print(ss_ta(80))
+print(op(80, ""))
+print(op(80, "_ta"))
 print("""}  // namespace dev
 }  // namespace burst_fa""")
