@@ -420,8 +420,8 @@ static void run_case(const Case& c, std::mt19937_64& rng) {
   o.poison(), lse.poison(), D.poison();
   CK(flash_forward(s, q.p, k.p, v.p, md.mask, (float)scale, o.p, nullptr, lse.p, ws.p, 0, FwdConfig{0}));
   CK(flash_rowsum(c.sq, c.n, c.d, dout.p, o.p, D.p, 0));
-  for (int var = 0; flash_bwd_variant_name(c.d, var); ++var) {
-    if (!bwd_enabled(var)) continue;
+  for (int var = 0; var < kMaxVariants; ++var) {  // a number the head dim lacks (nullptr) is skipped
+    if (!flash_bwd_variant_name(c.d, var) || !bwd_enabled(var)) continue;
     dq.poison(), dk.poison(), dv.poison();
     const char* vn = flash_bwd_variant_name(c.d, var);
     {  // an error or fault is a FAIL (a fault ends the process: fwd_error)
@@ -550,8 +550,8 @@ static void run_timing(const std::vector<TShape>& shapes, int n, int nkv, int d,
     // lse and D for the backward from the default forward
     CK(flash_forward(s, q.p, k.p, v.p, m, scale, o.p, nullptr, lse.p, nullptr, 0, FwdConfig{0}));
     CK(flash_rowsum(ts.sq, n, d, dout.p, o.p, D.p, 0));
-    for (int var = 0; flash_bwd_variant_name(d, var); ++var) {
-      if (!bwd_enabled(var)) continue;
+    for (int var = 0; var < kMaxVariants; ++var) {
+      if (!flash_bwd_variant_name(d, var) || !bwd_enabled(var)) continue;
       {  // a variant that fails to launch is skipped (a fault ends the process: fwd_error)
         const std::string err = fwd_error(flash_backward(s, q.p, k.p, v.p, dout.p, lse.p, D.p, m, scale, dq.p, dk.p,
                                                          dv.p, false, false, nullptr, 0, BwdConfig{var}));
@@ -574,8 +574,8 @@ static void run_timing(const std::vector<TShape>& shapes, int n, int nkv, int d,
     }
     // Diagnostic split: the same backward without the dQ product and its atomics
     // (the wgmma variants, 4+: without the atomics only; the dQ product still runs).
-    for (int var = 0; flash_bwd_variant_name(d, var) && !g_no_diag; ++var) {
-      if (!bwd_enabled(var)) continue;
+    for (int var = 0; var < kMaxVariants && !g_no_diag; ++var) {
+      if (!flash_bwd_variant_name(d, var) || !bwd_enabled(var)) continue;
       BwdConfig cfg{var, 1};
       {  // as above: a variant that fails to launch is skipped, not a process exit
         const std::string err = fwd_error(flash_backward(s, q.p, k.p, v.p, dout.p, lse.p, D.p, m, scale, dq.p, dk.p,

@@ -50,7 +50,9 @@ const char* kBwdNames64[] = {"bwd BR64 BC64 8w", "bwd BR64 BC128 8w", "bwd BR64 
                               "bwd wgmma_tma_ws producer warp instruction diet",
                               "bwd wgmma_tma_ws instruction diet dQ before dK",
                               "bwd wgmma_tma_ws dQ before dK conflict-free dQ staging",
-                              "bwd wgmma_tma_ws conflict-free dQ staging sleeping loader and dQ writer"};
+                              "bwd wgmma_tma_ws conflict-free dQ staging sleeping loader and dQ writer",
+                              nullptr /* 13: d128 only */, nullptr /* 14: d128 only */,
+                              "bwd wgmma_tma_ws BR64 lse/D loaded before the stage wait"};
 template <size_t N> const char* pick(const char* (&a)[N], int v) { return v >= 0 && v < (int)N ? a[v] : nullptr; }
 }  // namespace
 

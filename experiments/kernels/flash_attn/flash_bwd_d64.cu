@@ -16,7 +16,8 @@ cudaError_t bwd_d64(const BwdParams& p, int variant, cudaStream_t st) {
     case 9:
     case 10:
     case 11:
-    case 12: return bwd_wgmma_d64(p, variant - 4, st);  // sm_90a (flash_bwd_wgmma_d64.cu)
+    case 12:
+    case 15: return bwd_wgmma_d64(p, variant - 4, st);  // (13, 14: head dim 128 only)  // sm_90a (flash_bwd_wgmma_d64.cu)
   }
   return cudaErrorInvalidValue;
 }

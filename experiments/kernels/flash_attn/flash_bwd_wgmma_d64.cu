@@ -21,6 +21,7 @@ cudaError_t bwd_wgmma_d64(const BwdParams& p, int variant, cudaStream_t st) {
     case 6: return launch_bwd_tma_ws<64, 3>(p, st);  // 9 + dQ before dK, staged while dK runs
     case 7: return launch_bwd_tma_ws<64, 7>(p, st);  // 10 + the dQ staging without bank conflicts
     case 8: return launch_bwd_tma_ws<64, 7 | kBwdSleep>(p, st);  // 11 + the loader and the dQ writer asleep in their waits
+    case 11: return launch_bwd_tma_ws<64, 15 | kBwdLseEarly>(p, st);  // 15: 12 + lse / D loaded before the stage wait
   }
   return cudaErrorInvalidValue;
 }
