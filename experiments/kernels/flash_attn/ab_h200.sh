@@ -4,9 +4,11 @@
 # each round times every listed variant once in turn; tools/ab_summary.py takes the medians), then the
 # elapsed cycles and tensor-pipe activity of each variant under ncu (SpeedOfLight section only: a few
 # passes), full and causal, at S x S.
-#   OUT=dir [PACK=1] [SIZES=16384,32768] [ROUNDS=4] [S=16384] [FWD=12,17] [BWD=12,13,14,15] [NCU=1]
+#   OUT=dir [PACK=1] [SIZES=16384,32768] [ROUNDS=4] [S=16384] [FWD=12,17] [BWD=12,13,14,15] [NCU=1] [PEERS=0]
 #       experiments/kernels/flash_attn/ab_h200.sh
 # FWD= / BWD= (empty) skip that direction. The first variant of each list is the base of the ratios.
+# PEERS=1: each round also times torch's cuDNN SDPA (peers_sdpa.py) on the same shapes, right after our
+# variants, so "ours against cuDNN" is a median over rounds too (rows "fwd torch cuDNN", "bwd torch cuDNN").
 set -uo pipefail
 cd "$(dirname "$0")"
 OUT=${OUT:-/tmp/fa_ab}
@@ -25,8 +27,22 @@ grep -E "^CHECK|BUILD FAILED|LINK FAILED|exit [0-9]" "$OUT/check.log"
 [ -x "$BUILD/bench_attn" ] || { echo "no bench_attn"; exit 1; }
 echo "build + check: $(( $(date +%s) - t0 )) s"
 mkdir -p "$OUT/rounds"
-timeout 300 "$BUILD/bench_attn" --out "$OUT/rounds" --time --sizes "$SIZES" --rounds "$ROUNDS" --reps-ms 150 --no-diag \
-  --fwd-variants "${FWD:--1}" --bwd-variants "${BWD:--1}" $([ -n "$BWD" ] || echo --no-bwd) > "$OUT/rounds/run.log" 2>&1
+BENCH=("$BUILD/bench_attn" --time --sizes "$SIZES" --reps-ms 150 --no-diag --fwd-variants "${FWD:--1}" --bwd-variants "${BWD:--1}")
+[ -n "$BWD" ] || BENCH+=(--no-bwd)
+if [ "${PEERS:-0}" = 1 ]; then
+  echo "impl,kernel,sq,sk,n,nkv,d,causal,ms,tflops" > "$OUT/rounds/time.csv"
+  for r in $(seq "$ROUNDS"); do
+    mkdir -p "$OUT/rounds/r$r"
+    timeout 200 "${BENCH[@]}" --out "$OUT/rounds/r$r" > "$OUT/rounds/r$r/run.log" 2>&1 || echo "round $r: bench_attn exit $?"
+    tail -n +2 "$OUT/rounds/r$r/time.csv" >> "$OUT/rounds/time.csv"
+    PYTHONUNBUFFERED=1 timeout 200 python3 peers_sdpa.py "$OUT/rounds/r$r" --sizes "$SIZES" --reps-ms 150 > "$OUT/rounds/r$r/peers.log" 2>&1 \
+      || echo "round $r: peers exit $?"
+    [ -f "$OUT/rounds/r$r/peers.csv" ] && awk -F, 'BEGIN { OFS = "," } NR > 1 && $1 == "torch_cudnn" { $2 = $2 " torch cuDNN"; print }' \
+      "$OUT/rounds/r$r/peers.csv" >> "$OUT/rounds/time.csv"
+  done
+else
+  timeout 300 "${BENCH[@]}" --out "$OUT/rounds" --rounds "$ROUNDS" > "$OUT/rounds/run.log" 2>&1
+fi
 echo "rounds exit $? ($(( $(date +%s) - t0 )) s)"
 python3 tools/ab_summary.py "$OUT/rounds/time.csv" | tee "$OUT/rounds/summary.txt"
 if [ "${NCU:-1}" = 1 ]; then
