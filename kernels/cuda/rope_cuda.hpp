@@ -12,7 +12,10 @@
 #include "kernels/cuda/rope_cuda.h"
 #include "kernels/cuda/tpl_common.hpp"
 
+#include "core/error.hpp"
+
 #include <cstdlib>
+#include <string>
 
 namespace burst::kernels::cuda {
 
@@ -23,10 +26,18 @@ template <class TI, class TO, class Mem> constexpr bool rope_dispatches() {
 // RopeCuda.MatchesDoubleReference and the bf16 block's check against double
 // (2026-12-05, H100; -0.5 ms on the 1B block, -0.9 ms on the 7B). Setting
 // BURST_ROPE_CUDA=0 runs the portable kernel instead (a side-by-side
-// measurement, or a fallback).
+// measurement, or a fallback); 1 or unset, the CUDA kernel. Another value is
+// a configuration error (status 2) naming it, not read as either: a typo
+// must not silently turn an A/B run into two runs of one kernel. Read once.
 inline bool rope_cuda_enabled() {
-  const char* v = std::getenv("BURST_ROPE_CUDA");
-  return !(v != nullptr && v[0] == '0' && v[1] == '\0');
+  static const bool on = [] {
+    const char* e = std::getenv("BURST_ROPE_CUDA");
+    const std::string v = e ? e : "";
+    BURST_CHECK_CONFIG(v.empty() || v == "0" || v == "1", "BURST_ROPE_CUDA='", v,
+                       "': expected 1 (the CUDA RoPE, the default) or 0 (the portable kernel)");
+    return v != "0";
+  }();
+  return on;
 }
 
 }  // namespace burst::kernels::cuda

@@ -146,6 +146,7 @@ int cmd_bench_attention(Runtime& rt, const BenchGemmOptions& opt) {
     h.set_attr("/", "peak_gflops", peak);
     h.set_attr("/", "flop_convention", std::string("fwd 4 S^2 n d (x0.5 causal), bwd 2.5 x fwd"));
     h.set_attr("/", "config", cfg.dump());
+    h.set_attr("/", "environment", run_environment("; "));
     std::printf("wrote %s\n", out.c_str());
   }
   return 0;

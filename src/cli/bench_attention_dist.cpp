@@ -300,6 +300,7 @@ template <class T> int run_all(Runtime& rt, const Config& cfg, const std::string
                  std::string("(t_compute + t_comm - t_total) / t_comm; t_compute: the method on the null transport "
                              "(same blocks, all ranks at once); t_comm: the method with comm_only (transfers, no math)"));
     h5->set_attr("/", "config", cfg.dump());
+    h5->set_attr("/", "environment", run_environment("; "));
     if (ran == 0) {  // nothing measured: no empty result file, and a failing status naming why
       h5.reset();
       std::error_code ec;

@@ -4,6 +4,7 @@
 // file (execution space, host, the resolved config, UTC date).
 #pragma once
 
+#include "cli/environment.hpp"
 #include "comm/collectives.hpp"
 #include "comm/runtime.hpp"
 #include "core/config.hpp"
@@ -90,6 +91,7 @@ inline void set_bench_provenance(io::H5File& f, Runtime& rt, const Config& cfg) 
   f.set_attr("/", "execution_space", std::string(Kokkos::DefaultExecutionSpace::name()));
   f.set_attr("/", "host", rt.hostname());
   f.set_attr("/", "config", cfg.dump());
+  f.set_attr("/", "environment", run_environment("; "));  // cli/environment.hpp (rank 0's)
   std::time_t now = std::time(nullptr);
   char date[64];
   std::strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));

@@ -1,6 +1,7 @@
 // `burst info`: backend and devices, ranks, node topology, the GPU each rank
 // binds to, the launcher environment, and the version of every dependency.
 #include "cli/commands.hpp"
+#include "cli/environment.hpp"
 #include "cli/versions.hpp"
 #include "comm/collectives.hpp"
 #include "core/blas_core.hpp"
@@ -53,11 +54,9 @@ int cmd_info(Runtime& rt) {
   std::printf("waits: %s (%d ranks on this node, %d CPUs in their affinities; BURST_WAIT overrides)\n",
               wait_mode_name(wait_mode()), rt.hw_local_size(), rt.node_cores());
   std::printf("environment:\n");
-  for (const char* v : {"BURST_GPUS_PER_NODE", "BURST_WAIT", "OMP_NUM_THREADS", "OMP_PROC_BIND", "CUDA_DEVICE_MAX_CONNECTIONS",
-                        "CUDA_VISIBLE_DEVICES", "SLURM_JOB_ID", "SLURM_NTASKS_PER_NODE", "NCCL_NVLS_ENABLE", "OPENBLAS_CORETYPE"}) {
-    const char* s = std::getenv(v);
-    std::printf("  %s=%s\n", v, s ? s : "(unset)");
-  }
+  // cli/environment.hpp: every variable the engine reads, then the launcher's and libraries' that change
+  // what a run does, so a run's log records the settings it ran under.
+  std::printf("  %s\n", run_environment("\n  ").c_str());
   std::printf("dependencies:\n");
   for (auto& [name, ver] : dependency_versions()) std::printf("  %-14s %s\n", name.c_str(), ver.c_str());
   const std::string blas = blas_core_name();
