@@ -1,6 +1,7 @@
 // The `burst` executable: parses the command line (identically on every
 // rank), starts the runtime, runs one subcommand.
 #include "cli/commands.hpp"
+#include "cli/environment.hpp"
 #include "cli/simulate.hpp"
 #include "core/blas_core.hpp"
 #include "core/config.hpp"
@@ -211,6 +212,7 @@ int main(int argc, char** argv) {
   int rc = 0;
   try {
     rt = std::make_unique<Runtime>(&argc, &argv);
+    cli::check_run_environment();  // BURST_FA_*, BURST_ROPE_CUDA: closed lists (cli/environment.hpp)
     if (*info) rc = cli::cmd_info(*rt);
     else if (*gemm) rc = cli::cmd_bench_gemm(*rt, gemm_opt);
     else if (*attn) rc = cli::cmd_bench_attention(*rt, attn_opt);
