@@ -1,6 +1,7 @@
 // Host API of the CUDA flash attention (see flash_attn.h), the mask bounds
 // pre-pass and the D = rowsum(dO * O) kernel.
 #include "flash_api.cuh"
+#include "flash_choices.h"
 
 #include <cmath>
 #include <cstdio>
@@ -86,17 +87,17 @@ static bool shape_ok(const AttnShape& s) {
 // wgmma (the cp.async wgmma kernels, 1.3x) or mma (mma.sync). A choice that
 // does not exist for a direction or head dim runs tma there. Another value is
 // reported once and the default used.
-enum class Impl { Tma, Tma12, Tma176, Tma80, Tma64, Wgmma, Mma };
+// Impl follows kKernelChoices (flash_choices.h, the one list of the names).
+enum class Impl { Tma, Tma80, Tma64, Tma12, Tma176, Wgmma, Mma };
+static_assert(kNumKernelChoices == int(Impl::Mma) + 1, "Impl and kKernelChoices (flash_choices.h) list the same kernels");
 static Impl kernel_choice(const char* var) {
   const char* e = std::getenv(var);
-  if (!e || !*e || std::strcmp(e, "tma") == 0) return Impl::Tma;
-  if (std::strcmp(e, "tma12") == 0) return Impl::Tma12;
-  if (std::strcmp(e, "tma176") == 0) return Impl::Tma176;
-  if (std::strcmp(e, "tma80") == 0) return Impl::Tma80;
-  if (std::strcmp(e, "tma64") == 0) return Impl::Tma64;
-  if (std::strcmp(e, "wgmma") == 0) return Impl::Wgmma;
-  if (std::strcmp(e, "mma") == 0) return Impl::Mma;
-  std::fprintf(stderr, "burst: warning: %s = '%s' is not a flash kernel (tma, tma12, tma176, tma80, tma64, wgmma, mma): using tma\n", var, e);
+  if (!e || !*e) return Impl::Tma;
+  for (int i = 0; i < kNumKernelChoices; ++i)
+    if (std::strcmp(e, kKernelChoices[i]) == 0) return Impl(i);
+  std::fprintf(stderr, "burst: warning: %s = '%s' is not a flash kernel (", var, e);
+  for (int i = 0; i < kNumKernelChoices; ++i) std::fprintf(stderr, "%s%s", i ? ", " : "", kKernelChoices[i]);
+  std::fprintf(stderr, "): using tma\n");
   return Impl::Tma;
 }
 // The kind for a forward (fwd) or backward at head dim d: tma176 exists only

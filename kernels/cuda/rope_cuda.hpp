@@ -12,10 +12,7 @@
 #include "kernels/cuda/rope_cuda.h"
 #include "kernels/cuda/tpl_common.hpp"
 
-#include "core/error.hpp"
-
-#include <cstdlib>
-#include <string>
+#include "core/env.hpp"
 
 namespace burst::kernels::cuda {
 
@@ -30,13 +27,7 @@ template <class TI, class TO, class Mem> constexpr bool rope_dispatches() {
 // a configuration error (status 2) naming it, not read as either: a typo
 // must not silently turn an A/B run into two runs of one kernel. Read once.
 inline bool rope_cuda_enabled() {
-  static const bool on = [] {
-    const char* e = std::getenv("BURST_ROPE_CUDA");
-    const std::string v = e ? e : "";
-    BURST_CHECK_CONFIG(v.empty() || v == "0" || v == "1", "BURST_ROPE_CUDA='", v,
-                       "': expected 1 (the CUDA RoPE, the default) or 0 (the portable kernel)");
-    return v != "0";
-  }();
+  static const bool on = rope_cuda_switch();  // core/env.hpp
   return on;
 }
 

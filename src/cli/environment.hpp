@@ -5,7 +5,9 @@
 // produced it (an A/B under BURST_FA_BACKWARD, say).
 #pragma once
 
+#include "core/env.hpp"
 #include "core/error.hpp"
+#include "kernels/cuda/flash_choices.h"
 
 #include <cstdlib>
 #include <initializer_list>
@@ -31,25 +33,25 @@ inline std::string run_environment(const std::string& sep) {
   return out;
 }
 
-// The engine's switches whose values form a closed list, checked on every rank before any work: a value
-// outside it is bad input (status 2) naming the variable, the value and the list. The CUDA kernel library
-// reads BURST_FA_* itself (it only warns, having no error path of its own); a typo there would otherwise
-// turn an A/B run into two runs of the default kernel. BURST_POISON, BURST_RING_TIMERS, BURST_WAIT and
-// BURST_COMM are checked where they are read.
+// The switches the CUDA libraries read on their own, checked on every rank before any work, on every build:
+// a value outside the list is bad input (status 2) naming the variable, the value and the list. The flash
+// kernel library reads BURST_FA_* itself and only warns (it has no error path of its own), so a typo would
+// otherwise turn an A/B run into two runs of the default kernel; BURST_ROPE_CUDA is read once, by
+// rope_cuda_switch (core/env.hpp), here and in the CUDA RoPE. BURST_POISON, BURST_RING_TIMERS, BURST_WAIT
+// and BURST_COMM are checked where they are read.
 inline void check_run_environment() {
-  auto one_of = [](const char* var, std::initializer_list<const char*> values) {
+  for (const char* var : {"BURST_FA_FORWARD", "BURST_FA_BACKWARD"}) {
     const char* e = std::getenv(var);
-    if (!e || !*e) return;
+    if (!e || !*e) continue;
     std::string list;
-    for (const char* v : values) {
-      if (std::string(e) == v) return;
+    bool known = false;
+    for (const char* v : fa::kKernelChoices) {
+      known = known || std::string(e) == v;
       list += (list.empty() ? "" : ", ") + std::string(v);
     }
-    BURST_CHECK_CONFIG(false, var, "='", e, "': expected one of ", list);
-  };
-  for (const char* var : {"BURST_FA_FORWARD", "BURST_FA_BACKWARD"})
-    one_of(var, {"tma", "tma80", "tma64", "tma12", "tma176", "wgmma", "mma"});
-  one_of("BURST_ROPE_CUDA", {"1", "0"});
+    BURST_CHECK_CONFIG(known, var, "='", e, "': expected one of ", list);
+  }
+  rope_cuda_switch();
 }
 
 }  // namespace burst::cli

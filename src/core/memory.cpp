@@ -1,5 +1,6 @@
 #include "core/memory.hpp"
 
+#include "core/env.hpp"
 #include "core/error.hpp"
 #include "core/kokkos_compat.hpp"
 
@@ -16,13 +17,8 @@
 namespace burst {
 
 bool poison_uninitialized() {
-  static const bool on = [] {
-    const char* e = std::getenv("BURST_POISON");
-    const std::string v = e ? e : "";
-    // A debugging switch: 1 / 0 (or unset); anything else is named rather than taken as "on".
-    BURST_CHECK_CONFIG(v.empty() || v == "0" || v == "1", "BURST_POISON='", v, "': expected 1 (poison) or 0");
-    return v == "1";
-  }();
+  // A debugging switch: 1 / 0 (or unset); anything else is named rather than taken as "on".
+  static const bool on = env_switch("BURST_POISON", false, "1 (poison) or 0");
   return on;
 }
 

@@ -1,5 +1,6 @@
 #include "parallel/impl/ring_family.hpp"
 
+#include "core/env.hpp"
 #include "kernels/attention.hpp"
 
 #include <cstdio>
@@ -46,10 +47,7 @@ RingFamily<T>::RingFamily(const RingConfig& cfg, const SeqLayout& base, const Ma
   }
   plan(fwd_, false, false);
   plan(bwd_, true, !cfg_.kv_backward);
-  const char* tm = std::getenv("BURST_RING_TIMERS");
-  const std::string tv = tm ? tm : "";
-  BURST_CHECK_CONFIG(tv.empty() || tv == "0" || tv == "1", "BURST_RING_TIMERS='", tv, "': expected 1 (time each round) or 0");
-  timers_ = tv == "1";
+  timers_ = env_switch("BURST_RING_TIMERS", false, "1 (time each round) or 0");
   backend_ = group.backend();
   const long s = base.local, tr = base.travel;
   ob_ = AV3(Kokkos::view_alloc(Kokkos::WithoutInitializing, "work/attn_ob"), size_t(s), size_t(n_), size_t(d_));

@@ -1,0 +1,28 @@
+// Switches read from the environment, checked where they are read: a value
+// outside the switch's list is a configuration error (status 2) naming the
+// variable, the value and what the values mean, never taken as either side.
+#pragma once
+
+#include "core/error.hpp"
+
+#include <cstdlib>
+#include <string>
+
+namespace burst {
+
+// A 0 / 1 switch: unset or empty gives dflt. meaning: e.g. "1 (poison) or 0".
+inline bool env_switch(const char* var, bool dflt, const char* meaning) {
+  const char* e = std::getenv(var);
+  const std::string v = e ? e : "";
+  BURST_CHECK_CONFIG(v.empty() || v == "0" || v == "1", var, "='", v, "': expected ", meaning);
+  return v.empty() ? dflt : v == "1";
+}
+
+// BURST_ROPE_CUDA (kernels/cuda/rope_cuda.hpp): the CUDA RoPE (1, the default) or the portable kernel (0).
+// One reading, so that `burst` checks it at start on every build (cli/environment.hpp) and the CUDA RoPE
+// takes the same value.
+inline bool rope_cuda_switch() {
+  return env_switch("BURST_ROPE_CUDA", true, "1 (the CUDA RoPE, the default) or 0 (the portable kernel)");
+}
+
+}  // namespace burst
