@@ -25,10 +25,13 @@
 #   PART=14 OUT=$OUT BUDGET=590 experiments/peers/run_h200.sh   PART 12 + 13 trimmed into one call
 #   PART=15 OUT=$OUT experiments/peers/run_h200.sh  the lab's variants 12 in the engine, A/B (BURST_FA_* = tma12):
 #                                                    tests, the block and the 1B step both ways, the torch block
-#   PART=16 OUT=$OUT BUDGET=590 [AB176=1] [AB64=1] [LONG=0]  build, the four longest gpu tests (not with LONG=0); with AB176=1 the lab's
-#                                                    variant 17 forward in the engine, A/B (BURST_FA_FORWARD = tma176); with AB64=1
-#                                                    the d128 backward's 80-row default (variant 14) against the 64-row variant 11
-#                                                    (BURST_FA_BACKWARD = tma64)
+#   PART=16 OUT=$OUT BUDGET=590 [AB128=1] [AB64=1] [LONG=0]  build, the four longest gpu tests (not with LONG=0); with AB128=1 the
+#                                                    d128 forward's 176-column default (variant 17) against the 128 x 128 variant 10
+#                                                    (BURST_FA_FORWARD = tma128); with AB64=1 the d128 backward's 80-row default
+#                                                    (variant 14) against the 64-row variant 11 (BURST_FA_BACKWARD = tma64)
+#   PART=17 OUT=$OUT BUDGET=590                      the figures of record on the defaults: build, the four longest gpu tests,
+#                                                    every attention test, the torch block (eager, compile), the engine's block
+#                                                    at 1B and 7B, the 1B step at 32K, compare.py's ratios
 #   PART=12 then PART=13 (same warm machine)         the timed call (whole build, bench kernels, the block with
 #                                                   the CUDA / portable RoPE, the 1B step, gemm beta 1), then every gpu test
 #                                                   (after the torch block when the card is not an H200)
@@ -116,35 +119,55 @@ ncu_block() {
   head -n 30 "$OUT/ncu_layer_${m}_summary.txt"
   gzip -f "$csv"
 }
+if [ "$PART" = 17 ]; then
+  # The figures of record on the engine's defaults (forward variant 17,
+  # backward variant 14 at head dim 128) in one call: the whole build, the
+  # four longest gpu tests, every attention kernel test (each A/B choice),
+  # the torch block on this card, the engine's block at 1B and 7B, the 1B
+  # step at 32K, then compare.py's side-by-side ratios.
+  build_everything
+  if [ -x "$build/burst" ]; then
+    step "the four longest gpu tests (test_model, test_train)" 330 bash -c "cd '$build' && ctest -j 4 \
+      --output-on-failure -L gpu -R 'test_model|test_train' > '$OUT/gpu_long.log' 2>&1; rc=\$?; tail -n 12 '$OUT/gpu_long.log'; exit \$rc"
+    step "every attention kernel test" 150 bash -c "cd '$build' && ctest -j 4 --output-on-failure \
+      -R 'test_kernels_attention_cuda' > '$OUT/tests_attention.log' 2>&1; rc=\$?; tail -n 12 '$OUT/tests_attention.log'; exit \$rc"
+    torch_block 90
+    for m in 1B 7B; do layer32k " (default kernels)" 30 "layer_${m}_bf16.h5"; done
+    step_1b '[32768]' 40 " (default kernels)"
+    step "compare.py (ours against the peers on this card)" 30 python3 experiments/peers/compare.py "$OUT"
+  fi
+  part_done h5
+fi
 if [ "$PART" = 16 ]; then
   # The whole build, the four longest gpu tests (test_model, test_train: the
-  # ones PART 6 leaves out; LONG=0 skips them) on this card, then, with AB176=1, the lab's
-  # variant 17 forward (128 x 176 tiles) in the engine, A/B on one card
-  # (BURST_FA_FORWARD = tma176 against the default tma): its attention tests,
-  # the 1B block and the 1B step at 32K both ways (alternating); AB64=1 the
-  # same for the d128 backward: the default (variant 14, 80-row tiles)
-  # against the 64-row variant 11 (BURST_FA_BACKWARD = tma64).
+  # ones PART 6 leaves out; LONG=0 skips them) on this card, then, with
+  # AB128=1, the d128 forward in the engine A/B on one card: the default
+  # (lab variant 17, 128 x 176 tiles) against variant 10 (BURST_FA_FORWARD =
+  # tma128): its attention tests, the 1B block and the 1B step at 32K both
+  # ways (alternating); AB64=1 the same for the d128 backward: the default
+  # (variant 14, 80-row tiles) against the 64-row variant 11
+  # (BURST_FA_BACKWARD = tma64).
   build_everything
   if [ -x "$build/burst" ]; then
     [ "${LONG:-1}" = 1 ] && step "the four longest gpu tests (test_model, test_train)" 330 bash -c "cd '$build' && ctest -j 4 \
       --output-on-failure -L gpu -R 'test_model|test_train' > '$OUT/gpu_long.log' 2>&1; rc=\$?; tail -n 12 '$OUT/gpu_long.log'; exit \$rc"
-    if [ "${AB176:-0}" = 1 ]; then
-      step "attention tests on variant 17 (tma176)" 100 bash -c "cd '$build' && ctest --output-on-failure \
-        -R 'test_kernels_attention_cuda_tma176' > '$OUT/tests_tma176.log' 2>&1; rc=\$?; tail -n 8 '$OUT/tests_tma176.log'; exit \$rc"
+    if [ "${AB128:-0}" = 1 ]; then
+      step "attention tests on forward variant 10 (tma128)" 100 bash -c "cd '$build' && ctest --output-on-failure \
+        -R 'test_kernels_attention_cuda_tma128' > '$OUT/tests_tma128.log' 2>&1; rc=\$?; tail -n 8 '$OUT/tests_tma128.log'; exit \$rc"
       m=1B
-      layer32k " (default: forward 10, backward 14)" 30 "layer_1B_bf16.h5"
-      layer32k " (forward variant 17)" 30 "layer_1B_bf16_tma176.h5" BURST_FA_FORWARD=tma176
+      layer32k " (default: forward 17, backward 14)" 30 "layer_1B_bf16.h5"
+      layer32k " (forward variant 10)" 30 "layer_1B_bf16_tma128.h5" BURST_FA_FORWARD=tma128
       step_1b '[32768]' 40 " (default kernels)"
-      step_1b '[32768]' 40 " (forward variant 17)" step_1B_bf16_tma176.h5 BURST_FA_FORWARD=tma176
+      step_1b '[32768]' 40 " (forward variant 10)" step_1B_bf16_tma128.h5 BURST_FA_FORWARD=tma128
     fi
     if [ "${AB64:-0}" = 1 ]; then
       # The d128 backward: the default (lab variant 14, 80 x 128 tiles, dQ transposed) against variant 11 (64 rows).
       step "attention tests on backward variant 11 (tma64)" 100 bash -c "cd '$build' && ctest --output-on-failure \
         -R 'test_kernels_attention_cuda_tma64' > '$OUT/tests_tma64.log' 2>&1; rc=\$?; tail -n 8 '$OUT/tests_tma64.log'; exit \$rc"
       m=1B
-      [ "${AB176:-0}" = 1 ] || layer32k " (default: forward 10, backward 14)" 30 "layer_1B_bf16.h5"
+      [ "${AB128:-0}" = 1 ] || layer32k " (default: forward 17, backward 14)" 30 "layer_1B_bf16.h5"
       layer32k " (backward variant 11)" 30 "layer_1B_bf16_tma64.h5" BURST_FA_BACKWARD=tma64
-      [ "${AB176:-0}" = 1 ] || step_1b '[32768]' 40 " (default kernels)"
+      [ "${AB128:-0}" = 1 ] || step_1b '[32768]' 40 " (default kernels)"
       step_1b '[32768]' 40 " (backward variant 11)" step_1B_bf16_tma64.h5 BURST_FA_BACKWARD=tma64
     fi
   fi

@@ -55,8 +55,9 @@ cudaError_t fwd_d128(const FwdParams& p, cudaStream_t st);
 // producer asleep in its waits; backward: the loader and the dQ writer
 // asleep; an A/B choice until measured), kWgCpAsync the cp.async ones
 // (forward 4, backward 6). kWgTma176: the forward on 128 x 176 tiles (the
-// lab's variant 17, head dim 128; FlashAttention-3's full-mask tile), an A/B
-// choice until measured; flash_attn.cu passes it to the d128 forward only.
+// lab's variant 17, head dim 128; FlashAttention-3's full-mask tile);
+// flash_attn.cu's default for the d128 forward since 2026-12-06 (kWgTma
+// there: the 128 x 128 variant 10).
 // kWgTma80: the backward on 80 x 128 tiles with dQ computed transposed (the
 // lab's variant 14: 13 with lse / D loaded early; head dim 128;
 // FlashAttention-3's full-mask backward tile); flash_attn.cu's default for

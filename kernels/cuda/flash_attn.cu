@@ -77,18 +77,21 @@ static bool shape_ok(const AttnShape& s) {
 
 // Which kernel runs (A/B runs; read once per variable): BURST_FA_FORWARD /
 // BURST_FA_BACKWARD = tma (the default: the TMA wgmma kernels, forward 1.9x,
-// backward 2.0x the mma.sync ones on the H200; the d = 128 backward on 80 x
-// 128 tiles with dQ computed transposed, the lab's variant 14, since
-// 2026-12-06: -7.5% / -5.5% cycles (full / causal) against the 64-row
-// variant, -6.6% in the 1B block's backward attention, on an H100), tma80
-// (the same), tma64 (backward only: the 64-row variant 11, the default
-// before), tma12 (the lab's variants 12, measured no faster), tma176
-// (forward only: the lab's variant 17, 128 x 176 tiles at head dim 128),
-// wgmma (the cp.async wgmma kernels, 1.3x) or mma (mma.sync). A choice that
-// does not exist for a direction or head dim runs tma there. Another value is
-// reported once and the default used.
+// backward 2.0x the mma.sync ones on the H200. At d = 128 the forward on 128
+// x 176 tiles, the lab's variant 17, since 2026-12-06: +2.6% / +7.7% TFLOP/s
+// (full / causal, medians of 4 rounds at 16K-32K) and -2.1% cycles against
+// variant 10 on an H100, 0.95-0.98x cuDNN in the same call; the backward on
+// 80 x 128 tiles with dQ computed transposed, the lab's variant 14, since
+// 2026-12-06: -7.5% / -5.5% cycles against the 64-row variant, 1.01-1.06x
+// cuDNN in the same call), tma80 (the same), tma176 (the same), tma64
+// (backward only: the 64-row variant 11, the default before), tma128
+// (forward only: the 128 x 128 variant 10, the default before), tma12 (the
+// lab's variants 12, measured no faster), wgmma (the cp.async wgmma
+// kernels, 1.3x) or mma (mma.sync). A choice that does not exist for a
+// direction or head dim runs tma there. Another value is reported once and
+// the default used.
 // Impl follows kKernelChoices (flash_choices.h, the one list of the names).
-enum class Impl { Tma, Tma80, Tma64, Tma12, Tma176, Wgmma, Mma };
+enum class Impl { Tma, Tma80, Tma64, Tma12, Tma176, Tma128, Wgmma, Mma };
 static_assert(kNumKernelChoices == int(Impl::Mma) + 1, "Impl and kKernelChoices (flash_choices.h) list the same kernels");
 static Impl kernel_choice(const char* var) {
   const char* e = std::getenv(var);
@@ -100,14 +103,16 @@ static Impl kernel_choice(const char* var) {
   std::fprintf(stderr, "): using tma\n");
   return Impl::Tma;
 }
-// The kind for a forward (fwd) or backward at head dim d: tma176 exists only
-// as the d = 128 forward, the 80-row backward only at d = 128; elsewhere the
-// TMA choices run tma.
+// The kind for a forward (fwd) or backward at head dim d: the 176-column
+// forward and the 80-row backward exist only at d = 128 (tma128 there runs
+// the 128 x 128 forward, tma64 the 64-row backward); elsewhere the TMA
+// choices run tma (kWgTma).
 static int wg_kind(Impl c, bool fwd, int d) {
   if (c == Impl::Tma12) return dev::kWgTma12;
   if (c == Impl::Wgmma || c == Impl::Mma) return dev::kWgCpAsync;
-  if (fwd) return c == Impl::Tma176 && d == 128 ? dev::kWgTma176 : dev::kWgTma;
-  return d == 128 && c != Impl::Tma64 ? dev::kWgTma80 : dev::kWgTma;  // tma, tma80, tma176; tma64: variant 11
+  if (d != 128) return dev::kWgTma;
+  if (fwd) return c == Impl::Tma128 ? dev::kWgTma : dev::kWgTma176;  // tma, tma80, tma64, tma176: variant 17
+  return c == Impl::Tma64 ? dev::kWgTma : dev::kWgTma80;             // tma, tma80, tma128, tma176: variant 14
 }
 static Impl forward_choice() {
   static const Impl c = kernel_choice("BURST_FA_FORWARD");

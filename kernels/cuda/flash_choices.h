@@ -6,7 +6,7 @@
 
 namespace burst::fa {
 
-inline constexpr const char* kKernelChoices[] = {"tma", "tma80", "tma64", "tma12", "tma176", "wgmma", "mma"};
+inline constexpr const char* kKernelChoices[] = {"tma", "tma80", "tma64", "tma12", "tma176", "tma128", "wgmma", "mma"};
 inline constexpr int kNumKernelChoices = int(sizeof kKernelChoices / sizeof kKernelChoices[0]);
 
 }  // namespace burst::fa
