@@ -29,9 +29,9 @@
 #                                                    d128 forward's 176-column default (variant 17) against the 128 x 128 variant 10
 #                                                    (BURST_FA_FORWARD = tma128); with AB64=1 the d128 backward's 80-row default
 #                                                    (variant 14) against the 64-row variant 11 (BURST_FA_BACKWARD = tma64)
-#   PART=17 OUT=$OUT BUDGET=590                      the figures of record on the defaults: build, the four longest gpu tests,
+#   PART=17 OUT=$OUT BUDGET=590 [STEP_TOKENS=[...]]  the figures of record on the defaults: build, the four longest gpu tests,
 #                                                    every attention test, the torch block (eager, compile), the engine's block
-#                                                    at 1B and 7B, the 1B step at 32K, compare.py's ratios
+#                                                    at 1B and 7B, the 1B step (32K and 128K), compare.py's ratios
 #   PART=12 then PART=13 (same warm machine)         the timed call (whole build, bench kernels, the block with
 #                                                   the CUDA / portable RoPE, the 1B step, gemm beta 1), then every gpu test
 #                                                   (after the torch block when the card is not an H200)
@@ -124,7 +124,8 @@ if [ "$PART" = 17 ]; then
   # backward variant 14 at head dim 128) in one call: the whole build, the
   # four longest gpu tests, every attention kernel test (each A/B choice),
   # the torch block on this card, the engine's block at 1B and 7B, the 1B
-  # step at 32K, then compare.py's side-by-side ratios.
+  # step at STEP_TOKENS (default 32K and 128K), then compare.py's
+  # side-by-side ratios.
   build_everything
   if [ -x "$build/burst" ]; then
     step "the four longest gpu tests (test_model, test_train)" 330 bash -c "cd '$build' && ctest -j 4 \
@@ -133,7 +134,7 @@ if [ "$PART" = 17 ]; then
       -R 'test_kernels_attention_cuda' > '$OUT/tests_attention.log' 2>&1; rc=\$?; tail -n 12 '$OUT/tests_attention.log'; exit \$rc"
     torch_block 90
     for m in 1B 7B; do layer32k " (default kernels)" 30 "layer_${m}_bf16.h5"; done
-    step_1b '[32768]' 40 " (default kernels)"
+    step_1b "${STEP_TOKENS:-[32768,131072]}" 60 " (default kernels)"
     step "compare.py (ours against the peers on this card)" 30 python3 experiments/peers/compare.py "$OUT"
   fi
   part_done h5
