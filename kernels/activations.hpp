@@ -137,7 +137,8 @@ void gelu_backward(Kokkos::View<const T**, Layout, Mem> dy, Kokkos::View<const T
 
 // y = x converted to y's type (round to nearest even for bf16), any two
 // 2-D views of one shape. The model uses it for attention's fp32 O and
-// dQ / dK / dV, which the bf16 GEMMs after it read in bf16.
+// dQ / dK / dV, which the bf16 GEMMs after it read in bf16, and to widen the
+// `whole` cache's bf16 O for attention's backward.
 template <class S, class T, class Mem>
 void convert(Kokkos::View<const S**, Layout, Mem> x, Kokkos::View<T**, Layout, Mem> y) {
   using Exec = typename Kokkos::View<T**, Layout, Mem>::execution_space;
@@ -148,6 +149,13 @@ void convert(Kokkos::View<const S**, Layout, Mem> x, Kokkos::View<T**, Layout, M
     if (cuda::all_contiguous(x, y)) {
       cuda::check(ew::f32_to_bf16(long(y.size()), x.data(), cuda::nvb(y.data()), Kokkos::Cuda().cuda_stream()),
                   "convert fp32 -> bf16 (kernels/cuda)");
+      return;
+    }
+  }
+  if constexpr (cuda::ew_dispatches<S, Mem>() && std::is_same<T, float>::value) {
+    if (cuda::all_contiguous(x, y)) {
+      cuda::check(ew::bf16_to_f32(long(y.size()), cuda::nvb(x.data()), y.data(), Kokkos::Cuda().cuda_stream()),
+                  "convert bf16 -> fp32 (kernels/cuda)");
       return;
     }
   }

@@ -480,8 +480,9 @@ void elementwise_case(long N, long F) {
   D2<bf16> g("g", N, F), u("u", N, F), h("h", N, F), dh("dh", N, F), dg("dg", N, F), du("du", N, F);
   D2<float> xf("xf", N, F);
   D2<bf16> xb("xb", N, F);
+  D2<float> xw("xw", N, F);
   fill_random(g, 4.0), fill_random(u, 1.0), fill_random(dh, 1.0), fill_random(xf, 3.0);
-  poison(h), poison(dg), poison(du), poison(xb);
+  poison(h), poison(dg), poison(du), poison(xb), poison(xw);
   auto hg = host(g);
   auto hu = host(u);
   auto hdh = host(dh);
@@ -489,10 +490,12 @@ void elementwise_case(long N, long F) {
   swiglu_forward<bf16, Mem>(g, u, h);
   swiglu_backward<bf16, Mem>(dh, g, u, dg, du);
   convert<float, bf16, Mem>(xf, xb);
+  convert<bf16, float, Mem>(xb, xw);  // widening back: exact
   auto hh = host(h);
   auto hdg = host(dg);
   auto hdu = host(du);
   auto hxb = host(xb);
+  auto hxw = host(xw);
   std::vector<double> hg_, hr, dgg, dgr, dug, dur, cg, cr;
   for (long i = 0; i < N; ++i)
     for (long f = 0; f < F; ++f) {
@@ -503,6 +506,7 @@ void elementwise_case(long N, long F) {
       cg.push_back(double(hxb(i, f))), cr.push_back(double(hxf(i, f)));
       // round to nearest even: the converted value is the bf16 nearest to x
       ASSERT_EQ(hxb(i, f).bits, bf16(hxf(i, f)).bits) << "at " << i << ", " << f;
+      ASSERT_EQ(hxw(i, f), float(hxb(i, f))) << "widened at " << i << ", " << f;
     }
   EXPECT_LE(rel_err(hg_, hr), 1e-2);
   EXPECT_LE(rel_err(dgg, dgr), 1e-2);
@@ -510,7 +514,7 @@ void elementwise_case(long N, long F) {
   EXPECT_LE(rel_err(cg, cr), 4e-3);
 }
 
-TEST(ElementwiseCuda, SwigluConvert) {
+TEST(ElementwiseCuda, SwigluConvertWiden) {
   elementwise_case(64, 11008 / 8);  // vectors only
   elementwise_case(37, 301);        // vectors and a scalar tail
   elementwise_case(1, 5);           // the tail alone

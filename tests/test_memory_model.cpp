@@ -46,6 +46,7 @@ struct Measured {
 
 // One forward + backward (+ the ZeRO gradient reduction and update) of a
 // model on this rank's slots, with the peaks of the allocations it made.
+template <class T = double>
 Measured measure(ActPolicy policy, long chunk, int zero_stage, long S, bool distributed, MemoryModelInput* in,
                  std::int64_t* kept_after_forward = nullptr, const parallel::AttnOptions& opt = {}) {
   auto& rt = Runtime::current();
@@ -53,7 +54,7 @@ Measured measure(ActPolicy policy, long chunk, int zero_stage, long S, bool dist
   ModelOptions mo;
   mo.policy = policy, mo.loss_chunk = chunk;
   const double scale = 1.0 / std::sqrt(double(mc.head_dim));
-  std::shared_ptr<AttentionOp<double>> attn;
+  std::shared_ptr<AttentionOp<T>> attn;
   const parallel::SeqLayout* layout = nullptr;
   int block = 0;
   // The method's packets are allocated when it is made: comm is counted from here.
@@ -63,17 +64,17 @@ Measured measure(ActPolicy policy, long chunk, int zero_stage, long S, bool dist
     parallel::AttnProblem pb;
     pb.layout = policy == ActPolicy::Half ? parallel::LayoutKind::Striped : parallel::LayoutKind::Zigzag;
     pb.seq = S, pb.heads = mc.heads, pb.kv_heads = mc.kv_heads, pb.head_dim = mc.head_dim;
-    auto sp = std::make_shared<SequenceParallelAttention<double>>(opt, pb, mesh, rt.topology(),
-                                                                   policy == ActPolicy::Half);
+    auto sp = std::make_shared<SequenceParallelAttention<T>>(opt, pb, mesh, rt.topology(),
+                                                              policy == ActPolicy::Half);
     layout = &sp->shards();
     block = mesh->cp_rank;
     attn = sp;
   } else {
-    attn = std::make_shared<LocalAttention<double>>(scale);
+    attn = std::make_shared<LocalAttention<T>>(scale);
   }
-  LlamaModel<double> model(mc, attn, mo);
+  LlamaModel<T> model(mc, attn, mo);
   init_params(model.params(), 5, 0.1);
-  ZeroState<double> zero(model, zero_stage, false, rt.world());
+  ZeroState<T> zero(model, zero_stage, false, rt.world());
   if (kept_after_forward)
     model.set_forward_probe([&] { *kept_after_forward = MemoryTracker::global().current(kSpace, MemCategory::Activations); });
   const LocalSequence ls = local_slots(layout, block, sequence(S, mc.vocab));
@@ -95,7 +96,7 @@ Measured measure(ActPolicy policy, long chunk, int zero_stage, long S, bool dist
   }
   m.peak[int(MemCategory::Comm)] = after.peak[int(MemCategory::Comm)] - comm_base;
   in->attention = attn->comm_buffers();
-  in->model = mc, in->slots = long(ls.tokens.size()), in->scalar_bytes = 8, in->policy = policy, in->loss_chunk = chunk;
+  in->model = mc, in->slots = long(ls.tokens.size()), in->scalar_bytes = int(sizeof(T)), in->policy = policy, in->loss_chunk = chunk;
   in->zero_stage = zero_stage, in->world = rt.size();
   return m;
 }
@@ -221,5 +222,21 @@ TEST(MemoryModel, HalfKeepsHalfOfWhatWholeKeeps) {
   measure(ActPolicy::Half, 0, 0, 96, distributed, &in, &half);
   const ModelConfig c = model_config();
   EXPECT_EQ(whole - full, c.layers * 8 * in.slots * (c.heads * c.head_dim + c.heads));
+  EXPECT_EQ(2 * (half - full), whole - full);
+}
+
+TEST(MemoryModel, Bf16CacheHoldsOInBf16) {
+  // bf16 storage, fp32 accumulation: the `whole` cache is O in bf16 and lse
+  // in fp32 (ALGORITHMS.md section 7: s*H*2 + s*n*4 bytes per layer), not
+  // the fp32 O attention produced; `half` holds half of it. Measured at the
+  // end of the forward, beyond what `full` keeps.
+  const bool distributed = Runtime::current().size() > 1;
+  std::int64_t full = 0, whole = 0, half = 0;
+  MemoryModelInput in;
+  measure<bf16>(ActPolicy::Full, 0, 0, 96, distributed, &in, &full);
+  measure<bf16>(ActPolicy::Whole, 0, 0, 96, distributed, &in, &whole);
+  measure<bf16>(ActPolicy::Half, 0, 0, 96, distributed, &in, &half);
+  const ModelConfig c = model_config();
+  EXPECT_EQ(whole - full, c.layers * in.slots * (2 * c.heads * c.head_dim + 4 * c.heads));
   EXPECT_EQ(2 * (half - full), whole - full);
 }

@@ -166,3 +166,74 @@ TEST(SeqParallel, HalfNeedsTheStripedLayout) {
     EXPECT_NE(std::string(e.what()).find("half needs the striped layout"), std::string::npos) << e.what();
   }
 }
+
+namespace {
+// Loss and summed parameter gradients of the bf16 model (bf16 weights and
+// activations, fp32 accumulation and gradients) on P ranks, method burst on
+// the striped layout, under `policy`; weights from init_params in bf16.
+struct Bf16Run {
+  double loss = 0;
+  std::vector<double> grads;
+};
+Bf16Run bf16_run(ActPolicy policy, const ModelConfig& mc, const data::Sequence& seq, long valid) {
+  auto& rt = Runtime::current();
+  ModelOptions mo;
+  mo.policy = policy;
+  auto mesh = Mesh::make(rt.world(), rt.world(), rt.size());
+  parallel::AttnProblem pb;
+  pb.layout = parallel::LayoutKind::Striped;
+  pb.seq = long(seq.tokens.size()), pb.heads = mc.heads, pb.kv_heads = mc.kv_heads, pb.head_dim = mc.head_dim;
+  pb.scale = 1.0 / std::sqrt(double(mc.head_dim));
+  auto sp = std::make_shared<SequenceParallelAttention<bf16>>(parallel::AttnOptions{}, pb, mesh, rt.topology(),
+                                                              policy == ActPolicy::Half);
+  LlamaModel<bf16> m(mc, sp, mo);
+  init_params(m.params(), 11, 0.2);
+  Kokkos::deep_copy(m.grads().flat(), 0.0f);
+  const StepLoss l = m.forward_backward(to_device(local_slots(&sp->shards(), mesh->cp_rank, seq)), double(valid));
+  Bf16Run r;
+  r.loss = l.sum;
+  MPI_Allreduce(MPI_IN_PLACE, &r.loss, 1, MPI_DOUBLE, MPI_SUM, rt.world());
+  auto h = Kokkos::create_mirror_view_and_copy(HostMem(), m.grads().flat());
+  r.grads.assign(h.data(), h.data() + h.extent(0));
+  MPI_Allreduce(MPI_IN_PLACE, r.grads.data(), int(r.grads.size()), MPI_DOUBLE, MPI_SUM, rt.world());
+  return r;
+}
+}  // namespace
+
+// bf16 storage under every activation policy against the double model on
+// one rank with the same (bf16-rounded) weights: `whole` and `half` cache
+// attention's O in bf16 (ALGORITHMS.md section 7) and widen it for the
+// backward's D = rowsum(dO * O), so their gradients differ from `keep`'s
+// (fp32 O) by rounding only.
+TEST(SeqParallel, Bf16PoliciesMatchDouble) {
+  const long S = 48;
+  const ModelConfig mc = small_model(2);
+  const data::Sequence seq = random_sequence(S, mc.vocab, 7);
+  long valid = 0;
+  for (auto l : seq.labels) valid += l != kernels::kIgnoreIndex;
+  // The reference: double, one rank, the bf16 weights widened.
+  LlamaModel<double> ref(mc, std::make_shared<LocalAttention<double>>(1.0 / std::sqrt(double(mc.head_dim))));
+  {
+    FlatTensors<bf16, DeviceMem> w(ref.params().table(), MemCategory::Params, "w16");
+    init_params(w, 11, 0.2);
+    auto hw = Kokkos::create_mirror_view_and_copy(HostMem(), w.flat());
+    auto hr = Kokkos::create_mirror_view(ref.params().flat());
+    for (size_t i = 0; i < hw.extent(0); ++i) hr(i) = double(float(hw(i)));
+    Kokkos::deep_copy(ref.params().flat(), hr);
+  }
+  Kokkos::deep_copy(ref.grads().flat(), 0.0);
+  const StepLoss lr = ref.forward_backward(to_device(local_slots(nullptr, 0, seq)), double(valid));
+  const std::vector<double> gr = host(ref.grads().flat());
+  const Bf16Run keep = bf16_run(ActPolicy::Keep, mc, seq, valid);
+  for (ActPolicy p : {ActPolicy::Keep, ActPolicy::Whole, ActPolicy::Half}) {
+    SCOPED_TRACE(act_policy_name(p));
+    const Bf16Run r = p == ActPolicy::Keep ? keep : bf16_run(p, mc, seq, valid);
+    const double e = rel_err(r.grads, gr), ek = rel_err(r.grads, keep.grads);
+    if (Runtime::current().rank() == 0)
+      std::printf("bf16 %s at P = %d: loss %.6f (double %.6f), gradients vs double %.2e, vs bf16 keep %.2e\n",
+                  act_policy_name(p), Runtime::current().size(), r.loss, lr.sum, e, ek);
+    EXPECT_NEAR(r.loss, lr.sum, 1e-2 * std::fabs(lr.sum));
+    EXPECT_LT(e, 3e-2);
+    EXPECT_LT(ek, 2e-2);
+  }
+}

@@ -2,7 +2,8 @@
 // consecutive elements as one 16-byte load / store per array (a grid-stride
 // loop over n / 8 vectors, flat indices, no div/mod), the n % 8 tail in a
 // scalar loop. Floors per element (bf16): SwiGLU forward 6 B (g, u in, h
-// out), backward 10 B (dh, g, u in, dg, du out), add 6 B, fp32 -> bf16 6 B.
+// out), backward 10 B (dh, g, u in, dg, du out), add 6 B, fp32 -> bf16 6 B,
+// bf16 -> fp32 6 B.
 #include "kernels/cuda/elementwise_cuda.h"
 
 #include <cstdint>
@@ -100,6 +101,21 @@ __global__ void cvt_vec(long nv, const float4* __restrict__ x, Vec8* __restrict_
   }
 }
 
+__global__ void widen_vec(long nv, const Vec8* __restrict__ x, float4* __restrict__ y) {
+  for (long i = blockIdx.x * long(blockDim.x) + threadIdx.x; i < nv; i += long(gridDim.x) * blockDim.x) {
+    const Vec8 a = x[i];
+    const float2 p0 = __bfloat1622float2(a.v[0]), p1 = __bfloat1622float2(a.v[1]), p2 = __bfloat1622float2(a.v[2]),
+                 p3 = __bfloat1622float2(a.v[3]);
+    y[2 * i] = make_float4(p0.x, p0.y, p1.x, p1.y);
+    y[2 * i + 1] = make_float4(p2.x, p2.y, p3.x, p3.y);
+  }
+}
+
+__global__ void widen_scalar(long b, long e, const __nv_bfloat16* x, float* y) {
+  for (long i = b + blockIdx.x * long(blockDim.x) + threadIdx.x; i < e; i += long(gridDim.x) * blockDim.x)
+    y[i] = __bfloat162float(x[i]);
+}
+
 __global__ void cvt_scalar(long b, long e, const float* x, __nv_bfloat16* y) {
   for (long i = b + blockIdx.x * long(blockDim.x) + threadIdx.x; i < e; i += long(gridDim.x) * blockDim.x)
     y[i] = __float2bfloat16_rn(x[i]);
@@ -146,6 +162,18 @@ cudaError_t f32_to_bf16(long n, const float* x, __nv_bfloat16* y, cudaStream_t s
     done = nv * 8;
   }
   if (done < n) cvt_scalar<<<blocks_for(n - done), kThreads, 0, st>>>(done, n, x, y);
+  return cudaGetLastError();
+}
+
+cudaError_t bf16_to_f32(long n, const __nv_bfloat16* x, float* y, cudaStream_t st) {
+  if (n <= 0) return cudaSuccess;
+  long done = 0;
+  if (aligned16(x) && aligned16(y)) {
+    const long nv = n / 8;
+    if (nv > 0) widen_vec<<<blocks_for(nv), kThreads, 0, st>>>(nv, reinterpret_cast<const Vec8*>(x), reinterpret_cast<float4*>(y));
+    done = nv * 8;
+  }
+  if (done < n) widen_scalar<<<blocks_for(n - done), kThreads, 0, st>>>(done, n, x, y);
   return cudaGetLastError();
 }
 

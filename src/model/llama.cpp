@@ -159,6 +159,20 @@ Kokkos::View<T**, Layout, Mem> to_storage(const char* name, const Kokkos::View<a
     return y;
   }
 }
+// x (T) in the accumulation type: x itself when the types agree, else a
+// widened copy (the `whole` cache's O for attention's backward).
+template <class T, class Mem>
+Kokkos::View<accum_t<T>**, Layout, Mem> to_accum(const char* name, const Kokkos::View<T**, Layout, Mem>& x) {
+  if constexpr (std::is_same<accum_t<T>, T>::value) {
+    (void)name;
+    return x;
+  } else {
+    auto y = uninit_view<Kokkos::View<accum_t<T>**, Layout, Mem>>(mem_label(MemCategory::Activations, name), x.extent(0),
+                                                                  x.extent(1));
+    kernels::convert<T, accum_t<T>, Mem>(x, y);
+    return y;
+  }
+}
 // The backward's dq / dk (accum_t<T>, [s, heads * d]) rotated by RoPE's transpose into the storage type
 // T: in place when the types agree, else into a new T view in the same pass as the conversion.
 template <class T, class Mem>
@@ -205,11 +219,11 @@ void LlamaModel<T, Mem>::layer_forward(int l, const TokenBatch<Mem>& b, V2 x, La
     a.lse = act2<A, Mem>("attn.lse", s, n);
     attn_->forward(l, b, as3(a.q, s, n, d), as3(a.k, s, nkv, d), as3(a.v, s, nkv, d), as3(a.o, s, n, d), a.lse);
   } else if (src == AttnSource::FirstHalf) {
-    // a.o, a.lse hold the cached second half [s - s/2, .]; the first half is
-    // recomputed against first-half keys only.
+    // a.ob (O in the storage type), a.lse hold the cached second half
+    // [s - s/2, .]; the first half is recomputed against first-half keys only.
     const long h = s / 2;
     AV2 o = act2<A, Mem>("attn.o", s, n * d), lse = act2<A, Mem>("attn.lse", s, n);
-    Kokkos::deep_copy(Kokkos::subview(o, std::make_pair(h, s), Kokkos::ALL), a.o);
+    kernels::convert<T, A, Mem>(a.ob, Kokkos::subview(o, std::make_pair(h, s), Kokkos::ALL));
     Kokkos::deep_copy(Kokkos::subview(lse, std::make_pair(h, s), Kokkos::ALL), a.lse);
     TokenBatch<Mem> bh;
     bh.tokens = decltype(bh.tokens)(b.tokens.data(), h);
@@ -220,8 +234,10 @@ void LlamaModel<T, Mem>::layer_forward(int l, const TokenBatch<Mem>& b, V2 x, La
     attn_->forward_first_half(l, bh, V3(a.q.data(), h, n, d), V3(a.k.data(), h, nkv, d), V3(a.v.data(), h, nkv, d),
                               A3(o.data(), h, n, d), AV2(lse.data(), h, n));
     a.o = o, a.lse = lse;
-  }  // AttnSource::Cached: a.o, a.lse are the forward's own
-  a.ob = to_storage<T, Mem>("attn.o_storage", a.o);
+  }
+  // AttnSource::Cached: a.ob (O in the storage type) and a.lse are the
+  // forward's own, and a.o stays empty (the backward widens a.ob).
+  if (src != AttnSource::Cached) a.ob = to_storage<T, Mem>("attn.o_storage", a.o);
   // x2 = x + o_proj(o): the GEMM reads x and writes x2 (no copy of x first)
   a.x2 = act2<T, Mem>("x2", s, H);
   gemm('N', 'T', 1, a.ob, params_.mat(p + "self_attn.o_proj.weight"), 1, x, a.x2);
@@ -246,13 +262,18 @@ template <class T, class Mem> void LlamaModel<T, Mem>::keep_for_backward(int l, 
   if (opt_.policy == ActPolicy::Keep) return;
   LayerActs kept;
   kept.x_in = a.x_in;
+  // The attention cache holds O once, in the storage type (ALGORITHMS.md
+  // section 7: s*H*2 + s*n*4 bytes per layer in bf16), not the fp32 O the
+  // method produced: the O projection reads that copy anyway, and the
+  // backward widens it back for D = rowsum(dO * O), as FlashAttention
+  // computes D from its bf16 O. (float / double: the same view.)
   if (opt_.policy == ActPolicy::Whole) {
-    kept.o = a.o, kept.lse = a.lse;
+    kept.ob = a.ob, kept.lse = a.lse;
   } else if (opt_.policy == ActPolicy::Half) {
-    const long s = long(a.o.extent(0)), h = s / 2;
-    kept.o = act2<A, Mem>("attn.o_second_half", s - h, long(a.o.extent(1)));
+    const long s = long(a.ob.extent(0)), h = s / 2;
+    kept.ob = act2<T, Mem>("attn.o_second_half", s - h, long(a.ob.extent(1)));
     kept.lse = act2<A, Mem>("attn.lse_second_half", s - h, long(a.lse.extent(1)));
-    Kokkos::deep_copy(kept.o, Kokkos::subview(a.o, std::make_pair(h, s), Kokkos::ALL));
+    Kokkos::deep_copy(kept.ob, Kokkos::subview(a.ob, std::make_pair(h, s), Kokkos::ALL));
     Kokkos::deep_copy(kept.lse, Kokkos::subview(a.lse, std::make_pair(h, s), Kokkos::ALL));
   }
   a = kept;
@@ -356,8 +377,12 @@ void LlamaModel<T, Mem>::layer_backward(int l, const TokenBatch<Mem>& b, LayerAc
   gemm('N', 'N', 1, dx2, params_.mat(p + "self_attn.o_proj.weight"), 0, dO);
   gemm('T', 'N', 1, dx2, a.ob, 1, grads_.mat(p + "self_attn.o_proj.weight"));
   AV2 dqa = act2<A, Mem>("d.q", s, n * d), dka = act2<A, Mem>("d.k", s, nkv * d), dva = act2<A, Mem>("d.v", s, nkv * d);
-  attn_->backward(l, b, as3(a.q, s, n, d), as3(a.k, s, nkv, d), as3(a.v, s, nkv, d), as3(a.o, s, n, d), a.lse,
+  // O in the accumulation type: the forward's (keep, full, half), or the
+  // cached storage-type copy widened (whole).
+  AV2 o = a.o.extent(0) > 0 ? a.o : to_accum<T, Mem>("attn.o_accum", a.ob);
+  attn_->backward(l, b, as3(a.q, s, n, d), as3(a.k, s, nkv, d), as3(a.v, s, nkv, d), as3(o, s, n, d), a.lse,
                   as3(dO, s, n, d), as3(dqa, s, n, d), as3(dka, s, nkv, d), as3(dva, s, nkv, d));
+  o = AV2();
   if (cfg_.attn_log_scale > 0) log_length_scale<A, Mem>(dqa, b.index, cfg_.attn_log_scale);
   // The projections' backward reads the gradients in T (bf16: converted copies); dq and dk are rotated
   // back (RoPE's transpose) on the way, in one pass (in place when T is the accumulation type).
