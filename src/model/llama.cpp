@@ -372,6 +372,12 @@ void LlamaModel<T, Mem>::layer_backward(int l, const TokenBatch<Mem>& b, LayerAc
   // dx2 = RMSNorm's backward + dx (the residual, added in the same pass)
   kernels::rmsnorm_backward<T, Mem>(dh2, a.x2, params_.vec(p + "post_attention_layernorm.weight"), a.rstd2, dx2,
                                     grads_.vec(p + "post_attention_layernorm.weight"), dx);
+  // The backward frees what it has read for the last time as it goes, so the
+  // layer has two peaks, not one sum (the MLP's, then attention's; the
+  // memory models count them so): the MLP's saved tensors and gradients go
+  // before attention's backward allocates its own.
+  dm = V2(), dh2 = V2(), dup = V2();
+  a.m = V2(), a.gate = V2(), a.up = V2(), a.h2 = V2(), a.x2 = V2(), a.rstd2 = AV1();
   // Attention: x2 = x + o_proj(o)
   V2 dO = act2<T, Mem>("d.attn.o", s, n * d);
   gemm('N', 'N', 1, dx2, params_.mat(p + "self_attn.o_proj.weight"), 0, dO);
@@ -382,7 +388,8 @@ void LlamaModel<T, Mem>::layer_backward(int l, const TokenBatch<Mem>& b, LayerAc
   AV2 o = a.o.extent(0) > 0 ? a.o : to_accum<T, Mem>("attn.o_accum", a.ob);
   attn_->backward(l, b, as3(a.q, s, n, d), as3(a.k, s, nkv, d), as3(a.v, s, nkv, d), as3(o, s, n, d), a.lse,
                   as3(dO, s, n, d), as3(dqa, s, n, d), as3(dka, s, nkv, d), as3(dva, s, nkv, d));
-  o = AV2();
+  o = AV2(), dO = V2();
+  a.q = V2(), a.k = V2(), a.v = V2(), a.o = AV2(), a.ob = V2(), a.lse = AV2();
   if (cfg_.attn_log_scale > 0) log_length_scale<A, Mem>(dqa, b.index, cfg_.attn_log_scale);
   // The projections' backward reads the gradients in T (bf16: converted copies); dq and dk are rotated
   // back (RoPE's transpose) on the way, in one pass (in place when T is the accumulation type).
@@ -391,11 +398,15 @@ void LlamaModel<T, Mem>::layer_backward(int l, const TokenBatch<Mem>& b, LayerAc
     double af = 1;
     auto freqs = rope_freqs(s, &af);
     dq = rope_to_storage<T, Mem>("d.q_storage", dqa, n, d, b.positions, freqs, af);
+    dqa = AV2();  // (bf16: the fp32 gradient goes once converted; float / double: dq is the same view)
     dk = rope_to_storage<T, Mem>("d.k_storage", dka, nkv, d, b.positions, freqs, af);
+    dka = AV2();
   } else {
-    dq = to_storage<T, Mem>("d.q_storage", dqa), dk = to_storage<T, Mem>("d.k_storage", dka);
+    dq = to_storage<T, Mem>("d.q_storage", dqa), dqa = AV2();
+    dk = to_storage<T, Mem>("d.k_storage", dka), dka = AV2();
   }
-  const V2 dv = to_storage<T, Mem>("d.v_storage", dva);
+  V2 dv = to_storage<T, Mem>("d.v_storage", dva);
+  dva = AV2();
   V2 dh1 = act2<T, Mem>("d.h1", s, H);
   gemm('N', 'N', 1, dq, params_.mat(p + "self_attn.q_proj.weight"), 0, dh1);
   gemm('N', 'N', 1, dk, params_.mat(p + "self_attn.k_proj.weight"), 1, dh1);
@@ -403,6 +414,7 @@ void LlamaModel<T, Mem>::layer_backward(int l, const TokenBatch<Mem>& b, LayerAc
   gemm('T', 'N', 1, dq, a.h1, 1, grads_.mat(p + "self_attn.q_proj.weight"));
   gemm('T', 'N', 1, dk, a.h1, 1, grads_.mat(p + "self_attn.k_proj.weight"));
   gemm('T', 'N', 1, dv, a.h1, 1, grads_.mat(p + "self_attn.v_proj.weight"));
+  dq = V2(), dk = V2(), dv = V2(), a.h1 = V2();
   // dx = RMSNorm's backward + dx2 (the residual; dx's old value, dL/d(output), is no longer read)
   kernels::rmsnorm_backward<T, Mem>(dh1, a.x_in, params_.vec(p + "input_layernorm.weight"), a.rstd1, dx,
                                     grads_.vec(p + "input_layernorm.weight"), dx2);
@@ -443,9 +455,10 @@ template <class T, class Mem> StepLoss LlamaModel<T, Mem>::forward_backward(cons
     }
   }
   if (!grad) return {ls.sum, ls.valid};
+  hf = V2();  // the head's input: read for the last time by the head's backward above
   V2 dx = act2<T, Mem>("d.x", s, H);
   kernels::rmsnorm_backward<T, Mem>(dhf, xL, params_.vec("model.norm.weight"), rstd_f, dx, grads_.vec("model.norm.weight"));
-  dhf = V2();
+  dhf = V2(), xL = V2(), rstd_f = AV1();
   release_grads(norm_unit());
   // Tied embeddings: the head's gradients are the embedding's (unit 0),
   // which stays held until the embedding's own backward has added to it.

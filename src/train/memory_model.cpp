@@ -30,11 +30,18 @@ MemoryEstimate estimate_memory(const MemoryModelInput& in) {
   const std::int64_t head_out = X + e * s;               // final norm output and rstd
   const std::int64_t chunk = in.loss_chunk > 0 ? std::min<std::int64_t>(in.loss_chunk, s) : 0;
   const std::int64_t head = held + head_out + X /* dh_final */ + (chunk > 0 ? e * chunk * (V + 1) : e * s * (2 * V + 1));
-  // (local attention's D [s, n] lives only inside attention's backward, before
-  // d.h1 [s, H] >= it exists: it never raises the peak)
-  const std::int64_t temps = e * s * ((2 + g) * F + 3 * H + 2 * n * d + 2 * kv * d);
-  const std::int64_t backward = held + head_out + X /* dx */ + recompute + temps;
-  m.bytes[int(MemCategory::Activations)] = std::max({forward, head, backward});
+  // The top layer's backward (layer_backward frees what it has read for the
+  // last time as it goes), with the head's input, the last layer's output and
+  // the final rstd gone and dx [s, H] there instead: two moments.
+  //   The MLP's: the layer's activations (kept + recompute) and the MLP's
+  //   gradients, d.mlp.act, d.h2, d.mlp.up with d.mlp.gate (SwiGLU) or d.x2.
+  const std::int64_t base = held - X /* the last layer's output */ + X /* dx */ + recompute;
+  const std::int64_t mlp_backward = base + e * s * (2 * F + H + std::max(g * F, H));
+  //   Attention's: the MLP's saved tensors (x2, h2, rstd2, up, act, gate) and
+  //   gradients gone; d.x2, dO, dq, dk, dv and local attention's D [s, n].
+  const std::int64_t mlp_acts = e * s * (2 * H + 1 + (2 + g) * F);
+  const std::int64_t attn_backward = base - mlp_acts + e * s * (H + 2 * n * d + 2 * kv * d + n);
+  m.bytes[int(MemCategory::Activations)] = std::max({forward, head, mlp_backward, attn_backward});
 
   // ---- parameters, gradients, optimizer (train/zero.cpp)
   const std::vector<ParamInfo> table = llama_param_table(c);

@@ -6,7 +6,8 @@
 // Activations: the bytes each policy keeps per layer between forward and
 // backward, plus the largest of three moments: the end of the forward, the
 // LM head (a [s, V] logits + gradient pair, or one chunk of the fused head),
-// and the top layer's backward (its recompute and backward temporaries).
+// and the top layer's backward (its recompute, then the larger of its
+// MLP's and its attention's backward temporaries: the backward frees as it goes).
 // Parameters, gradients, optimizer: whole, or the ZeRO shard plus the units
 // gathered at once. Communication buffers: the attention methods' (their
 // persistent ring packets, and the largest all-to-all or all-gather buffer
