@@ -2,11 +2,12 @@
 //  SwiGLU (LLaMA): h = silu(gate) * up.
 //  GELU (non-gated MLPs, the paper's 7B): exact erf form or the tanh approximation.
 // Also the layer's other elementwise passes: the residual add and the
-// accumulation-type -> storage-type conversion (fp32 attention outputs to
-// bf16 for the GEMMs that follow).
+// conversions between the accumulation and the storage type (fp32 attention
+// outputs to bf16 for the GEMMs that follow; the `whole` cache's bf16 O
+// widened back for attention's backward).
 // On CUDA builds, bf16 device views with contiguous spans go to
-// kernels/cuda/elementwise.cu (SwiGLU, add, fp32 -> bf16); the rest runs the
-// portable kernels below.
+// kernels/cuda/elementwise.cu (SwiGLU, add, fp32 -> bf16, bf16 -> fp32); the
+// rest runs the portable kernels below.
 #pragma once
 
 #include "core/error.hpp"

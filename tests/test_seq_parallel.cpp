@@ -204,7 +204,9 @@ Bf16Run bf16_run(ActPolicy policy, const ModelConfig& mc, const data::Sequence& 
 // one rank with the same (bf16-rounded) weights: `whole` and `half` cache
 // attention's O in bf16 (ALGORITHMS.md section 7) and widen it for the
 // backward's D = rowsum(dO * O), so their gradients differ from `keep`'s
-// (fp32 O) by rounding only.
+// (fp32 O) by rounding only. An accuracy guard (D from a wrong O, or the
+// wrong half cached, fails it), not a regression test of the cache's type:
+// MemoryModel.Bf16CacheHoldsOInBf16 is that.
 TEST(SeqParallel, Bf16PoliciesMatchDouble) {
   const long S = 48;
   const ModelConfig mc = small_model(2);

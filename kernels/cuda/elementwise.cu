@@ -1,5 +1,6 @@
 // Elementwise bf16 kernels (see elementwise_cuda.h). Each thread handles 8
-// consecutive elements as one 16-byte load / store per array (a grid-stride
+// consecutive elements as one 16-byte load / store per bf16 array, two per
+// fp32 array (a grid-stride
 // loop over n / 8 vectors, flat indices, no div/mod), the n % 8 tail in a
 // scalar loop. Floors per element (bf16): SwiGLU forward 6 B (g, u in, h
 // out), backward 10 B (dh, g, u in, dg, du out), add 6 B, fp32 -> bf16 6 B,

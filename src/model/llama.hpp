@@ -205,7 +205,9 @@ template <class T, class Mem = DeviceMem> class LlamaModel {
 
   // What a layer keeps between its forward and its backward. o and lse are
   // attention's (accum_t<T>); ob is O in T, what o_proj reads (o itself when
-  // T is the accumulation type).
+  // T is the accumulation type). Under `whole` / `half` the cache is ob (and
+  // lse) and o stays empty; layer_backward widens ob when it needs o, and
+  // empties each member once it has read it for the last time.
   struct LayerActs {
     V2 x_in, h1, q, k, v, ob, x2, h2, gate, up, m;
     AV2 o, lse;
