@@ -96,12 +96,13 @@ Measured measure(ActPolicy policy, long chunk, int zero_stage, long S, bool dist
   }
   m.peak[int(MemCategory::Comm)] = after.peak[int(MemCategory::Comm)] - comm_base;
   in->attention = attn->comm_buffers();
-  in->model = mc, in->slots = long(ls.tokens.size()), in->scalar_bytes = int(sizeof(T)), in->policy = policy, in->loss_chunk = chunk;
+  in->model = mc, in->slots = long(ls.tokens.size()), in->scalar_bytes = int(sizeof(T)), in->accum_bytes = int(sizeof(accum_t<T>)), in->policy = policy, in->loss_chunk = chunk;
   in->zero_stage = zero_stage, in->world = rt.size();
   return m;
 }
 
 void expect_within(std::int64_t measured, std::int64_t model, const std::string& what) {
+  if (std::getenv("BURST_TEST_SHOW_MEMORY")) std::printf("%s: measured %ld model %ld (%+.2f%%)\n", what.c_str(), (long)measured, (long)model, 100.0 * (double(model) / double(measured) - 1));
   EXPECT_LE(std::fabs(double(measured) - double(model)), 0.1 * double(measured))
       << what << ": measured " << measured << " bytes, model " << model;
 }
@@ -239,4 +240,26 @@ TEST(MemoryModel, Bf16CacheHoldsOInBf16) {
   const ModelConfig c = model_config();
   EXPECT_EQ(whole - full, c.layers * in.slots * (2 * c.heads * c.head_dim + 4 * c.heads));
   EXPECT_EQ(2 * (half - full), whole - full);
+}
+
+TEST(MemoryModel, Bf16EveryCategoryWithin10Percent) {
+  // bf16 storage with fp32 accumulation, the GPU's configuration: weights and
+  // activations in bf16; O, lse, D, dq/dk/dv, rstds, gradients, moments and
+  // master weights in fp32 (MemoryModelInput::accum_bytes).
+  const bool distributed = Runtime::current().size() > 1;
+  for (ActPolicy p : {ActPolicy::Keep, ActPolicy::Full, ActPolicy::Whole, ActPolicy::Half})
+    for (long chunk : {0L, 16L}) {
+      MemoryModelInput in;
+      const Measured m = measure<bf16>(p, chunk, 0, 96, distributed, &in);
+      const MemoryEstimate e = estimate_memory(in);
+      expect_within(m.peak[int(MemCategory::Activations)], e.bytes[int(MemCategory::Activations)],
+                    std::string("bf16 activations, ") + act_policy_name(p) + ", chunk " + std::to_string(chunk));
+    }
+  for (int stage : {0, 1, 2, 3}) {
+    MemoryModelInput in;
+    const Measured m = measure<bf16>(ActPolicy::Whole, 16, stage, 96, distributed, &in);
+    const MemoryEstimate e = estimate_memory(in);
+    for (MemCategory c : {MemCategory::Params, MemCategory::Grads, MemCategory::Optimizer, MemCategory::Comm})
+      expect_within(m.peak[int(c)], e.bytes[int(c)], std::string("bf16 ") + mem_category_name(c) + ", ZeRO " + std::to_string(stage));
+  }
 }

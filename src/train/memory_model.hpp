@@ -28,7 +28,9 @@ namespace burst {
 struct MemoryModelInput {
   ModelConfig model;
   long slots = 0;            // tokens (slots) of this rank's sequence shard
-  int scalar_bytes = 4;      // sizeof(T)
+  int scalar_bytes = 4;      // sizeof(T): weights and activations in the storage type
+  int accum_bytes = 0;       // sizeof(accum_t<T>) (0: scalar_bytes): attention's O, lse, D, dq/dk/dv, rstds,
+                             // gradients, Adam moments and (bf16) the fp32 master weights
   ActPolicy policy = ActPolicy::Keep;
   long loss_chunk = 0;       // 0: the plain head
   int zero_stage = 0;

@@ -621,6 +621,7 @@ template <class T> struct TrainerImpl {
     in.model = mc;
     in.slots = layout ? layout->local : seq_len;
     in.scalar_bytes = int(sizeof(T));
+    in.accum_bytes = int(sizeof(A));
     in.policy = model->options().policy;
     in.loss_chunk = model->options().loss_chunk;
     in.zero_stage = zero->stage();
@@ -640,12 +641,6 @@ template <class T> struct TrainerImpl {
     for (MemCategory c : {MemCategory::Params, MemCategory::Grads, MemCategory::Optimizer, MemCategory::Activations,
                           MemCategory::Comm, MemCategory::Workspace})
       measured += (measured.empty() ? "" : ", ") + std::string(mem_category_name(c)) + " " + format_bytes(mem.peak[int(c)]);
-    if (!std::is_same<T, A>::value) {  // the analytic model has one element size for every category
-      std::printf("memory per rank, first step: measured peak %s\n                  (no analytic model for %s storage "
-                  "with %s masters)\n",
-                  measured.c_str(), scalar_name<T>(), scalar_name<A>());
-      return;
-    }
     std::printf("memory per rank, first step: measured peak %s\n                  analytic model %s (work buffers: "
                 "measured only)\n",
                 measured.c_str(), est.report().c_str());
