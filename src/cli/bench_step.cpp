@@ -20,6 +20,7 @@
 #include "kernels/optim.hpp"
 #include "model/llama.hpp"
 #include "train/flops.hpp"
+#include "train/memory_model.hpp"
 
 #include <algorithm>
 #include <array>
@@ -240,6 +241,12 @@ template <class T> int run(Runtime& rt, const Config& cfg, const std::string& cl
         if (r.peak_by_cat[size_t(c)] > 0)
           std::printf(" %s %s", mem_category_name(MemCategory(c)), format_bytes(r.peak_by_cat[size_t(c)]).c_str());
       std::printf("\n");
+      // The trainer's analytic model of the same step (one rank, no ZeRO, local attention) beside it.
+      MemoryModelInput mi;
+      mi.model = mc, mi.slots = S, mi.scalar_bytes = int(sizeof(T)), mi.accum_bytes = int(sizeof(accum_t<T>));
+      mi.policy = parse_act_policy(cfg.get_string("bench.activation")), mi.loss_chunk = cfg.get_int("bench.loss_chunk");
+      const MemoryEstimate est = estimate_memory(mi);
+      std::printf("  analytic model (train/memory_model.hpp) %s\n", est.report().c_str());
       const std::string g = "tokens_" + std::to_string(r.tokens);
       h->write(g + "/step_seconds", r.step_times);
       h->write(g + "/loss", r.losses);
@@ -251,6 +258,9 @@ template <class T> int run(Runtime& rt, const Config& cfg, const std::string& cl
       std::vector<double> mem;
       for (int c = 0; c < kMemCategories; ++c) mem.push_back(double(r.peak_by_cat[size_t(c)]));
       h->write(g + "/peak_bytes_by_category", mem);
+      std::vector<double> mod;
+      for (int c = 0; c < kMemCategories; ++c) mod.push_back(double(est.bytes[size_t(c)]));
+      h->write(g + "/model_peak_bytes_by_category", mod);
       h->set_attr("/" + g, "peak_bytes", r.peak_total);
       h->set_attr("/" + g, "pool_reserved_high_bytes", r.pool_reserved_high);
     }
