@@ -122,60 +122,53 @@ __global__ void cvt_scalar(long b, long e, const float* x, __nv_bfloat16* y) {
     y[i] = __float2bfloat16_rn(x[i]);
 }
 
+// Every launcher's shape: when all its pointers are 16-byte aligned, the
+// vector kernel over the first n / 8 vectors (vec(nv)); the scalar kernel over
+// the rest [b, e) (tail(b, e)), all of it when they are not.
+template <class Vec, class Tail> cudaError_t vectors_then_tail(long n, bool aligned, Vec vec, Tail tail) {
+  if (n <= 0) return cudaSuccess;
+  const long done = aligned ? n / 8 * 8 : 0;
+  if (done > 0) vec(done / 8);
+  if (done < n) tail(done, n);
+  return cudaGetLastError();
+}
+
 }  // namespace
 
 cudaError_t swiglu_forward(long n, const __nv_bfloat16* g, const __nv_bfloat16* u, __nv_bfloat16* h, cudaStream_t st) {
-  if (n <= 0) return cudaSuccess;
-  long done = 0;
-  if (aligned16(g) && aligned16(u) && aligned16(h)) {
-    const long nv = n / 8;
-    if (nv > 0)
-      swiglu_fwd_vec<<<blocks_for(nv), kThreads, 0, st>>>(nv, reinterpret_cast<const Vec8*>(g), reinterpret_cast<const Vec8*>(u),
-                                                         reinterpret_cast<Vec8*>(h));
-    done = nv * 8;
-  }
-  if (done < n) swiglu_fwd_scalar<<<blocks_for(n - done), kThreads, 0, st>>>(done, n, g, u, h);
-  return cudaGetLastError();
+  return vectors_then_tail(
+      n, aligned16(g) && aligned16(u) && aligned16(h),
+      [&](long nv) {
+        swiglu_fwd_vec<<<blocks_for(nv), kThreads, 0, st>>>(nv, reinterpret_cast<const Vec8*>(g), reinterpret_cast<const Vec8*>(u),
+                                                           reinterpret_cast<Vec8*>(h));
+      },
+      [&](long b, long e) { swiglu_fwd_scalar<<<blocks_for(e - b), kThreads, 0, st>>>(b, e, g, u, h); });
 }
 
 cudaError_t swiglu_backward(long n, const __nv_bfloat16* dh, const __nv_bfloat16* g, const __nv_bfloat16* u,
                             __nv_bfloat16* dg, __nv_bfloat16* du, cudaStream_t st) {
-  if (n <= 0) return cudaSuccess;
-  long done = 0;
-  if (aligned16(dh) && aligned16(g) && aligned16(u) && aligned16(dg) && aligned16(du)) {
-    const long nv = n / 8;
-    if (nv > 0)
-      swiglu_bwd_vec<<<blocks_for(nv), kThreads, 0, st>>>(nv, reinterpret_cast<const Vec8*>(dh), reinterpret_cast<const Vec8*>(g),
-                                                         reinterpret_cast<const Vec8*>(u), reinterpret_cast<Vec8*>(dg),
-                                                         reinterpret_cast<Vec8*>(du));
-    done = nv * 8;
-  }
-  if (done < n) swiglu_bwd_scalar<<<blocks_for(n - done), kThreads, 0, st>>>(done, n, dh, g, u, dg, du);
-  return cudaGetLastError();
+  return vectors_then_tail(
+      n, aligned16(dh) && aligned16(g) && aligned16(u) && aligned16(dg) && aligned16(du),
+      [&](long nv) {
+        swiglu_bwd_vec<<<blocks_for(nv), kThreads, 0, st>>>(nv, reinterpret_cast<const Vec8*>(dh), reinterpret_cast<const Vec8*>(g),
+                                                           reinterpret_cast<const Vec8*>(u), reinterpret_cast<Vec8*>(dg),
+                                                           reinterpret_cast<Vec8*>(du));
+      },
+      [&](long b, long e) { swiglu_bwd_scalar<<<blocks_for(e - b), kThreads, 0, st>>>(b, e, dh, g, u, dg, du); });
 }
 
 cudaError_t f32_to_bf16(long n, const float* x, __nv_bfloat16* y, cudaStream_t st) {
-  if (n <= 0) return cudaSuccess;
-  long done = 0;
-  if (aligned16(x) && aligned16(y)) {
-    const long nv = n / 8;
-    if (nv > 0) cvt_vec<<<blocks_for(nv), kThreads, 0, st>>>(nv, reinterpret_cast<const float4*>(x), reinterpret_cast<Vec8*>(y));
-    done = nv * 8;
-  }
-  if (done < n) cvt_scalar<<<blocks_for(n - done), kThreads, 0, st>>>(done, n, x, y);
-  return cudaGetLastError();
+  return vectors_then_tail(
+      n, aligned16(x) && aligned16(y),
+      [&](long nv) { cvt_vec<<<blocks_for(nv), kThreads, 0, st>>>(nv, reinterpret_cast<const float4*>(x), reinterpret_cast<Vec8*>(y)); },
+      [&](long b, long e) { cvt_scalar<<<blocks_for(e - b), kThreads, 0, st>>>(b, e, x, y); });
 }
 
 cudaError_t bf16_to_f32(long n, const __nv_bfloat16* x, float* y, cudaStream_t st) {
-  if (n <= 0) return cudaSuccess;
-  long done = 0;
-  if (aligned16(x) && aligned16(y)) {
-    const long nv = n / 8;
-    if (nv > 0) widen_vec<<<blocks_for(nv), kThreads, 0, st>>>(nv, reinterpret_cast<const Vec8*>(x), reinterpret_cast<float4*>(y));
-    done = nv * 8;
-  }
-  if (done < n) widen_scalar<<<blocks_for(n - done), kThreads, 0, st>>>(done, n, x, y);
-  return cudaGetLastError();
+  return vectors_then_tail(
+      n, aligned16(x) && aligned16(y),
+      [&](long nv) { widen_vec<<<blocks_for(nv), kThreads, 0, st>>>(nv, reinterpret_cast<const Vec8*>(x), reinterpret_cast<float4*>(y)); },
+      [&](long b, long e) { widen_scalar<<<blocks_for(e - b), kThreads, 0, st>>>(b, e, x, y); });
 }
 
 }  // namespace ew
