@@ -6,7 +6,6 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 
 namespace burst {
 namespace fa {
@@ -96,11 +95,9 @@ static_assert(kNumKernelChoices == int(Impl::Mma) + 1, "Impl and kKernelChoices 
 static Impl kernel_choice(const char* var) {
   const char* e = std::getenv(var);
   if (!e || !*e) return Impl::Tma;
-  for (int i = 0; i < kNumKernelChoices; ++i)
-    if (std::strcmp(e, kKernelChoices[i]) == 0) return Impl(i);
-  std::fprintf(stderr, "burst: warning: %s = '%s' is not a flash kernel (", var, e);
-  for (int i = 0; i < kNumKernelChoices; ++i) std::fprintf(stderr, "%s%s", i ? ", " : "", kKernelChoices[i]);
-  std::fprintf(stderr, "): using tma\n");
+  const int i = kernel_choice_index(e);
+  if (i >= 0) return Impl(i);
+  std::fprintf(stderr, "burst: warning: %s = '%s' is not a flash kernel (%s): using tma\n", var, e, kernel_choice_list().c_str());
   return Impl::Tma;
 }
 // The kind for a forward (fwd) or backward at head dim d: the 176-column

@@ -43,13 +43,7 @@ inline void check_run_environment() {
   for (const char* var : {"BURST_FA_FORWARD", "BURST_FA_BACKWARD"}) {
     const char* e = std::getenv(var);
     if (!e || !*e) continue;
-    std::string list;
-    bool known = false;
-    for (const char* v : fa::kKernelChoices) {
-      known = known || std::string(e) == v;
-      list += (list.empty() ? "" : ", ") + std::string(v);
-    }
-    BURST_CHECK_CONFIG(known, var, "='", e, "': expected one of ", list);
+    BURST_CHECK_CONFIG(fa::kernel_choice_index(e) >= 0, var, "='", e, "': expected one of ", fa::kernel_choice_list());
   }
   rope_cuda_switch();
 }
