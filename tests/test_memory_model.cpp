@@ -15,6 +15,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <initializer_list>
 #include <random>
 
 using namespace burst;
@@ -109,17 +110,33 @@ void expect_within(std::int64_t measured, std::int64_t model, const std::string&
 
 }  // namespace
 
-TEST(MemoryModel, ActivationsOfEveryPolicyWithin10Percent) {
+// Activations for every policy, with the plain and the fused head; tag
+// prefixes the failure messages.
+template <class T> void expect_activations_of_every_policy(const std::string& tag) {
   const bool distributed = Runtime::current().size() > 1;
   for (ActPolicy p : {ActPolicy::Keep, ActPolicy::Full, ActPolicy::Whole, ActPolicy::Half})
     for (long chunk : {0L, 16L}) {
       MemoryModelInput in;
-      const Measured m = measure(p, chunk, 0, 96, distributed, &in);
+      const Measured m = measure<T>(p, chunk, 0, 96, distributed, &in);
       const MemoryEstimate e = estimate_memory(in);
       expect_within(m.peak[int(MemCategory::Activations)], e.bytes[int(MemCategory::Activations)],
-                    std::string("activations, ") + act_policy_name(p) + ", chunk " + std::to_string(chunk));
+                    tag + "activations, " + act_policy_name(p) + ", chunk " + std::to_string(chunk));
     }
 }
+
+// The categories cats at every ZeRO stage (whole, fused head).
+template <class T> void expect_zero_stages(const std::string& tag, std::initializer_list<MemCategory> cats) {
+  const bool distributed = Runtime::current().size() > 1;
+  for (int stage : {0, 1, 2, 3}) {
+    MemoryModelInput in;
+    const Measured m = measure<T>(ActPolicy::Whole, 16, stage, 96, distributed, &in);
+    const MemoryEstimate e = estimate_memory(in);
+    for (MemCategory c : cats)
+      expect_within(m.peak[int(c)], e.bytes[int(c)], tag + mem_category_name(c) + ", ZeRO " + std::to_string(stage));
+  }
+}
+
+TEST(MemoryModel, ActivationsOfEveryPolicyWithin10Percent) { expect_activations_of_every_policy<double>(""); }
 
 TEST(FusedLoss, EqualsThePlainHeadAndHoldsOneChunkOfLogits) {
   // x [N, H], W [V, H], targets with ignored rows: loss, dx and dW of the
@@ -171,14 +188,7 @@ TEST(FusedLoss, EqualsThePlainHeadAndHoldsOneChunkOfLogits) {
 }
 
 TEST(MemoryModel, ZeroStagesWithin10Percent) {
-  const bool distributed = Runtime::current().size() > 1;
-  for (int stage : {0, 1, 2, 3}) {
-    MemoryModelInput in;
-    const Measured m = measure(ActPolicy::Whole, 16, stage, 96, distributed, &in);
-    const MemoryEstimate e = estimate_memory(in);
-    for (MemCategory c : {MemCategory::Params, MemCategory::Grads, MemCategory::Optimizer})
-      expect_within(m.peak[int(c)], e.bytes[int(c)], std::string(mem_category_name(c)) + ", ZeRO " + std::to_string(stage));
-  }
+  expect_zero_stages<double>("", {MemCategory::Params, MemCategory::Grads, MemCategory::Optimizer});
 }
 
 // Communication buffers: every method's packets and all-to-all / all-gather
@@ -246,20 +256,6 @@ TEST(MemoryModel, Bf16EveryCategoryWithin10Percent) {
   // bf16 storage with fp32 accumulation, the GPU's configuration: weights and
   // activations in bf16; O, lse, D, dq/dk/dv, rstds, gradients, moments and
   // master weights in fp32 (MemoryModelInput::accum_bytes).
-  const bool distributed = Runtime::current().size() > 1;
-  for (ActPolicy p : {ActPolicy::Keep, ActPolicy::Full, ActPolicy::Whole, ActPolicy::Half})
-    for (long chunk : {0L, 16L}) {
-      MemoryModelInput in;
-      const Measured m = measure<bf16>(p, chunk, 0, 96, distributed, &in);
-      const MemoryEstimate e = estimate_memory(in);
-      expect_within(m.peak[int(MemCategory::Activations)], e.bytes[int(MemCategory::Activations)],
-                    std::string("bf16 activations, ") + act_policy_name(p) + ", chunk " + std::to_string(chunk));
-    }
-  for (int stage : {0, 1, 2, 3}) {
-    MemoryModelInput in;
-    const Measured m = measure<bf16>(ActPolicy::Whole, 16, stage, 96, distributed, &in);
-    const MemoryEstimate e = estimate_memory(in);
-    for (MemCategory c : {MemCategory::Params, MemCategory::Grads, MemCategory::Optimizer, MemCategory::Comm})
-      expect_within(m.peak[int(c)], e.bytes[int(c)], std::string("bf16 ") + mem_category_name(c) + ", ZeRO " + std::to_string(stage));
-  }
+  expect_activations_of_every_policy<bf16>("bf16 ");
+  expect_zero_stages<bf16>("bf16 ", {MemCategory::Params, MemCategory::Grads, MemCategory::Optimizer, MemCategory::Comm});
 }
