@@ -300,6 +300,21 @@ void run_all(long d) {
 TEST(AttentionCuda, MatchesPortableHeadDim64) { run_all(64); }
 TEST(AttentionCuda, MatchesPortableHeadDim128) { run_all(128); }
 
+// The default d = 128 forward switches from the 128 x 128 kernel to the
+// 128 x 176 one at 8192 keys (kFwd176MinKeys, flash_attn.cu): key lengths on
+// either side, none of them a multiple of 176, with a short query block as
+// the ring's zigzag half blocks have, full and causal, GQA 1 and 4.
+TEST(AttentionCuda, LongKeysEitherSideOfTheForwardSwitch) {
+  std::uint64_t k = 0;
+  for (const long sk : {8191L, 8192L, 8513L}) {
+    const Heads heads[] = {{4, 4, 128}, {8, 2, 128}};
+    for (const Heads& h : heads) {
+      check_case({"none_long", 160, sk, MaskKind::None}, h, run_seed() + 20 + (k++), true);
+      check_case({"causal_long", 160, sk, MaskKind::Causal, sk - 160}, h, run_seed() + 20 + (k++), true);
+    }
+  }
+}
+
 // Other head dims fall back to the portable kernel (in bf16 storage), with
 // the same results and counts.
 TEST(AttentionCuda, HeadDim32FallsBackToPortable) {

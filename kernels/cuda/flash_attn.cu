@@ -77,12 +77,14 @@ static bool shape_ok(const AttnShape& s) {
 // Which kernel runs (A/B runs; read once per variable): BURST_FA_FORWARD /
 // BURST_FA_BACKWARD = tma (the default: the TMA wgmma kernels, forward 1.9x,
 // backward 2.0x the mma.sync ones on the H200. At d = 128 the forward on 128
-// x 176 tiles, the lab's variant 17, since 2026-12-06: +2.6% / +7.7% TFLOP/s
+// x 176 tiles from kFwd176MinKeys keys on (below: variant 10), the lab's
+// variant 17, since 2026-12-06: +2.6% / +7.7% TFLOP/s
 // (full / causal, medians of 4 rounds at 16K-32K) and -2.1% cycles against
 // variant 10 on an H100, 0.95-0.98x cuDNN in the same call; the backward on
 // 80 x 128 tiles with dQ computed transposed, the lab's variant 14, since
 // 2026-12-06: -7.5% / -5.5% cycles against the 64-row variant, 1.01-1.06x
-// cuDNN in the same call), tma80 (the same), tma176 (the same), tma64
+// cuDNN in the same call), tma80 (the same), tma176 (variant 17 at any key
+// length), tma64
 // (backward only: the 64-row variant 11, the default before), tma128
 // (forward only: the 128 x 128 variant 10, the default before), tma12 (the
 // lab's variants 12, measured no faster), wgmma (the cp.async wgmma
@@ -100,16 +102,32 @@ static Impl kernel_choice(const char* var) {
   std::fprintf(stderr, "burst: warning: %s = '%s' is not a flash kernel (%s): using tma\n", var, e, kernel_choice_list().c_str());
   return Impl::Tma;
 }
-// The kind for a forward (fwd) or backward at head dim d: the 176-column
-// forward and the 80-row backward exist only at d = 128 (tma128 there runs
-// the 128 x 128 forward, tma64 the 64-row backward); elsewhere the TMA
-// choices run tma (kWgTma).
-static int wg_kind(Impl c, bool fwd, int d) {
+// The default d = 128 forward runs the 128 x 128 variant 10 below this
+// many keys and the 128 x 176 variant 17 from it on. On short key blocks
+// (the ring's per-rank blocks and zigzag's half blocks at 2K-8K tokens per
+// GPU) variant 17 pads its last key tile further (4096 keys: 24 x 176 =
+// 4224 columns) over fewer tiles per query tile. On two H100s (2026-12-06,
+// ab3 and ab4, medians of 3-4 rounds) variant 10 won at 2K and 4K keys by
+// 4-12% (4K full / causal 607.7 / 425.8 against 585.3 / 412.5 TFLOP/s),
+// the two were level (within 1%) at 6K and 8K, and from 16K variant 17 won
+// on two cards of three (+1.1% to +7.7%; experiments/kernels/flash_attn/
+// NOTES.md, "The ab3 and ab4 calls, and the forward by key length").
+constexpr long kFwd176MinKeys = 8192;
+// The kind for a forward (fwd) or backward at head dim d over sk keys: the
+// 176-column forward and the 80-row backward exist only at d = 128 (tma128
+// there runs the 128 x 128 forward, tma176 the 176-column one at every
+// length, the default tma by sk as above; tma64 the 64-row backward);
+// elsewhere the TMA choices run tma (kWgTma).
+static int wg_kind(Impl c, bool fwd, int d, long sk) {
   if (c == Impl::Tma12) return dev::kWgTma12;
   if (c == Impl::Wgmma || c == Impl::Mma) return dev::kWgCpAsync;
   if (d != 128) return dev::kWgTma;
-  if (fwd) return c == Impl::Tma128 ? dev::kWgTma : dev::kWgTma176;  // tma, tma80, tma64, tma176: variant 17
-  return c == Impl::Tma64 ? dev::kWgTma : dev::kWgTma80;             // tma, tma80, tma128, tma176: variant 14
+  if (fwd) {
+    if (c == Impl::Tma128) return dev::kWgTma;                              // variant 10
+    if (c == Impl::Tma176) return dev::kWgTma176;                           // variant 17
+    return sk < kFwd176MinKeys ? dev::kWgTma : dev::kWgTma176;             // tma, tma80, tma64: by key length
+  }
+  return c == Impl::Tma64 ? dev::kWgTma : dev::kWgTma80;  // tma, tma80, tma128, tma176: variant 14
 }
 static Impl forward_choice() {
   static const Impl c = kernel_choice("BURST_FA_FORWARD");
@@ -137,7 +155,7 @@ cudaError_t flash_forward(const AttnShape& s, const __nv_bfloat16* q, const __nv
   p.scale_log2 = scale * 1.4426950408889634f;
   p.mask = dev::make_mask_dev(mask, workspace, s.sq, s.sk);
   if (forward_choice() != Impl::Mma) {
-    const int kind = wg_kind(forward_choice(), true, s.d);
+    const int kind = wg_kind(forward_choice(), true, s.d, s.sk);
     e = s.d == 128 ? dev::fwd_wgmma_d128(p, kind, st) : dev::fwd_wgmma_d64(p, kind, st);
     // The sm_90a objects load on compute capability 9.0 only: elsewhere the
     // mma.sync kernel (sm_90 objects, any Hopper) runs instead.
@@ -169,7 +187,7 @@ cudaError_t flash_backward(const AttnShape& s, const __nv_bfloat16* q, const __n
   p.diag_no_dq = 0;
   p.mask = dev::make_mask_dev(mask, workspace, s.sq, s.sk);
   if (backward_choice() != Impl::Mma) {
-    const int kind = wg_kind(backward_choice(), false, s.d);
+    const int kind = wg_kind(backward_choice(), false, s.d, s.sk);
     e = s.d == 128 ? dev::bwd_wgmma_d128(p, kind, st) : dev::bwd_wgmma_d64(p, kind, st);
     if (e != cudaErrorNoKernelImageForDevice && e != cudaErrorInvalidDeviceFunction) return e;
     cudaGetLastError();  // not compute capability 9.0: the mma.sync kernel
