@@ -3,8 +3,8 @@
 //  GELU (non-gated MLPs, the paper's 7B): exact erf form or the tanh approximation.
 // Also the layer's other elementwise passes: the residual add and the
 // conversions between the accumulation and the storage type (fp32 attention
-// outputs to bf16 for the GEMMs that follow; the `whole` cache's bf16 O
-// widened back for attention's backward).
+// outputs to bf16 for the GEMMs that follow and attention's backward; the
+// `half` policy's cached bf16 O widened back into its recomputed fp32 O).
 // On CUDA builds, bf16 device views with contiguous spans go to
 // kernels/cuda/elementwise.cu (SwiGLU, add, fp32 -> bf16, bf16 -> fp32); the
 // rest runs the portable kernels below.
@@ -139,7 +139,7 @@ void gelu_backward(Kokkos::View<const T**, Layout, Mem> dy, Kokkos::View<const T
 // y = x converted to y's type (round to nearest even for bf16), any two
 // 2-D views of one shape. The model uses it for attention's fp32 O and
 // dQ / dK / dV, which the bf16 GEMMs after it read in bf16, and to widen the
-// `whole` cache's bf16 O for attention's backward.
+// `half` cache's bf16 O into the fp32 O its recompute completes.
 template <class S, class T, class Mem>
 void convert(Kokkos::View<const S**, Layout, Mem> x, Kokkos::View<T**, Layout, Mem> y) {
   using Exec = typename Kokkos::View<T**, Layout, Mem>::execution_space;
@@ -165,6 +165,27 @@ void convert(Kokkos::View<const S**, Layout, Mem> x, Kokkos::View<T**, Layout, M
       "burst::convert", Kokkos::RangePolicy<Exec>(0, long(y.extent(0)) * F), KOKKOS_LAMBDA(const long e) {
         y(e / F, e % F) = T(x(e / F, e % F));
       });
+}
+
+// x [a, b, c] in the storage type T: a converted copy labelled `label` (bf16:
+// attention's fp32 O for the backward, which reads O in T), or x itself when
+// T is the accumulation type (float, double: no copy, no bytes).
+template <class T, class Mem>
+Kokkos::View<T***, Layout, Mem> storage_copy(const Kokkos::View<accum_t<T>***, Layout, Mem>& x, const char* label) {
+  using A = accum_t<T>;
+  if constexpr (std::is_same<T, A>::value) {
+    (void)label;
+    return x;
+  } else {
+    BURST_CHECK_INPUT(x.span_is_contiguous(), "storage_copy: '", x.label(), "' is not contiguous");
+    Kokkos::View<T***, Layout, Mem> y(Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string(label)), x.extent(0),
+                                      x.extent(1), x.extent(2));
+    using U = Kokkos::MemoryTraits<Kokkos::Unmanaged>;
+    const size_t rows = x.extent(0), cols = x.extent(1) * x.extent(2);
+    convert<A, T, Mem>(Kokkos::View<const A**, Layout, Mem, U>(x.data(), rows, cols),
+                       Kokkos::View<T**, Layout, Mem, U>(y.data(), rows, cols));
+    return y;
+  }
 }
 
 }  // namespace burst::kernels

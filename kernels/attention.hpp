@@ -640,24 +640,36 @@ long flash_attention_backward(Kokkos::View<const T***, Layout, Mem> q, Kokkos::V
 }
 
 // D = rowsum(dO * O) per (row, head), in Acc: what the backward needs from
-// the forward's output, computed once locally.
-template <class T, class Mem>
-void attention_backward_rowsum(Kokkos::View<const T***, Layout, Mem> dout, Kokkos::View<const accum_t<T>***, Layout, Mem> o,
+// the forward's output, computed once locally. O in the accumulation type or
+// in the storage type TO = T (the layers hold O in T: bf16 for bf16, as
+// FlashAttention computes D from its own bf16 O).
+namespace impl {
+template <class X> struct no_deduce { using type = X; };  // (std::type_identity, C++20)
+}
+template <class T, class Mem, class TO = accum_t<T>>
+void attention_backward_rowsum(Kokkos::View<const T***, Layout, Mem> dout,
+                               Kokkos::View<const typename impl::no_deduce<TO>::type***, Layout, Mem> o,
                                Kokkos::View<accum_t<T>**, Layout, Mem> D) {
   using Acc = accum_t<T>;
+  static_assert(std::is_same<TO, T>::value || std::is_same<TO, Acc>::value,
+                "attention rowsum: O in the storage or the accumulation type");
   using Exec = typename Kokkos::View<Acc**, Layout, Mem>::execution_space;
   BURST_CHECK_INPUT(dout.extent(0) == o.extent(0) && dout.extent(1) == o.extent(1) && dout.extent(2) == o.extent(2) &&
                         D.extent(0) == o.extent(0) && D.extent(1) == o.extent(1),
                     "attention rowsum: dO, O and D shapes disagree");
   const long n = o.extent(1), d = o.extent(2);
 #ifdef BURST_HAVE_CUDA
-  // bf16 dO, fp32 O and D in CUDA memory: one warp per (row, head) row
-  // (coalesced), not the portable thread per row striding by d.
+  // bf16 dO, fp32 or bf16 O and fp32 D in CUDA memory: one warp per (row,
+  // head) row (coalesced), not the portable thread per row striding by d.
   if constexpr (cuda::dispatches<T, Mem>()) {
-    // (It reads pairs: d even, dO 4-byte and O 8-byte aligned.)
-    if (d % 2 == 0 && cuda::contiguous_aligned(dout, 4) && cuda::contiguous_aligned(o, 8) && D.span_is_contiguous() &&
-        cuda::fits_int(long(o.extent(0)) * n) && cuda::fits_int(d)) {
-      cuda::check(fa::flash_rowsum(int(o.extent(0)), int(n), int(d), cuda::nv(dout.data()), o.data(), D.data(),
+    // (It reads pairs: d even, dO 4-byte and O 4-byte (bf16) or 8-byte (fp32) aligned.)
+    if (d % 2 == 0 && cuda::contiguous_aligned(dout, 4) && cuda::contiguous_aligned(o, 2 * sizeof(TO)) &&
+        D.span_is_contiguous() && cuda::fits_int(long(o.extent(0)) * n) && cuda::fits_int(d)) {
+      const auto* op = [&] {
+        if constexpr (std::is_same<TO, Acc>::value) return o.data();
+        else return cuda::nv(o.data());
+      }();
+      cuda::check(fa::flash_rowsum(int(o.extent(0)), int(n), int(d), cuda::nv(dout.data()), op, D.data(),
                                    Kokkos::Cuda().cuda_stream()),
                   "attention rowsum (kernels/cuda)");
       return;
@@ -668,7 +680,7 @@ void attention_backward_rowsum(Kokkos::View<const T***, Layout, Mem> dout, Kokko
       "burst::attention_backward_rowsum", Kokkos::RangePolicy<Exec>(0, long(o.extent(0)) * n), KOKKOS_LAMBDA(const long x) {
         const long i = x / n, h = x % n;
         Acc s = 0;
-        for (long e = 0; e < d; ++e) s += Acc(dout(i, h, e)) * o(i, h, e);
+        for (long e = 0; e < d; ++e) s += Acc(dout(i, h, e)) * Acc(o(i, h, e));
         D(i, h) = s;
       });
 }

@@ -252,6 +252,25 @@ TEST(MemoryModel, Bf16CacheHoldsOInBf16) {
   EXPECT_EQ(2 * (half - full), whole - full);
 }
 
+TEST(MemoryModel, Bf16KeepHoldsOOnceInBf16) {
+  // bf16 storage, fp32 accumulation, `keep`: a layer keeps its activations
+  // with attention's O once, in bf16 (what the O projection and attention's
+  // backward read; the method's fp32 O goes once converted): h1, q, k, v, O,
+  // x2, h2, gate, up, act in bf16, rstd1, rstd2 and lse in fp32, per slot.
+  // Measured at the end of the forward, beyond what `full` keeps (the layer
+  // inputs, kept by both).
+  const bool distributed = Runtime::current().size() > 1;
+  std::int64_t full = 0, keep = 0;
+  MemoryModelInput in;
+  measure<bf16>(ActPolicy::Full, 0, 0, 96, distributed, &in, &full);
+  measure<bf16>(ActPolicy::Keep, 0, 0, 96, distributed, &in, &keep);
+  const ModelConfig c = model_config();
+  const std::int64_t H = c.hidden, nd = c.heads * c.head_dim, kvd = c.kv_heads * c.head_dim, F = c.ffn;
+  const std::int64_t per_slot = 2 * (3 * H + nd + 2 * kvd + 3 * F) + 2 * nd + 4 * (2 + c.heads);
+  EXPECT_EQ(keep - full, c.layers * in.slots * per_slot)
+      << "an fp32 O would add " << c.layers * in.slots * 4 * nd << " bytes";
+}
+
 TEST(MemoryModel, Bf16EveryCategoryWithin10Percent) {
   // bf16 storage with fp32 accumulation, the GPU's configuration: weights and
   // activations in bf16; O, lse, D, dq/dk/dv, rstds, gradients, moments and

@@ -201,12 +201,13 @@ Bf16Run bf16_run(ActPolicy policy, const ModelConfig& mc, const data::Sequence& 
 }  // namespace
 
 // bf16 storage under every activation policy against the double model on
-// one rank with the same (bf16-rounded) weights: `whole` and `half` cache
-// attention's O in bf16 (ALGORITHMS.md section 7) and widen it for the
-// backward's D = rowsum(dO * O), so their gradients differ from `keep`'s
-// (fp32 O) by rounding only. An accuracy guard (D from a wrong O, or the
-// wrong half cached, fails it), not a regression test of the cache's type:
-// MemoryModel.Bf16CacheHoldsOInBf16 is that.
+// one rank with the same (bf16-rounded) weights. Every policy keeps
+// attention's O in bf16 (`whole` / `half`: the cache of ALGORITHMS.md
+// section 7) and the backward's D = rowsum(dO * O) reads that copy, so the
+// recomputing policies reproduce `keep`'s gradients up to the order of
+// fp32 sums (on the host exactly). An accuracy guard (D from a wrong O, or
+// the wrong half cached, fails it), not a regression test of the cache's
+// type: MemoryModel.Bf16CacheHoldsOInBf16 and Bf16KeepHoldsOOnceInBf16 are.
 TEST(SeqParallel, Bf16PoliciesMatchDouble) {
   const long S = 48;
   const ModelConfig mc = small_model(2);
@@ -236,6 +237,6 @@ TEST(SeqParallel, Bf16PoliciesMatchDouble) {
                   act_policy_name(p), Runtime::current().size(), r.loss, lr.sum, e, ek);
     EXPECT_NEAR(r.loss, lr.sum, 1e-2 * std::fabs(lr.sum));
     EXPECT_LT(e, 3e-2);
-    EXPECT_LT(ek, 2e-2);
+    EXPECT_LT(ek, 1e-3);
   }
 }

@@ -40,17 +40,23 @@ cudaError_t prepare_mask(const AttnShape& s, const Mask& m, void* ws, cudaStream
   return cudaGetLastError();
 }
 
-// One warp per (row, head).
-__global__ void rowsum_kernel(int rows, int d, const __nv_bfloat16* dout, const float* o, float* D) {
+// One warp per (row, head); O in fp32 (float) or in the storage type
+// (__nv_bfloat16, as FlashAttention reads its own bf16 O for D).
+__device__ inline float2 load_pair(const float* p) { return *reinterpret_cast<const float2*>(p); }
+__device__ inline float2 load_pair(const __nv_bfloat16* p) {
+  return __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(p));
+}
+template <class TO>
+__global__ void rowsum_kernel(int rows, int d, const __nv_bfloat16* dout, const TO* o, float* D) {
   const long long w = (long long)blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
   const int lane = threadIdx.x % 32;
   if (w >= rows) return;
   const __nv_bfloat16* a = dout + w * d;
-  const float* b = o + w * d;
+  const TO* b = o + w * d;
   float acc = 0.f;
   for (int e = lane * 2; e < d; e += 64) {
-    const float2 x = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(a + e));
-    const float2 y = *reinterpret_cast<const float2*>(b + e);
+    const float2 x = load_pair(a + e);
+    const float2 y = load_pair(b + e);
     acc += x.x * y.x + x.y * y.y;
   }
   for (int off = 16; off > 0; off >>= 1) acc += __shfl_xor_sync(0xffffffffu, acc, off);
@@ -195,11 +201,19 @@ cudaError_t flash_backward(const AttnShape& s, const __nv_bfloat16* q, const __n
   return s.d == 128 ? dev::bwd_d128(p, st) : dev::bwd_d64(p, st);
 }
 
-cudaError_t flash_rowsum(int sq, int n, int d, const __nv_bfloat16* dout, const float* o, float* D, cudaStream_t st) {
+template <class TO>
+static cudaError_t rowsum(int sq, int n, int d, const __nv_bfloat16* dout, const TO* o, float* D, cudaStream_t st) {
   const long long rows = (long long)sq * n;
   if (rows == 0) return cudaSuccess;
-  dev::rowsum_kernel<<<(unsigned)((rows + 7) / 8), 256, 0, st>>>((int)rows, d, dout, o, D);
+  dev::rowsum_kernel<TO><<<(unsigned)((rows + 7) / 8), 256, 0, st>>>((int)rows, d, dout, o, D);
   return cudaGetLastError();
+}
+cudaError_t flash_rowsum(int sq, int n, int d, const __nv_bfloat16* dout, const float* o, float* D, cudaStream_t st) {
+  return rowsum(sq, n, d, dout, o, D, st);
+}
+cudaError_t flash_rowsum(int sq, int n, int d, const __nv_bfloat16* dout, const __nv_bfloat16* o, float* D,
+                         cudaStream_t st) {
+  return rowsum(sq, n, d, dout, o, D, st);
 }
 
 }  // namespace fa

@@ -90,8 +90,13 @@ cudaError_t flash_backward(const AttnShape& s, const __nv_bfloat16* q, const __n
                            cudaStream_t stream);
 
 // D = rowsum(dO * O) per (row, head), fp32: what the backward needs from the
-// forward's output, computed once locally (ALGORITHMS.md section 3).
+// forward's output, computed once locally (ALGORITHMS.md section 3). O in
+// fp32, or in bf16 (the engine's: its layers hold O in the storage type, and
+// FlashAttention too computes D from its bf16 O). d even; dO and a bf16 O
+// 4-byte aligned, an fp32 O 8-byte aligned.
 cudaError_t flash_rowsum(int sq, int n, int d, const __nv_bfloat16* dout, const float* o, float* D, cudaStream_t stream);
+cudaError_t flash_rowsum(int sq, int n, int d, const __nv_bfloat16* dout, const __nv_bfloat16* o, float* D,
+                         cudaStream_t stream);
 
 }  // namespace fa
 }  // namespace burst

@@ -25,6 +25,7 @@
 #include "core/error.hpp"
 #include "core/timer.hpp"
 #include "io/h5.hpp"
+#include "kernels/activations.hpp"
 #include "parallel/attention_method.hpp"
 #include "perf/shape.hpp"
 
@@ -117,9 +118,11 @@ Timing time_method(Runtime& rt, const AttnOptions& ao, const AttnProblem& pb, Co
     CommStats::get().reset();
     Timer tm;
     method->forward(0, q, k, v, o, lse);
+    // O in the storage type for the backward, as a layer converts it (bf16; float: o itself).
+    const auto ob = kernels::storage_copy<T, DeviceMem>(o, "act/o_storage");
     Kokkos::fence();
     const double tf = tm.seconds();
-    method->backward(0, q, k, v, o, lse, dout, dq, dk, dv);
+    method->backward(0, q, k, v, ob, lse, dout, dq, dk, dv);
     Kokkos::fence();
     const double tb = tm.seconds() - tf;
     if (r < warmup) continue;

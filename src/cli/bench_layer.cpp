@@ -399,17 +399,19 @@ template <class T> static int run(Runtime& rt, const Config& cfg, const std::str
     auto& a = blk.acts;
     using A3 = Kokkos::View<A***, Layout, DeviceMem>;
     using C3 = Kokkos::View<const T***, Layout, DeviceMem>;
-    const C3 q(a.q.data(), S, n, d), k(a.k.data(), S, nkv, d), v(a.v.data(), S, nkv, d), dout(a.ob.data(), S, n, d);
-    const A3 o(a.o.data(), S, n, d);
+    // (O in T, which the layer keeps and the backward reads, stands in for dO too.)
+    const C3 q(a.q.data(), S, n, d), k(a.k.data(), S, nkv, d), v(a.v.data(), S, nkv, d), ob(a.ob.data(), S, n, d),
+        dout = ob;
+    A3 o(mem_label(MemCategory::Workspace, "bench.o"), S, n, d);
     A3 dq(mem_label(MemCategory::Workspace, "bench.dq"), S, n, d), dk(mem_label(MemCategory::Workspace, "bench.dk"), S, nkv, d),
         dv(mem_label(MemCategory::Workspace, "bench.dv"), S, nkv, d);
     auto& op = blk.model.attention();
     const auto attn_f = [&] { op.forward(0, blk.batch, q, k, v, o, a.lse); };
-    const auto attn_b = [&] { op.backward(0, blk.batch, q, k, v, o, a.lse, dout, dq, dk, dv); };
+    const auto attn_b = [&] { op.backward(0, blk.batch, q, k, v, ob, a.lse, dout, dq, dk, dv); };
     attn_f(), attn_b();
     const double af = time_median(repeats, nullptr, attn_f), ab = time_median(repeats, nullptr, attn_b);
     blk.acts = typename LlamaModel<T, DeviceMem>::LayerActs();
-    dq = A3(), dk = A3(), dv = A3();
+    o = A3(), dq = A3(), dk = A3(), dv = A3();
     BlockGemms<T> g(mc, S, blk.model);
     g.forward(), g.backward();
     const double gf = time_median(repeats, nullptr, [&] { g.forward(); });

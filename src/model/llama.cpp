@@ -48,10 +48,10 @@ void LocalAttention<T, Mem>::forward(int, const TokenBatch<Mem>& b, CV3 q, CV3 k
 
 template <class T, class Mem>
 void LocalAttention<T, Mem>::backward(int, const TokenBatch<Mem>& b, CV3 q, CV3 k, CV3 v,
-                                      Kokkos::View<const A***, Layout, Mem> o, Kokkos::View<const A**, Layout, Mem> lse,
+                                      CV3 o, Kokkos::View<const A**, Layout, Mem> lse,
                                       CV3 dout, V3 dq, V3 dk, V3 dv) {
   auto D = uninit_view<Kokkos::View<A**, Layout, Mem>>(mem_label(MemCategory::Activations, "attn.D"), o.extent(0), o.extent(1));
-  kernels::attention_backward_rowsum<T, Mem>(dout, o, D);
+  kernels::attention_backward_rowsum<T, Mem, T>(dout, o, D);
   kernels::flash_attention_backward<T, Mem>(q, k, v, dout, lse, D, mask(b), A(scale_), dq, dk, dv, false);
 }
 
@@ -159,20 +159,6 @@ Kokkos::View<T**, Layout, Mem> to_storage(const char* name, const Kokkos::View<a
     return y;
   }
 }
-// x (T) in the accumulation type: x itself when the types agree, else a
-// widened copy (the `whole` cache's O for attention's backward).
-template <class T, class Mem>
-Kokkos::View<accum_t<T>**, Layout, Mem> to_accum(const char* name, const Kokkos::View<T**, Layout, Mem>& x) {
-  if constexpr (std::is_same<accum_t<T>, T>::value) {
-    (void)name;
-    return x;
-  } else {
-    auto y = uninit_view<Kokkos::View<accum_t<T>**, Layout, Mem>>(mem_label(MemCategory::Activations, name), x.extent(0),
-                                                                  x.extent(1));
-    kernels::convert<T, accum_t<T>, Mem>(x, y);
-    return y;
-  }
-}
 // The backward's dq / dk (accum_t<T>, [s, heads * d]) rotated by RoPE's transpose into the storage type
 // T: in place when the types agree, else into a new T view in the same pass as the conversion.
 template <class T, class Mem>
@@ -236,8 +222,10 @@ void LlamaModel<T, Mem>::layer_forward(int l, const TokenBatch<Mem>& b, V2 x, La
     a.o = o, a.lse = lse;
   }
   // AttnSource::Cached: a.ob (O in the storage type) and a.lse are the
-  // forward's own, and a.o stays empty (the backward widens a.ob).
-  if (src != AttnSource::Cached) a.ob = to_storage<T, Mem>("attn.o_storage", a.o);
+  // forward's own. Otherwise O in the storage type is what the layer keeps
+  // (the O projection and attention's backward read it; bf16: the fp32 O
+  // goes as soon as it is converted).
+  if (src != AttnSource::Cached) a.ob = to_storage<T, Mem>("attn.o_storage", a.o), a.o = AV2();
   // x2 = x + o_proj(o): the GEMM reads x and writes x2 (no copy of x first)
   a.x2 = act2<T, Mem>("x2", s, H);
   gemm('N', 'T', 1, a.ob, params_.mat(p + "self_attn.o_proj.weight"), 1, x, a.x2);
@@ -383,13 +371,11 @@ void LlamaModel<T, Mem>::layer_backward(int l, const TokenBatch<Mem>& b, LayerAc
   gemm('N', 'N', 1, dx2, params_.mat(p + "self_attn.o_proj.weight"), 0, dO);
   gemm('T', 'N', 1, dx2, a.ob, 1, grads_.mat(p + "self_attn.o_proj.weight"));
   AV2 dqa = act2<A, Mem>("d.q", s, n * d), dka = act2<A, Mem>("d.k", s, nkv * d), dva = act2<A, Mem>("d.v", s, nkv * d);
-  // O in the accumulation type: the forward's (keep, full, half), or the
-  // cached storage-type copy widened (whole).
-  AV2 o = a.o.extent(0) > 0 ? a.o : to_accum<T, Mem>("attn.o_accum", a.ob);
-  attn_->backward(l, b, as3(a.q, s, n, d), as3(a.k, s, nkv, d), as3(a.v, s, nkv, d), as3(o, s, n, d), a.lse,
+  // O in the storage type, as every policy keeps it (whole: the cache).
+  attn_->backward(l, b, as3(a.q, s, n, d), as3(a.k, s, nkv, d), as3(a.v, s, nkv, d), as3(a.ob, s, n, d), a.lse,
                   as3(dO, s, n, d), as3(dqa, s, n, d), as3(dka, s, nkv, d), as3(dva, s, nkv, d));
-  o = AV2(), dO = V2();
-  a.q = V2(), a.k = V2(), a.v = V2(), a.o = AV2(), a.ob = V2(), a.lse = AV2();
+  dO = V2();
+  a.q = V2(), a.k = V2(), a.v = V2(), a.ob = V2(), a.lse = AV2();
   if (cfg_.attn_log_scale > 0) log_length_scale<A, Mem>(dqa, b.index, cfg_.attn_log_scale);
   // The projections' backward reads the gradients in T (bf16: converted copies); dq and dk are rotated
   // back (RoPE's transpose) on the way, in one pass (in place when T is the accumulation type).

@@ -34,9 +34,11 @@ template <class Mem = DeviceMem> struct TokenBatch {
 };
 
 // Attention over one layer's q, k, v (after RoPE), as the model sees it.
-// q, k, v and dO are in the storage type T; O, lse and dQ, dK, dV in the
-// accumulation type accum_t<T> (fp32 for bf16, as the kernels write them;
-// the same type as T for float and double).
+// q, k, v and dO are in the storage type T; the forward's O, lse and dQ, dK,
+// dV in the accumulation type accum_t<T> (fp32 for bf16, as the kernels
+// write them; the same type as T for float and double). The backward takes
+// O in T, the copy the layer keeps (FlashAttention too computes D =
+// rowsum(dO * O) from its bf16 O).
 template <class T, class Mem = DeviceMem> class AttentionOp {
  public:
   using A = accum_t<T>;
@@ -45,7 +47,7 @@ template <class T, class Mem = DeviceMem> class AttentionOp {
   using V2 = Kokkos::View<A**, Layout, Mem>;
   virtual ~AttentionOp() = default;
   virtual void forward(int layer, const TokenBatch<Mem>& b, CV3 q, CV3 k, CV3 v, V3 o, V2 lse) = 0;
-  virtual void backward(int layer, const TokenBatch<Mem>& b, CV3 q, CV3 k, CV3 v, Kokkos::View<const A***, Layout, Mem> o,
+  virtual void backward(int layer, const TokenBatch<Mem>& b, CV3 q, CV3 k, CV3 v, CV3 o,
                         Kokkos::View<const A**, Layout, Mem> lse, CV3 dout, V3 dq, V3 dk, V3 dv) = 0;
   // The `half` activation policy's recompute: `b`, q, k, v hold the first
   // half of the local tokens (global positions < S/2 under the striped
@@ -69,7 +71,7 @@ template <class T, class Mem = DeviceMem> class LocalAttention : public Attentio
   using typename AttentionOp<T, Mem>::V2;
   explicit LocalAttention(double scale, long window = 0) : scale_(scale), window_(window) {}
   void forward(int layer, const TokenBatch<Mem>& b, CV3 q, CV3 k, CV3 v, V3 o, V2 lse) override;
-  void backward(int layer, const TokenBatch<Mem>& b, CV3 q, CV3 k, CV3 v, Kokkos::View<const A***, Layout, Mem> o,
+  void backward(int layer, const TokenBatch<Mem>& b, CV3 q, CV3 k, CV3 v, CV3 o,
                 Kokkos::View<const A**, Layout, Mem> lse, CV3 dout, V3 dq, V3 dk, V3 dv) override;
   // One process holds every token in natural order: the first half of the
   // tokens is a sequence of its own.
@@ -99,7 +101,7 @@ template <class T, class Mem = DeviceMem> class PerLayerAttention : public Atten
   void forward(int l, const TokenBatch<Mem>& b, CV3 q, CV3 k, CV3 v, V3 o, V2 lse) override {
     op(l).forward(l, b, q, k, v, o, lse);
   }
-  void backward(int l, const TokenBatch<Mem>& b, CV3 q, CV3 k, CV3 v, Kokkos::View<const A***, Layout, Mem> o,
+  void backward(int l, const TokenBatch<Mem>& b, CV3 q, CV3 k, CV3 v, CV3 o,
                 Kokkos::View<const A**, Layout, Mem> lse, CV3 dout, V3 dq, V3 dk, V3 dv) override {
     op(l).backward(l, b, q, k, v, o, lse, dout, dq, dk, dv);
   }
@@ -204,9 +206,10 @@ template <class T, class Mem = DeviceMem> class LlamaModel {
   void forward_logits(const TokenBatch<Mem>& b, V2 logits, std::vector<V2>& hidden_states);
 
   // What a layer keeps between its forward and its backward. o and lse are
-  // attention's (accum_t<T>); ob is O in T, what o_proj reads (o itself when
-  // T is the accumulation type). Under `whole` / `half` the cache is ob (and
-  // lse) and o stays empty; layer_backward widens ob when it needs o, and
+  // attention's output (accum_t<T>); ob is O in T, what o_proj and
+  // attention's backward read (o itself when T is the accumulation type).
+  // layer_forward drops o once ob is made, so every policy keeps O once, in
+  // T (under `whole` / `half` the cache is ob and lse); layer_backward
   // empties each member once it has read it for the last time.
   struct LayerActs {
     V2 x_in, h1, q, k, v, ob, x2, h2, gate, up, m;

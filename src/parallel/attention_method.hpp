@@ -80,7 +80,9 @@ template <class T> class AttentionMethod {
   // `slot` names the call (a layer) for methods that keep state between a
   // forward and its backward (Ulysses keeps the head-sharded tensors).
   virtual void forward(int slot, CV3 q, CV3 k, CV3 v, AV3 o, AV2 lse) = 0;
-  virtual void backward(int slot, CV3 q, CV3 k, CV3 v, CAV3 o, CAV2 lse, CV3 dout, AV3 dq, AV3 dk, AV3 dv) = 0;
+  // o: the forward's O in the storage type (the layers keep it so; D =
+  // rowsum(dO * O) reads it as FlashAttention reads its bf16 O).
+  virtual void backward(int slot, CV3 q, CV3 k, CV3 v, CV3 o, CAV2 lse, CV3 dout, AV3 dq, AV3 dk, AV3 dv) = 0;
   // Drop what the method keeps between the forward and the backward of
   // `slot` (its backward then works from its arguments alone).
   virtual void release(int /*slot*/) {}

@@ -3,6 +3,7 @@
 #include "comm/communicator.hpp"
 #include "core/error.hpp"
 #include "io/h5.hpp"
+#include "kernels/activations.hpp"
 #include "kernels/attention.hpp"
 
 #include <chrono>
@@ -154,10 +155,13 @@ CheckResult check_attention(const AttnOptions& ao, const AttnProblem& pb, MPI_Co
   CommStats::get().reset();
   const auto t0 = std::chrono::steady_clock::now();
   method->forward(0, q, k, v, o, lse);
+  // The backward reads O in the storage type, as the model keeps it (bf16: a
+  // rounded copy; float / double: o itself).
+  const auto ob = kernels::storage_copy<T, DeviceMem>(o, "act/o_storage");
   Kokkos::fence();
   if (ao.release_before_backward) method->release(0);
   const auto t1 = std::chrono::steady_clock::now();
-  method->backward(0, q, k, v, o, lse, dout, dq, dk, dv);
+  method->backward(0, q, k, v, ob, lse, dout, dq, dk, dv);
   Kokkos::fence();
   const auto t2 = std::chrono::steady_clock::now();
   CheckResult r;

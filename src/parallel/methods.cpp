@@ -3,6 +3,7 @@
 #include "parallel/attention_method.hpp"
 
 #include "core/error.hpp"
+#include "kernels/activations.hpp"
 #include "kernels/attention.hpp"
 #include "parallel/impl/ring_family.hpp"
 
@@ -112,14 +113,17 @@ template <class T> class UspAttention : public AttentionMethod<T> {
     seq_to_heads<T>(*hp_, q, st.q);
     seq_to_heads<T>(*hp_, k, st.k, rep_);
     seq_to_heads<T>(*hp_, v, st.v, rep_);
-    ring_->forward(slot, st.q, st.k, st.v, st.o, st.lse);
-    heads_to_seq<Acc>(*hp_, st.o, o);
+    AV3 oh("act/usp_o", size_t(hp * s), size_t(n_ / hp), size_t(d_));
+    ring_->forward(slot, st.q, st.k, st.v, oh, st.lse);
+    heads_to_seq<Acc>(*hp_, oh, o);
     heads_to_seq<Acc>(*hp_, as3<Acc>(st.lse), as3<Acc>(lse));
+    // The backward reads O in the storage type (float / double: this view).
+    st.o = kernels::storage_copy<T, DeviceMem>(oh, "act/usp_o_storage");
   }
 
   void release(int slot) override { state_.erase(slot); }
 
-  void backward(int slot, CV3 q, CV3 k, CV3 v, CAV3 o, CAV2 lse, CV3 dout, AV3 dq, AV3 dk, AV3 dv) override {
+  void backward(int slot, CV3 q, CV3 k, CV3 v, CV3 o, CAV2 lse, CV3 dout, AV3 dq, AV3 dk, AV3 dv) override {
     const long hp = hp_->size(), s = long(dout.extent(0));
     auto it = state_.find(slot);
     if (it == state_.end()) {
@@ -131,7 +135,8 @@ template <class T> class UspAttention : public AttentionMethod<T> {
       seq_to_heads<T>(*hp_, q, st.q);
       seq_to_heads<T>(*hp_, k, st.k, rep_);
       seq_to_heads<T>(*hp_, v, st.v, rep_);
-      seq_to_heads<Acc>(*hp_, o, st.o);
+      st.o = Kokkos::View<T***, Layout, DeviceMem>("act/usp_o", size_t(hp * s), size_t(n_ / hp), size_t(d_));
+      seq_to_heads<T>(*hp_, o, st.o);
       seq_to_heads<Acc>(*hp_, as3c<Acc>(lse), as3<Acc>(st.lse));
       it = state_.find(slot);
     }
@@ -150,8 +155,7 @@ template <class T> class UspAttention : public AttentionMethod<T> {
 
  private:
   struct State {
-    Kokkos::View<T***, Layout, DeviceMem> q, k, v;
-    AV3 o;
+    Kokkos::View<T***, Layout, DeviceMem> q, k, v, o;  // o: the forward's O, head-sharded, in the storage type
     AV2 lse;
   };
   void allocate(State& st, long rows) const {
@@ -159,7 +163,6 @@ template <class T> class UspAttention : public AttentionMethod<T> {
     st.q = Kokkos::View<T***, Layout, DeviceMem>("act/usp_q", r, nh, d);
     st.k = Kokkos::View<T***, Layout, DeviceMem>("act/usp_k", r, kh, d);
     st.v = Kokkos::View<T***, Layout, DeviceMem>("act/usp_v", r, kh, d);
-    st.o = AV3("act/usp_o", r, nh, d);
     st.lse = AV2("act/usp_lse", r, nh);
   }
   std::string name_;
@@ -201,12 +204,12 @@ template <class T> class AllGatherAttention : public AttentionMethod<T> {
     const long s = meta_.local(), me = c_->rank();
     kernels::flash_attention_forward<T, DeviceMem>(q, kv.first, kv.second, meta_.mask_rows(me * s, s, 0, s * c_->size()), scale_, o, lse);
   }
-  void backward(int, CV3 q, CV3 k, CV3 v, CAV3 o, CAV2 lse, CV3 dout, AV3 dq, AV3 dk, AV3 dv) override {
+  void backward(int, CV3 q, CV3 k, CV3 v, CV3 o, CAV2 lse, CV3 dout, AV3 dq, AV3 dk, AV3 dv) override {
     auto kv = gather(k, v);
     const long s = meta_.local(), me = c_->rank(), S = s * c_->size();
     AV3 dka("work/ag_dk", size_t(S), size_t(nkv_), size_t(d_)), dva("work/ag_dv", size_t(S), size_t(nkv_), size_t(d_));
     AV2 D("work/ag_D", size_t(s), q.extent(1));
-    if (!comm_only_) kernels::attention_backward_rowsum<T, DeviceMem>(dout, o, D);
+    if (!comm_only_) kernels::attention_backward_rowsum<T, DeviceMem, T>(dout, o, D);
     if (!comm_only_) kernels::flash_attention_backward<T, DeviceMem>(q, kv.first, kv.second, dout, lse, D, meta_.mask_rows(me * s, s, 0, S), scale_,
                                                     dq, dka, dva, false);
     using F = Kokkos::View<Acc*, Layout, DeviceMem, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;

@@ -20,13 +20,24 @@ class Packet {
 
   Packet() = default;
   Packet(const std::vector<size_t>& field_bytes, const std::string& label) : bytes_(field_bytes) {
+    place_fields();
+    buf_ = ByteView(Kokkos::view_alloc(label), size(field_bytes));
+  }
+  // The packet's size(field_bytes) bytes inside `arena` from `offset` (a
+  // multiple of 64): packets of passes that never run at once (a ring's
+  // forward and backward) share one allocation. The packet holds the arena.
+  Packet(const std::vector<size_t>& field_bytes, const ByteView& arena, size_t offset)
+      : bytes_(field_bytes), arena_(arena) {
+    place_fields();
+    BURST_ASSERT(offset % 64 == 0 && offset + size(field_bytes) <= arena.extent(0), "packet of ", size(field_bytes),
+                 " bytes at ", offset, " in an arena of ", arena.extent(0));
+    buf_ = ByteView(arena.data() + offset, size(field_bytes));
+  }
+  // Bytes of a packet with these fields: each at a 64-byte offset, then the 8-byte block id.
+  static size_t size(const std::vector<size_t>& field_bytes) {
     size_t off = 0;
-    for (size_t b : field_bytes) {
-      offsets_.push_back(off);
-      off += (b + 63) / 64 * 64;
-    }
-    header_ = off;
-    buf_ = ByteView(Kokkos::view_alloc(label), off + 8);
+    for (size_t b : field_bytes) off += (b + 63) / 64 * 64;
+    return off + 8;
   }
   bool empty() const { return buf_.extent(0) == 0; }
   ByteView bytes() const { return buf_; }
@@ -55,9 +66,17 @@ class Packet {
   Kokkos::View<long, DeviceMem, Kokkos::MemoryTraits<Kokkos::Unmanaged>> origin_view() const {
     return Kokkos::View<long, DeviceMem, Kokkos::MemoryTraits<Kokkos::Unmanaged>>(reinterpret_cast<long*>(buf_.data() + header_));
   }
+  void place_fields() {
+    size_t off = 0;
+    for (size_t b : bytes_) {
+      offsets_.push_back(off);
+      off += (b + 63) / 64 * 64;
+    }
+    header_ = off;
+  }
   std::vector<size_t> bytes_, offsets_;
   size_t header_ = 0;
-  ByteView buf_;
+  ByteView buf_, arena_;  // arena_: what buf_ points into, when it is not its own allocation
 };
 
 }  // namespace burst::parallel

@@ -49,22 +49,36 @@ RingFamily<T>::RingFamily(const RingConfig& cfg, const SeqLayout& base, const Ma
   plan(bwd_, true, !cfg_.kv_backward);
   timers_ = env_switch("BURST_RING_TIMERS", false, "1 (time each round) or 0");
   backend_ = group.backend();
+  // One arena holds what each pass uses, its packets and its scratch; the
+  // two passes never run at once (each run_ring_program waits for all its
+  // transfers), so the backward's share the forward's bytes: the arena is the
+  // larger pass, not their sum (as perf/attention.cpp prices the buffers).
   const long s = base.local, tr = base.travel;
-  ob_ = AV3(Kokkos::view_alloc(Kokkos::WithoutInitializing, "work/attn_ob"), size_t(s), size_t(n_), size_t(d_));
-  lseb_ = AV2(Kokkos::view_alloc(Kokkos::WithoutInitializing, "work/attn_lseb"), size_t(s), size_t(n_));
-  D_ = AV2(Kokkos::view_alloc(Kokkos::WithoutInitializing, "work/attn_D"), size_t(s), size_t(n_));
-  const size_t W = cfg_.partial_bf16 ? sizeof(bf16) : sizeof(Acc);
+  const size_t A = sizeof(Acc), W = cfg_.partial_bf16 ? sizeof(bf16) : A;
   const size_t kv = size_t(tr * nkv_ * d_), qd = size_t(tr * n_ * d_), rows = size_t(tr * n_);
-  allocate(fwd_, {kv * sizeof(T), kv * sizeof(T)}, {});
+  Carve fc, bc;
+  lay_out(fwd_, {kv * sizeof(T), kv * sizeof(T)}, {}, fc);
+  const size_t ob_at = fc.take(size_t(s * n_ * d_) * A), lseb_at = fc.take(size_t(s * n_) * A);
+  size_t tmp_a_at = 0, tmp_b_at = 0;
   if (cfg_.kv_backward) {
-    allocate(bwd_, {kv * sizeof(T), kv * sizeof(T)}, {kv * W, kv * W});
-    if (cfg_.partial_bf16) {
-      tmp_a_ = AV3("work/attn_dk_tmp", size_t(tr), size_t(nkv_), size_t(d_));
-      tmp_b_ = AV3("work/attn_dv_tmp", size_t(tr), size_t(nkv_), size_t(d_));
-    }
+    lay_out(bwd_, {kv * sizeof(T), kv * sizeof(T)}, {kv * W, kv * W}, bc);
+    if (cfg_.partial_bf16) tmp_a_at = bc.take(kv * A), tmp_b_at = bc.take(kv * A);
   } else {
-    allocate(bwd_, {qd * sizeof(T), qd * sizeof(T), rows * sizeof(Acc), rows * sizeof(Acc)}, {qd * W});
-    if (cfg_.partial_bf16) tmp_a_ = AV3("work/attn_dq_tmp", size_t(tr), size_t(n_), size_t(d_));
+    lay_out(bwd_, {qd * sizeof(T), qd * sizeof(T), rows * sizeof(Acc), rows * sizeof(Acc)}, {qd * W}, bc);
+    if (cfg_.partial_bf16) tmp_a_at = bc.take(qd * A);
+  }
+  const size_t D_at = bc.take(size_t(s * n_) * A);
+  arena_ = ByteView(Kokkos::view_alloc("comm/attn_arena"), std::max(fc.end, bc.end));
+  planned_comm_ = std::int64_t(arena_.extent(0));
+  place(fwd_), place(bwd_);
+  auto at = [&](size_t off) { return reinterpret_cast<Acc*>(arena_.data() + off); };
+  ob_ = AV3(at(ob_at), size_t(s), size_t(n_), size_t(d_));
+  lseb_ = AV2(at(lseb_at), size_t(s), size_t(n_));
+  D_ = AV2(at(D_at), size_t(s), size_t(n_));
+  if (cfg_.partial_bf16) {
+    const size_t heads = cfg_.kv_backward ? size_t(nkv_) : size_t(n_);
+    tmp_a_ = AV3(at(tmp_a_at), size_t(tr), heads, size_t(d_));
+    if (cfg_.kv_backward) tmp_b_ = AV3(at(tmp_b_at), size_t(tr), heads, size_t(d_));
   }
 }
 
@@ -101,9 +115,11 @@ template <class T> void RingFamily<T>::plan(Pass& p, bool partial, bool queries_
   p.program = ring_program(g, rr.mirror ? g.size() - 1 - me_ : me_, rr.rounds, partial);
 }
 
+// Where a pass's packets go in its share of the arena: only the buffers the
+// program names (a flat ring uses 2 of the 4 read buffers).
 template <class T>
-void RingFamily<T>::allocate(Pass& p, const std::vector<size_t>& read_spec, const std::vector<size_t>& partial_spec) {
-  // Only the buffers the program names (a flat ring uses 2 of the 4 read buffers).
+void RingFamily<T>::lay_out(Pass& p, const std::vector<size_t>& read_spec, const std::vector<size_t>& partial_spec,
+                            Carve& c) {
   std::vector<bool> rd(size_t(p.program.read_buffers), false), pt(size_t(p.program.partial_buffers), false);
   rd[0] = true;
   for (const auto& op : p.program.ops) {
@@ -116,20 +132,21 @@ void RingFamily<T>::allocate(Pass& p, const std::vector<size_t>& read_spec, cons
     if (op.buf >= 0) used[size_t(op.buf)] = true;
     if (op.buf2 >= 0) used[size_t(op.buf2)] = true;
   }
-  p.read.resize(rd.size());
-  p.partial.resize(pt.size());
-  // A packet: its fields at 64-byte offsets, then the 8-byte block id.
-  auto packet_bytes = [](const std::vector<size_t>& spec) {
-    std::int64_t b = 8;
-    for (size_t f : spec) b += std::int64_t((f + 63) / 64 * 64);
-    return b;
-  };
-  for (bool used : rd) planned_comm_ += used ? packet_bytes(read_spec) : 0;
-  for (bool used : pt) planned_comm_ += used ? packet_bytes(partial_spec) : 0;
+  p.read_spec = read_spec, p.partial_spec = partial_spec;
+  p.read_at.assign(rd.size(), -1), p.partial_at.assign(pt.size(), -1);
   for (size_t i = 0; i < rd.size(); ++i)
-    if (rd[i]) p.read[i] = Packet(read_spec, "comm/attn_read" + std::to_string(i));
+    if (rd[i]) p.read_at[i] = long(c.take(Packet::size(read_spec)));
   for (size_t i = 0; i < pt.size(); ++i)
-    if (pt[i]) p.partial[i] = Packet(partial_spec, "comm/attn_partial" + std::to_string(i));
+    if (pt[i]) p.partial_at[i] = long(c.take(Packet::size(partial_spec)));
+}
+
+template <class T> void RingFamily<T>::place(Pass& p) {
+  p.read.assign(p.read_at.size(), Packet());
+  p.partial.assign(p.partial_at.size(), Packet());
+  for (size_t i = 0; i < p.read_at.size(); ++i)
+    if (p.read_at[i] >= 0) p.read[i] = Packet(p.read_spec, arena_, size_t(p.read_at[i]));
+  for (size_t i = 0; i < p.partial_at.size(); ++i)
+    if (p.partial_at[i] >= 0) p.partial[i] = Packet(p.partial_spec, arena_, size_t(p.partial_at[i]));
 }
 
 // ------------------------------------------------------------------ forward
@@ -287,9 +304,9 @@ template <class T> void RingFamily<T>::forward(int, CV3 q, CV3 k, CV3 v, AV3 o, 
 }
 
 template <class T>
-void RingFamily<T>::backward(int, CV3 q, CV3 k, CV3 v, CAV3 o, CAV2 lse, CV3 dout, AV3 dq, AV3 dk, AV3 dv) {
+void RingFamily<T>::backward(int, CV3 q, CV3 k, CV3 v, CV3 o, CAV2 lse, CV3 dout, AV3 dq, AV3 dk, AV3 dv) {
   const long tr = meta_.travel();
-  if (!cfg_.comm_only) kernels::attention_backward_rowsum<T, DeviceMem>(dout, o, D_);
+  if (!cfg_.comm_only) kernels::attention_backward_rowsum<T, DeviceMem, T>(dout, o, D_);
   Packet& own = bwd_.read[0];
   auto run = [&](RingClient& client) {
     own.set_origin(me_);

@@ -16,10 +16,11 @@ MemoryEstimate estimate_memory(const MemoryModelInput& in) {
   MemoryEstimate m;
   // ---- activations (layer_forward / layer_backward / forward_backward in model/llama.cpp)
   const std::int64_t X = e * s * H;                    // one residual-stream tensor
-  const std::int64_t OL = a * s * (n * d + n);         // attention O and lse (accumulation type)
-  const std::int64_t Ob = mixed ? e * s * n * d : 0;   // O's storage-type copy o_proj reads (the same view otherwise)
-  // a layer's acts, not its input/output: h1, q, k, v, x2, h2, MLP intermediates (T); rstd1, rstd2, O, lse (A)
-  const std::int64_t A = e * s * (3 * H + n * d + 2 * kv * d + (2 + g) * F) + a * s * 2 + OL + Ob;
+  // attention's O as the layer keeps it, in the storage type (o_proj and the
+  // backward read it; the method's fp32 O goes once converted), and its lse (A)
+  const std::int64_t OL = e * s * n * d + a * s * n;
+  // a layer's acts, not its input/output: h1, q, k, v, x2, h2, MLP intermediates, O (T); rstd1, rstd2, lse (A)
+  const std::int64_t A = e * s * (3 * H + n * d + 2 * kv * d + (2 + g) * F) + a * s * 2 + OL;
   const std::int64_t batch = s * (4 + 4 + 8);          // tokens, labels (int32), positions (int64)
   std::int64_t kept = 0;                               // per layer, beside its output
   std::int64_t recompute = 0;                          // what the top layer's recompute allocates
@@ -27,7 +28,7 @@ MemoryEstimate estimate_memory(const MemoryModelInput& in) {
     case ActPolicy::Keep: kept = A; break;
     case ActPolicy::Full: recompute = A; break;
     // the cache: O in the storage type and lse (ALGORITHMS.md section 7)
-    case ActPolicy::Whole: kept = e * s * n * d + a * s * n, recompute = A - OL - Ob; break;
+    case ActPolicy::Whole: kept = OL, recompute = A - OL; break;
     case ActPolicy::Half: kept = (s - s / 2) * (e * n * d + a * n), recompute = A; break;
   }
   m.kept_per_layer = kept + X;
@@ -46,11 +47,9 @@ MemoryEstimate estimate_memory(const MemoryModelInput& in) {
   const std::int64_t mlp_backward = base + e * s * (2 * F + H + std::max(g * F, H));
   //   Attention's: the MLP's saved tensors (x2, h2, rstd2, up, act, gate) and
   //   gradients gone; d.x2, dO (T), dq, dk, dv and local attention's D [s, n]
-  //   (A), and under `whole` in bf16 the cached O widened for D.
+  //   (A; D is read from O in T, so no widened O).
   const std::int64_t mlp_acts = e * s * (2 * H + (2 + g) * F) + a * s;
-  const std::int64_t widened = in.policy == ActPolicy::Whole && mixed ? a * s * n * d : 0;
-  const std::int64_t attn_backward =
-      base - mlp_acts + e * s * (H + n * d) + a * s * (n * d + 2 * kv * d + n) + widened;
+  const std::int64_t attn_backward = base - mlp_acts + e * s * (H + n * d) + a * s * (n * d + 2 * kv * d + n);
   m.bytes[int(MemCategory::Activations)] = std::max({forward, head, mlp_backward, attn_backward});
 
   // ---- parameters (T), gradients (A), optimizer (A: Adam's m, v and, mixed, the master weights) (train/zero.cpp)

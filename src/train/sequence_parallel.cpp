@@ -100,7 +100,7 @@ void SequenceParallelAttention<T>::forward(int layer, const TokenBatch<DeviceMem
 
 template <class T>
 void SequenceParallelAttention<T>::backward(int layer, const TokenBatch<DeviceMem>&, CV3 q, CV3 k, CV3 v,
-                                            Kokkos::View<const accum_t<T>***, Layout, DeviceMem> o,
+                                            CV3 o,
                                             Kokkos::View<const accum_t<T>**, Layout, DeviceMem> lse, CV3 dout, V3 dq, V3 dk,
                                             V3 dv) {
   method_->backward(layer, q, k, v, o, lse, dout, dq, dk, dv);

@@ -64,7 +64,7 @@ template <class T> class SequenceParallelAttention : public AttentionOp<T, Devic
 
   void forward(int layer, const TokenBatch<DeviceMem>& b, CV3 q, CV3 k, CV3 v, V3 o, V2 lse) override;
   void backward(int layer, const TokenBatch<DeviceMem>& b, CV3 q, CV3 k, CV3 v,
-                Kokkos::View<const accum_t<T>***, Layout, DeviceMem> o, Kokkos::View<const accum_t<T>**, Layout, DeviceMem> lse,
+                CV3 o, Kokkos::View<const accum_t<T>**, Layout, DeviceMem> lse,
                 CV3 dout, V3 dq, V3 dk, V3 dv) override;
   void forward_first_half(int layer, const TokenBatch<DeviceMem>& b, CV3 q, CV3 k, CV3 v, V3 o, V2 lse) override;
   void release(int layer) override { method_->release(layer); }
