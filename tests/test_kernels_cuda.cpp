@@ -529,19 +529,38 @@ template <class TO> void rowsum_case(long s, long n, long d) {
   Kokkos::View<bf16***, Layout, Mem> dout("dout", s, n, d);
   Kokkos::View<TO***, Layout, Mem> o("o", s, n, d);
   D2<float> D("D", s, n);
-  fill_random(D2<bf16>(dout.data(), s * n, d), 1.0), fill_random(D2<TO>(o.data(), s * n, d), 1.0), poison(D);
-  attention_backward_rowsum<bf16, Mem, TO>(dout, o, D);
+  fill_random(D2<bf16>(dout.data(), s * n, d), 1.0), fill_random(D2<TO>(o.data(), s * n, d), 1.0);
   auto hdo = host(dout);
   auto ho = host(o);
-  auto hD = host(D);
-  std::vector<double> got, ref;
+  std::vector<double> ref;
   for (long i = 0; i < s; ++i)
     for (long h = 0; h < n; ++h) {
       double r = 0;
       for (long e = 0; e < d; ++e) r += double(hdo(i, h, e)) * double(ho(i, h, e));
-      got.push_back(hD(i, h)), ref.push_back(r);
+      ref.push_back(r);
     }
-  EXPECT_LE(rel_err(got, ref), 1e-5);
+  auto got = [&] {
+    auto hD = host(D);
+    std::vector<double> g;
+    for (long i = 0; i < s; ++i)
+      for (long h = 0; h < n; ++h) g.push_back(hD(i, h));
+    return g;
+  };
+  // The engine's entry point (the CUDA kernel when the views allow it) ...
+  poison(D);
+  attention_backward_rowsum<bf16, Mem, TO>(dout, o, D);
+  EXPECT_LE(rel_err(got(), ref), 1e-5) << "attention_backward_rowsum";
+  // ... and the CUDA kernel itself, which a fallback to the portable kernel would not exercise.
+  poison(D);
+  const auto* op = [&] {
+    if constexpr (std::is_same<TO, bf16>::value) return reinterpret_cast<const __nv_bfloat16*>(o.data());
+    else return o.data();
+  }();
+  ASSERT_EQ(burst::fa::flash_rowsum(int(s), int(n), int(d), reinterpret_cast<const __nv_bfloat16*>(dout.data()), op, D.data(),
+                             Kokkos::Cuda().cuda_stream()),
+            cudaSuccess);
+  Kokkos::fence();
+  EXPECT_LE(rel_err(got(), ref), 1e-5) << "burst::fa::flash_rowsum";
 }
 
 TEST(AttentionRowsumCuda, MatchesDouble) {

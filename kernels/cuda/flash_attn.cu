@@ -3,6 +3,7 @@
 #include "flash_api.cuh"
 #include "flash_choices.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -119,19 +120,21 @@ static Impl kernel_choice(const char* var) {
 // on two cards of three (+1.1% to +7.7%; experiments/kernels/flash_attn/
 // NOTES.md, "The ab3 and ab4 calls, and the forward by key length").
 constexpr long kFwd176MinKeys = 8192;
-// The kind for a forward (fwd) or backward at head dim d over sk keys: the
+// The kind for a forward (fwd) or backward at head dim d, a query tile seeing
+// up to `keys` keys (the forward's choice; the backward's does not depend on
+// it): the
 // 176-column forward and the 80-row backward exist only at d = 128 (tma128
 // there runs the 128 x 128 forward, tma176 the 176-column one at every
 // length, the default tma by sk as above; tma64 the 64-row backward);
 // elsewhere the TMA choices run tma (kWgTma).
-static int wg_kind(Impl c, bool fwd, int d, long sk) {
+static int wg_kind(Impl c, bool fwd, int d, long keys) {
   if (c == Impl::Tma12) return dev::kWgTma12;
   if (c == Impl::Wgmma || c == Impl::Mma) return dev::kWgCpAsync;
   if (d != 128) return dev::kWgTma;
   if (fwd) {
     if (c == Impl::Tma128) return dev::kWgTma;                              // variant 10
     if (c == Impl::Tma176) return dev::kWgTma176;                           // variant 17
-    return sk < kFwd176MinKeys ? dev::kWgTma : dev::kWgTma176;             // tma, tma80, tma64: by key length
+    return keys < kFwd176MinKeys ? dev::kWgTma : dev::kWgTma176;           // tma, tma80, tma64: by key length
   }
   return c == Impl::Tma64 ? dev::kWgTma : dev::kWgTma80;  // tma, tma80, tma128, tma176: variant 14
 }
@@ -161,7 +164,10 @@ cudaError_t flash_forward(const AttnShape& s, const __nv_bfloat16* q, const __nv
   p.scale_log2 = scale * 1.4426950408889634f;
   p.mask = dev::make_mask_dev(mask, workspace, s.sq, s.sk);
   if (forward_choice() != Impl::Mma) {
-    const int kind = wg_kind(forward_choice(), true, s.d, s.sk);
+    // A sliding window bounds the keys a query tile visits (its tiles skip the rest).
+    const bool windowed = mask.kind == kMaskWindow || (mask.kind == kMaskGeneral && mask.window > 0);
+    const long keys = windowed ? std::min<long>(s.sk, long(mask.window) + 128) : long(s.sk);
+    const int kind = wg_kind(forward_choice(), true, s.d, keys);
     e = s.d == 128 ? dev::fwd_wgmma_d128(p, kind, st) : dev::fwd_wgmma_d64(p, kind, st);
     // The sm_90a objects load on compute capability 9.0 only: elsewhere the
     // mma.sync kernel (sm_90 objects, any Hopper) runs instead.
@@ -193,7 +199,7 @@ cudaError_t flash_backward(const AttnShape& s, const __nv_bfloat16* q, const __n
   p.diag_no_dq = 0;
   p.mask = dev::make_mask_dev(mask, workspace, s.sq, s.sk);
   if (backward_choice() != Impl::Mma) {
-    const int kind = wg_kind(backward_choice(), false, s.d, s.sk);
+    const int kind = wg_kind(backward_choice(), false, s.d, s.sk);  // (keys unused for the backward)
     e = s.d == 128 ? dev::bwd_wgmma_d128(p, kind, st) : dev::bwd_wgmma_d64(p, kind, st);
     if (e != cudaErrorNoKernelImageForDevice && e != cudaErrorInvalidDeviceFunction) return e;
     cudaGetLastError();  // not compute capability 9.0: the mma.sync kernel

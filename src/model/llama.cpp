@@ -200,15 +200,17 @@ void LlamaModel<T, Mem>::layer_forward(int l, const TokenBatch<Mem>& b, V2 x, La
   }
   if (cfg_.attn_log_scale > 0) log_length_scale<T, Mem>(a.q, b.index, cfg_.attn_log_scale);
   using A3 = Kokkos::View<A***, Layout, Mem>;
+  AV2 o;  // the method's O (accum_t<T>), until it is in the storage type
   if (src == AttnSource::Compute) {
-    a.o = act2<A, Mem>("attn.o", s, n * d);
+    o = act2<A, Mem>("attn.o", s, n * d);
     a.lse = act2<A, Mem>("attn.lse", s, n);
-    attn_->forward(l, b, as3(a.q, s, n, d), as3(a.k, s, nkv, d), as3(a.v, s, nkv, d), as3(a.o, s, n, d), a.lse);
+    attn_->forward(l, b, as3(a.q, s, n, d), as3(a.k, s, nkv, d), as3(a.v, s, nkv, d), as3(o, s, n, d), a.lse);
   } else if (src == AttnSource::FirstHalf) {
     // a.ob (O in the storage type), a.lse hold the cached second half
     // [s - s/2, .]; the first half is recomputed against first-half keys only.
     const long h = s / 2;
-    AV2 o = act2<A, Mem>("attn.o", s, n * d), lse = act2<A, Mem>("attn.lse", s, n);
+    o = act2<A, Mem>("attn.o", s, n * d);
+    AV2 lse = act2<A, Mem>("attn.lse", s, n);
     kernels::convert<T, A, Mem>(a.ob, Kokkos::subview(o, std::make_pair(h, s), Kokkos::ALL));
     Kokkos::deep_copy(Kokkos::subview(lse, std::make_pair(h, s), Kokkos::ALL), a.lse);
     TokenBatch<Mem> bh;
@@ -219,13 +221,13 @@ void LlamaModel<T, Mem>::layer_forward(int l, const TokenBatch<Mem>& b, V2 x, La
     if (b.index.extent(0) > 0) bh.index = decltype(bh.index)(b.index.data(), h);
     attn_->forward_first_half(l, bh, V3(a.q.data(), h, n, d), V3(a.k.data(), h, nkv, d), V3(a.v.data(), h, nkv, d),
                               A3(o.data(), h, n, d), AV2(lse.data(), h, n));
-    a.o = o, a.lse = lse;
+    a.lse = lse;
   }
   // AttnSource::Cached: a.ob (O in the storage type) and a.lse are the
   // forward's own. Otherwise O in the storage type is what the layer keeps
   // (the O projection and attention's backward read it; bf16: the fp32 O
   // goes as soon as it is converted).
-  if (src != AttnSource::Cached) a.ob = to_storage<T, Mem>("attn.o_storage", a.o), a.o = AV2();
+  if (src != AttnSource::Cached) a.ob = to_storage<T, Mem>("attn.o_storage", o), o = AV2();
   // x2 = x + o_proj(o): the GEMM reads x and writes x2 (no copy of x first)
   a.x2 = act2<T, Mem>("x2", s, H);
   gemm('N', 'T', 1, a.ob, params_.mat(p + "self_attn.o_proj.weight"), 1, x, a.x2);
@@ -252,9 +254,9 @@ template <class T, class Mem> void LlamaModel<T, Mem>::keep_for_backward(int l, 
   kept.x_in = a.x_in;
   // The attention cache holds O once, in the storage type (ALGORITHMS.md
   // section 7: s*H*2 + s*n*4 bytes per layer in bf16), not the fp32 O the
-  // method produced: the O projection reads that copy anyway, and the
-  // backward widens it back for D = rowsum(dO * O), as FlashAttention
-  // computes D from its bf16 O. (float / double: the same view.)
+  // method produced: the O projection and attention's backward (D =
+  // rowsum(dO * O), as FlashAttention computes D from its bf16 O) read that
+  // copy anyway. (float / double: the same view.)
   if (opt_.policy == ActPolicy::Whole) {
     kept.ob = a.ob, kept.lse = a.lse;
   } else if (opt_.policy == ActPolicy::Half) {

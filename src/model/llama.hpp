@@ -205,15 +205,15 @@ template <class T, class Mem = DeviceMem> class LlamaModel {
   // first), then the final normed output; L + 1 views [s, hidden].
   void forward_logits(const TokenBatch<Mem>& b, V2 logits, std::vector<V2>& hidden_states);
 
-  // What a layer keeps between its forward and its backward. o and lse are
-  // attention's output (accum_t<T>); ob is O in T, what o_proj and
-  // attention's backward read (o itself when T is the accumulation type).
-  // layer_forward drops o once ob is made, so every policy keeps O once, in
-  // T (under `whole` / `half` the cache is ob and lse); layer_backward
-  // empties each member once it has read it for the last time.
+  // What a layer keeps between its forward and its backward. ob is
+  // attention's O in T, what o_proj and attention's backward read (the
+  // method's accum_t<T> O itself when the types agree; in bf16 the fp32 O
+  // goes once converted, so every policy keeps O once, in T), lse its lse
+  // (accum_t<T>); under `whole` / `half` the cache is ob and lse.
+  // layer_backward empties each member once it has read it for the last time.
   struct LayerActs {
     V2 x_in, h1, q, k, v, ob, x2, h2, gate, up, m;
-    AV2 o, lse;
+    AV2 lse;
     AV1 rstd1, rstd2;
   };
 

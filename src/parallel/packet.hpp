@@ -19,10 +19,6 @@ class Packet {
   template <class T> using U3 = Kokkos::View<T***, Layout, DeviceMem, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
 
   Packet() = default;
-  Packet(const std::vector<size_t>& field_bytes, const std::string& label) : bytes_(field_bytes) {
-    place_fields();
-    buf_ = ByteView(Kokkos::view_alloc(label), size(field_bytes));
-  }
   // The packet's size(field_bytes) bytes inside `arena` from `offset` (a
   // multiple of 64): packets of passes that never run at once (a ring's
   // forward and backward) share one allocation. The packet holds the arena.
@@ -76,7 +72,7 @@ class Packet {
   }
   std::vector<size_t> bytes_, offsets_;
   size_t header_ = 0;
-  ByteView buf_, arena_;  // arena_: what buf_ points into, when it is not its own allocation
+  ByteView buf_, arena_;  // buf_: a range of arena_
 };
 
 }  // namespace burst::parallel
