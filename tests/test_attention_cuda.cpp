@@ -15,6 +15,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <limits>
 #include <random>
 #include <string>
@@ -305,6 +306,24 @@ TEST(AttentionCuda, MatchesPortableHeadDim128) { run_all(128); }
 // either side, none of them a multiple of 176, with a short query block as
 // the ring's zigzag half blocks have, full and causal, GQA 1 and 4.
 TEST(AttentionCuda, LongKeysEitherSideOfTheForwardSwitch) {
+  // Which kernel the default picks (BURST_FA_FORWARD unset; the tma128 /
+  // tma176 ctests force one at every length).
+  const char* forced = std::getenv("BURST_FA_FORWARD");
+  if (!forced || !*forced || std::string(forced) == "tma") {
+    const auto variant = [](long sk, const burst::fa::Mask& m) {
+      burst::fa::AttnShape sh;
+      sh.sq = 160, sh.sk = int(sk), sh.n = 4, sh.n_kv = 4, sh.d = 128;
+      return burst::fa::flash_forward_variant(sh, m);
+    };
+    EXPECT_EQ(variant(8191, burst::fa::Mask::none()), 10);
+    EXPECT_EQ(variant(8192, burst::fa::Mask::none()), 17);
+    EXPECT_EQ(variant(8513, burst::fa::Mask::causal(8513 - 160)), 17);
+    EXPECT_EQ(variant(32768, burst::fa::Mask::sliding_window(4096, nullptr, nullptr)), 10) << "a window of 4096 keys";
+    EXPECT_EQ(variant(32768, burst::fa::Mask::sliding_window(16384, nullptr, nullptr)), 17);
+    burst::fa::AttnShape d64;
+    d64.sq = 160, d64.sk = 32768, d64.n = 4, d64.n_kv = 4, d64.d = 64;
+    EXPECT_EQ(burst::fa::flash_forward_variant(d64, burst::fa::Mask::none()), 9);
+  }
   std::uint64_t k = 0;
   for (const long sk : {8191L, 8192L, 8513L}) {
     const Heads heads[] = {{4, 4, 128}, {8, 2, 128}};

@@ -147,6 +147,24 @@ static Impl backward_choice() {
   return c;
 }
 
+// The forward's kind for this shape and mask: a sliding window bounds the
+// keys a query tile visits (its tiles skip the rest).
+static int forward_kind(const AttnShape& s, const Mask& mask) {
+  const bool windowed = mask.kind == kMaskWindow || (mask.kind == kMaskGeneral && mask.window > 0);
+  const long keys = windowed ? std::min<long>(s.sk, long(mask.window) + 128) : long(s.sk);
+  return wg_kind(forward_choice(), true, s.d, keys);
+}
+
+int flash_forward_variant(const AttnShape& s, const Mask& mask) {
+  if (forward_choice() == Impl::Mma) return -1;
+  switch (forward_kind(s, mask)) {
+    case dev::kWgTma176: return 17;
+    case dev::kWgTma: return s.d == 128 ? 10 : 9;
+    case dev::kWgTma12: return 12;
+    default: return 4;  // kWgCpAsync
+  }
+}
+
 cudaError_t flash_forward(const AttnShape& s, const __nv_bfloat16* q, const __nv_bfloat16* k, const __nv_bfloat16* v,
                           const Mask& mask, float scale, float* o_f32, __nv_bfloat16* o_bf16, float* lse,
                           void* workspace, cudaStream_t st) {
@@ -164,10 +182,7 @@ cudaError_t flash_forward(const AttnShape& s, const __nv_bfloat16* q, const __nv
   p.scale_log2 = scale * 1.4426950408889634f;
   p.mask = dev::make_mask_dev(mask, workspace, s.sq, s.sk);
   if (forward_choice() != Impl::Mma) {
-    // A sliding window bounds the keys a query tile visits (its tiles skip the rest).
-    const bool windowed = mask.kind == kMaskWindow || (mask.kind == kMaskGeneral && mask.window > 0);
-    const long keys = windowed ? std::min<long>(s.sk, long(mask.window) + 128) : long(s.sk);
-    const int kind = wg_kind(forward_choice(), true, s.d, keys);
+    const int kind = forward_kind(s, mask);
     e = s.d == 128 ? dev::fwd_wgmma_d128(p, kind, st) : dev::fwd_wgmma_d64(p, kind, st);
     // The sm_90a objects load on compute capability 9.0 only: elsewhere the
     // mma.sync kernel (sm_90 objects, any Hopper) runs instead.

@@ -80,6 +80,12 @@ cudaError_t flash_forward(const AttnShape& s, const __nv_bfloat16* q, const __nv
                           const Mask& mask, float scale, float* o_f32, __nv_bfloat16* o_bf16, float* lse,
                           void* workspace, cudaStream_t stream);
 
+// The lab's forward variant flash_forward runs for this shape and mask under
+// BURST_FA_FORWARD (compute capability 9.0; elsewhere the mma.sync kernel):
+// 17 (d128, 128 x 176 tiles), 10 (d128, 128 x 128), 9 (d64), 12 (tma12),
+// 4 (the cp.async wgmma kernels) or -1 (mma.sync).
+int flash_forward_variant(const AttnShape& s, const Mask& mask);
+
 // accumulate_dq / accumulate_dkdv: add into the outputs instead of overwriting
 // (dQ is accumulated with fp32 atomics across key tiles either way; when not
 // accumulating it is zeroed first on `stream`). dQ is therefore not bitwise
