@@ -167,19 +167,32 @@ void convert(Kokkos::View<const S**, Layout, Mem> x, Kokkos::View<T**, Layout, M
       });
 }
 
-// x [a, b, c] in the storage type T: a converted copy labelled `label` (bf16:
-// attention's fp32 O for the backward, which reads O in T), or x itself when
-// T is the accumulation type (float, double: no copy, no bytes).
+// x in the storage type T: a converted copy labelled `label` (bf16:
+// attention's fp32 O and dQ / dK / dV for the GEMMs and the backward that
+// read them in T), or x itself when T is the accumulation type (float,
+// double: no copy, no bytes). The copy is an uninit_view (poisoned under
+// BURST_POISON=1, so an element the conversion missed shows).
 template <class T, class Mem>
-Kokkos::View<T***, Layout, Mem> storage_copy(const Kokkos::View<accum_t<T>***, Layout, Mem>& x, const char* label) {
+Kokkos::View<T**, Layout, Mem> storage_copy(const Kokkos::View<accum_t<T>**, Layout, Mem>& x, const std::string& label) {
+  if constexpr (std::is_same<T, accum_t<T>>::value) {
+    (void)label;
+    return x;
+  } else {
+    auto y = uninit_view<Kokkos::View<T**, Layout, Mem>>(label, x.extent(0), x.extent(1));
+    convert<accum_t<T>, T, Mem>(x, y);
+    return y;
+  }
+}
+// The same for [a, b, c] (contiguous): converted as [a, b c].
+template <class T, class Mem>
+Kokkos::View<T***, Layout, Mem> storage_copy(const Kokkos::View<accum_t<T>***, Layout, Mem>& x, const std::string& label) {
   using A = accum_t<T>;
   if constexpr (std::is_same<T, A>::value) {
     (void)label;
     return x;
   } else {
     BURST_CHECK_INPUT(x.span_is_contiguous(), "storage_copy: '", x.label(), "' is not contiguous");
-    Kokkos::View<T***, Layout, Mem> y(Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string(label)), x.extent(0),
-                                      x.extent(1), x.extent(2));
+    auto y = uninit_view<Kokkos::View<T***, Layout, Mem>>(label, x.extent(0), x.extent(1), x.extent(2));
     using U = Kokkos::MemoryTraits<Kokkos::Unmanaged>;
     const size_t rows = x.extent(0), cols = x.extent(1) * x.extent(2);
     convert<A, T, Mem>(Kokkos::View<const A**, Layout, Mem, U>(x.data(), rows, cols),

@@ -120,24 +120,6 @@ static Impl kernel_choice(const char* var) {
 // on two cards of three (+1.1% to +7.7%; experiments/kernels/flash_attn/
 // NOTES.md, "The ab3 and ab4 calls, and the forward by key length").
 constexpr long kFwd176MinKeys = 8192;
-// The kind for a forward (fwd) or backward at head dim d, a query tile seeing
-// up to `keys` keys (the forward's choice; the backward's does not depend on
-// it): the
-// 176-column forward and the 80-row backward exist only at d = 128 (tma128
-// there runs the 128 x 128 forward, tma176 the 176-column one at every
-// length, the default tma by sk as above; tma64 the 64-row backward);
-// elsewhere the TMA choices run tma (kWgTma).
-static int wg_kind(Impl c, bool fwd, int d, long keys) {
-  if (c == Impl::Tma12) return dev::kWgTma12;
-  if (c == Impl::Wgmma || c == Impl::Mma) return dev::kWgCpAsync;
-  if (d != 128) return dev::kWgTma;
-  if (fwd) {
-    if (c == Impl::Tma128) return dev::kWgTma;                              // variant 10
-    if (c == Impl::Tma176) return dev::kWgTma176;                           // variant 17
-    return keys < kFwd176MinKeys ? dev::kWgTma : dev::kWgTma176;           // tma, tma80, tma64: by key length
-  }
-  return c == Impl::Tma64 ? dev::kWgTma : dev::kWgTma80;  // tma, tma80, tma128, tma176: variant 14
-}
 static Impl forward_choice() {
   static const Impl c = kernel_choice("BURST_FA_FORWARD");
   return c;
@@ -147,12 +129,36 @@ static Impl backward_choice() {
   return c;
 }
 
-// The forward's kind for this shape and mask: a sliding window bounds the
-// keys a query tile visits (its tiles skip the rest).
+// The kind a choice runs at head dim d in either direction, or -1 for the
+// d = 128 TMA choices (each direction picks those below): tma12 its
+// variants, wgmma the cp.async kernels (mma too: its callers launch the
+// mma.sync kernels instead), and
+// at d = 64 every TMA choice the one TMA kernel (kWgTma).
+static int shared_kind(Impl c, int d) {
+  if (c == Impl::Tma12) return dev::kWgTma12;
+  if (c == Impl::Wgmma || c == Impl::Mma) return dev::kWgCpAsync;
+  if (d != 128) return dev::kWgTma;
+  return -1;
+}
+// The forward's kind for this shape and mask at d = 128: tma128 the 128 x
+// 128 variant 10, tma176 the 128 x 176 variant 17, the others (the default
+// tma) by the keys a query tile visits (a sliding window bounds them: its
+// tiles skip the rest).
 static int forward_kind(const AttnShape& s, const Mask& mask) {
+  const Impl c = forward_choice();
+  if (const int k = shared_kind(c, s.d); k >= 0) return k;
+  if (c == Impl::Tma128) return dev::kWgTma;
+  if (c == Impl::Tma176) return dev::kWgTma176;
   const bool windowed = mask.kind == kMaskWindow || (mask.kind == kMaskGeneral && mask.window > 0);
   const long keys = windowed ? std::min<long>(s.sk, long(mask.window) + 128) : long(s.sk);
-  return wg_kind(forward_choice(), true, s.d, keys);
+  return keys < kFwd176MinKeys ? dev::kWgTma : dev::kWgTma176;
+}
+// The backward's kind at d = 128: tma64 the 64-row variant 11, the others
+// the 80-row variant 14.
+static int backward_kind(int d) {
+  const Impl c = backward_choice();
+  if (const int k = shared_kind(c, d); k >= 0) return k;
+  return c == Impl::Tma64 ? dev::kWgTma : dev::kWgTma80;
 }
 
 int flash_forward_variant(const AttnShape& s, const Mask& mask) {
@@ -214,7 +220,7 @@ cudaError_t flash_backward(const AttnShape& s, const __nv_bfloat16* q, const __n
   p.diag_no_dq = 0;
   p.mask = dev::make_mask_dev(mask, workspace, s.sq, s.sk);
   if (backward_choice() != Impl::Mma) {
-    const int kind = wg_kind(backward_choice(), false, s.d, s.sk);  // (keys unused for the backward)
+    const int kind = backward_kind(s.d);
     e = s.d == 128 ? dev::bwd_wgmma_d128(p, kind, st) : dev::bwd_wgmma_d64(p, kind, st);
     if (e != cudaErrorNoKernelImageForDevice && e != cudaErrorInvalidDeviceFunction) return e;
     cudaGetLastError();  // not compute capability 9.0: the mma.sync kernel

@@ -146,18 +146,11 @@ template <class V> auto cv(const V& v) {
   using T = typename V::non_const_value_type;
   return Kokkos::View<const T**, Layout, typename V::memory_space>(v);
 }
-// x (accum_t<T>) in the storage type T: x itself when the types agree, else
-// a converted copy (attention's fp32 outputs before the bf16 GEMMs).
+// x (accum_t<T>) in the storage type T, an activation named `name`
+// (kernels::storage_copy: x itself when the types agree).
 template <class T, class Mem>
 Kokkos::View<T**, Layout, Mem> to_storage(const char* name, const Kokkos::View<accum_t<T>**, Layout, Mem>& x) {
-  if constexpr (std::is_same<accum_t<T>, T>::value) {
-    (void)name;
-    return x;
-  } else {
-    auto y = uninit_view<Kokkos::View<T**, Layout, Mem>>(mem_label(MemCategory::Activations, name), x.extent(0), x.extent(1));
-    kernels::convert<accum_t<T>, T, Mem>(x, y);
-    return y;
-  }
+  return kernels::storage_copy<T, Mem>(x, mem_label(MemCategory::Activations, name));
 }
 // The backward's dq / dk (accum_t<T>, [s, heads * d]) rotated by RoPE's transpose into the storage type
 // T: in place when the types agree, else into a new T view in the same pass as the conversion.

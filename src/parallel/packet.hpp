@@ -24,15 +24,19 @@ class Packet {
   // forward and backward) share one allocation. The packet holds the arena.
   Packet(const std::vector<size_t>& field_bytes, const ByteView& arena, size_t offset)
       : bytes_(field_bytes), arena_(arena) {
-    place_fields();
-    BURST_ASSERT(offset % 64 == 0 && offset + size(field_bytes) <= arena.extent(0), "packet of ", size(field_bytes),
-                 " bytes at ", offset, " in an arena of ", arena.extent(0));
-    buf_ = ByteView(arena.data() + offset, size(field_bytes));
+    size_t off = 0;
+    for (size_t b : bytes_) offsets_.push_back(off), off += pad64(b);
+    header_ = off;
+    BURST_ASSERT(offset % 64 == 0 && offset + header_ + 8 <= arena.extent(0), "packet of ", header_ + 8, " bytes at ",
+                 offset, " in an arena of ", arena.extent(0));
+    buf_ = ByteView(arena.data() + offset, header_ + 8);
   }
+  // n rounded up to the 64 bytes every field (and every piece of an arena) starts at.
+  static size_t pad64(size_t n) { return (n + 63) / 64 * 64; }
   // Bytes of a packet with these fields: each at a 64-byte offset, then the 8-byte block id.
   static size_t size(const std::vector<size_t>& field_bytes) {
     size_t off = 0;
-    for (size_t b : field_bytes) off += (b + 63) / 64 * 64;
+    for (size_t b : field_bytes) off += pad64(b);
     return off + 8;
   }
   bool empty() const { return buf_.extent(0) == 0; }
@@ -61,14 +65,6 @@ class Packet {
   }
   Kokkos::View<long, DeviceMem, Kokkos::MemoryTraits<Kokkos::Unmanaged>> origin_view() const {
     return Kokkos::View<long, DeviceMem, Kokkos::MemoryTraits<Kokkos::Unmanaged>>(reinterpret_cast<long*>(buf_.data() + header_));
-  }
-  void place_fields() {
-    size_t off = 0;
-    for (size_t b : bytes_) {
-      offsets_.push_back(off);
-      off += (b + 63) / 64 * 64;
-    }
-    header_ = off;
   }
   std::vector<size_t> bytes_, offsets_;
   size_t header_ = 0;

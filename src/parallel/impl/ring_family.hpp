@@ -53,7 +53,7 @@ template <class T> class RingFamily : public AttentionMethod<T> {
     size_t end = 0;
     size_t take(size_t bytes) {
       const size_t at = end;
-      end += (bytes + 63) / 64 * 64;
+      end += Packet::pad64(bytes);
       return at;
     }
   };
