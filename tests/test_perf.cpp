@@ -414,30 +414,35 @@ TEST(PerfModel, EngineH200CalibrationFromItsBlock) {
   }
 }
 
-// The H100 file (h100_engine.toml) is the H200's with the H100's datasheet HBM bandwidth and memory:
-// the compute-bound terms (GEMMs, attention) are the H200's to the last bit, the memory-bound ones
-// (the block's elementwise passes, the optimizer) scale with 4.8 / 3.35, and a 7B step that fits the
-// H200 does not fit the H100. The H100 runs of 2026-12-06 (block 1B 45.50 ms, 7B 117.26 ms, the 1B step
-// at 32K 0.8722 s, kernels newer than the attention curve) are within 12% (NOTES, issue 7).
-TEST(PerfModel, EngineH100IsTheH200WithItsMemory) {
+// THIS engine on the H100 (h100_engine.toml + perf_calibration_h100_engine.toml): the GEMM fraction and the
+// elementwise passes from the 1B and 7B blocks of experiments/results/h100/issue6_s19/part17 (calibrate_h200_engine.py
+// --card h100; 44.297 / 116.835 ms measured, bench layer at 32K), the attention curve from the lab's H100 A/B
+// calls of the same kernels (--attention). The blocks come back within 3%; the 1B steps of the same call, which
+// the calibration did not use (0.8587 / 2.5164 / 8.3313 s at 32K / 64K / 128K), within 5%; a 7B step that fits
+// the H200 does not fit the H100's 78 GiB.
+TEST(PerfModel, EngineH100CalibrationFromItsBlock) {
   const Cluster h2 = load_cluster(default_data_dir() + "/clusters/h200_engine.toml", default_data_dir());
   const Cluster h1 = load_cluster(default_data_dir() + "/clusters/h100_engine.toml", default_data_dir());
-  const Calibration k = load_calibration(default_data_dir() + "/perf_calibration_h200_engine.toml");
-  StepConfig s;
-  s.P = 1, s.zero = 0, s.policy = "whole", s.S = 32768, s.model = shape("1B");
-  const StepResult a = simulate_step(h2, k, s), b = simulate_step(h1, k, s);
-  EXPECT_EQ(a.gemm_fwd, b.gemm_fwd);
-  EXPECT_EQ(a.attn_fwd, b.attn_fwd);
-  EXPECT_NEAR(b.elem_fwd / a.elem_fwd, 4.8 / 3.35, 1e-9);
-  EXPECT_NEAR((b.layer_fwd + b.layer_bwd) / 0.04550, 1.0, 0.12);
-  EXPECT_NEAR(b.t_total / 0.8722, 1.0, 0.12);
+  const Calibration k2 = load_calibration(default_data_dir() + "/perf_calibration_h200_engine.toml");
+  const Calibration k1 = load_calibration(default_data_dir() + "/perf_calibration_h100_engine.toml");
   ModelShape m7 = shape("7B");
-  m7.gated = true;
-  s.model = m7;
-  const StepResult c = simulate_step(h1, k, s);
-  EXPECT_NEAR((c.layer_fwd + c.layer_bwd) / 0.11726, 1.0, 0.12);
-  EXPECT_TRUE(simulate_step(h2, k, s).fits);
-  EXPECT_FALSE(c.fits);
+  m7.gated = true;  // bench layer's 7B block is LLaMA's (SwiGLU)
+  StepConfig s;
+  s.P = 1, s.zero = 0, s.policy = "whole", s.S = 32768;
+  const std::pair<ModelShape, double> blocks[] = {{shape("1B"), 0.044297}, {m7, 0.116835}};
+  for (const auto& b : blocks) {
+    s.model = b.first;
+    const StepResult r = simulate_step(h1, k1, s);
+    EXPECT_NEAR((r.layer_fwd + r.layer_bwd) / b.second, 1.0, 0.03) << b.first.name;
+  }
+  EXPECT_TRUE(simulate_step(h2, k2, s).fits);  // s.model is the 7B
+  EXPECT_FALSE(simulate_step(h1, k1, s).fits);
+  s.model = shape("1B");
+  const std::pair<double, double> steps[] = {{32768, 0.8587}, {65536, 2.5164}, {131072, 8.3313}};
+  for (const auto& st : steps) {
+    s.S = st.first;
+    EXPECT_NEAR(simulate_step(h1, k1, s).t_total / st.second, 1.0, 0.05) << st.first;
+  }
 }
 
 // The published rows (ALGORITHMS.md section 10) with the committed constants.

@@ -83,9 +83,11 @@ def torch_rows(folder):
 def predict(burst, cluster, method, seq, P):
     with tempfile.TemporaryDirectory() as tmp:
         out = os.path.join(tmp, "p.h5")
-        # the cluster's own calibration (h200_engine: its block constants; the attention-only case does not use them)
-        calib = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(cluster))), "perf_calibration_h200_engine.toml")
-        extra = ["--calibration", calib] if cluster.endswith("h200_engine.toml") and os.path.exists(calib) else []
+        # the cluster's own calibration (h200_engine / h100_engine: their block constants; the attention-only case
+        # does not use them)
+        stem = os.path.basename(cluster)[:-len(".toml")] if cluster.endswith(".toml") else ""
+        calib = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(cluster))), f"perf_calibration_{stem}.toml")
+        extra = ["--calibration", calib] if stem.endswith("_engine") and os.path.exists(calib) else []
         r = subprocess.run([burst, "simulate", "--cluster", cluster] + extra + ["--attention-only", "--model", "7B", "--method", method,
                             "--seq", str(seq), "--gpus", str(P), "--output", out], capture_output=True, text=True)
         if r.returncode != 0:
