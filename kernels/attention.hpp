@@ -685,18 +685,12 @@ void attention_backward_rowsum(Kokkos::View<const T***, Layout, Mem> dout,
       });
 }
 
-// Merge a partial result (O_b, lse_b) into the running (O, lse), in place
-// (ALGORITHMS.md section 1). Exact with -inf rows on either or both sides:
-// a side that saw no key contributes nothing, and if neither did the row
-// stays (0, -inf).
+namespace impl {
+// lse_merge's portable kernel: a thread per (row, head) walking its d values.
 template <class Acc, class Mem>
-void lse_merge(Kokkos::View<Acc***, Layout, Mem> o, Kokkos::View<Acc**, Layout, Mem> lse,
-               Kokkos::View<const Acc***, Layout, Mem> ob, Kokkos::View<const Acc**, Layout, Mem> lseb) {
+void lse_merge_portable(Kokkos::View<Acc***, Layout, Mem> o, Kokkos::View<Acc**, Layout, Mem> lse,
+                        Kokkos::View<const Acc***, Layout, Mem> ob, Kokkos::View<const Acc**, Layout, Mem> lseb) {
   using Exec = typename Kokkos::View<Acc**, Layout, Mem>::execution_space;
-  BURST_CHECK_INPUT(o.extent(0) == ob.extent(0) && o.extent(1) == ob.extent(1) && o.extent(2) == ob.extent(2) &&
-                        lse.extent(0) == lseb.extent(0) && lse.extent(1) == lseb.extent(1) &&
-                        lse.extent(0) == o.extent(0) && lse.extent(1) == o.extent(1),
-                    "lse_merge: shapes of (O, lse) and (O_b, lse_b) disagree");
   const long n = o.extent(1), d = o.extent(2);
   Kokkos::parallel_for(
       "burst::lse_merge", Kokkos::RangePolicy<Exec>(0, long(o.extent(0)) * n), KOKKOS_LAMBDA(const long x) {
@@ -714,6 +708,35 @@ void lse_merge(Kokkos::View<Acc***, Layout, Mem> o, Kokkos::View<Acc**, Layout, 
         for (long e = 0; e < d; ++e) o(i, h, e) = wa * o(i, h, e) + wb * ob(i, h, e);
         lse(i, h) = lnew;
       });
+}
+}  // namespace impl
+
+// Merge a partial result (O_b, lse_b) into the running (O, lse), in place
+// (ALGORITHMS.md section 1). Exact with -inf rows on either or both sides:
+// a side that saw no key contributes nothing, and if neither did the row
+// stays (0, -inf). The ring's forward calls it once per visiting block.
+// fp32 views in CUDA memory go to a warp-per-row CUDA kernel (coalesced
+// 16-byte accesses); the portable kernel's thread per row strides by d
+// across a warp.
+template <class Acc, class Mem>
+void lse_merge(Kokkos::View<Acc***, Layout, Mem> o, Kokkos::View<Acc**, Layout, Mem> lse,
+               Kokkos::View<const Acc***, Layout, Mem> ob, Kokkos::View<const Acc**, Layout, Mem> lseb) {
+  BURST_CHECK_INPUT(o.extent(0) == ob.extent(0) && o.extent(1) == ob.extent(1) && o.extent(2) == ob.extent(2) &&
+                        lse.extent(0) == lseb.extent(0) && lse.extent(1) == lseb.extent(1) &&
+                        lse.extent(0) == o.extent(0) && lse.extent(1) == o.extent(1),
+                    "lse_merge: shapes of (O, lse) and (O_b, lse_b) disagree");
+#ifdef BURST_HAVE_CUDA
+  if constexpr (std::is_same<Acc, float>::value && cuda::in_cuda_mem<Mem>()) {
+    if (o.span_is_contiguous() && ob.span_is_contiguous() && lse.span_is_contiguous() && lseb.span_is_contiguous() &&
+        o.extent(2) > 0 && cuda::fits_int(long(o.extent(2)))) {
+      cuda::check(fa::flash_lse_merge((long long)(o.extent(0) * o.extent(1)), int(o.extent(2)), o.data(), lse.data(),
+                                      ob.data(), lseb.data(), Kokkos::Cuda().cuda_stream()),
+                  "lse_merge (kernels/cuda)");
+      return;
+    }
+  }
+#endif
+  impl::lse_merge_portable<Acc, Mem>(o, lse, ob, lseb);
 }
 
 inline const char* mask_kind_name(MaskKind k) {

@@ -570,4 +570,72 @@ TEST(AttentionRowsumCuda, MatchesDouble) {
   rowsum_case<bf16>(3, 2, 96);  // d not a multiple of 64: lanes past d idle
 }
 
+// The ring forward's merge of a block's (O_b, lse_b) into the running (O,
+// lse) on fp32 CUDA views: the engine's entry (lse_merge, the CUDA kernel
+// for contiguous views), the kernel itself and the portable kernel, each on
+// its own copy of the same inputs, against a double merge. Rows whose lse is
+// -inf (every 5th) take (O_b, lse_b) exactly, rows whose lse_b is -inf
+// (every 7th; every 35th both) stay exactly as they were. d = 128 and 64 run
+// the 16-byte vectors, d = 5 the scalar loop; rows past a block's 8 idle.
+void lse_merge_case(long s, long n, long d) {
+  SCOPED_TRACE("s " + std::to_string(s) + " n " + std::to_string(n) + " d " + std::to_string(d));
+  using O3 = Kokkos::View<float***, Layout, Mem>;
+  O3 o0("o0", s, n, d), ob("ob", s, n, d);
+  D2<float> l0("l0", s, n), lb("lb", s, n);
+  fill_random(D2<float>(o0.data(), s * n, d), 1.0), fill_random(D2<float>(ob.data(), s * n, d), 1.0);
+  fill_random(l0, 4.0), fill_random(lb, 4.0);
+  const float ninf = -std::numeric_limits<float>::infinity();
+  {
+    auto h0 = host(l0), hb = host(lb);
+    for (long r = 0; r < s * n; ++r) {
+      if (r % 5 == 0) h0(r / n, r % n) = ninf;
+      if (r % 7 == 0) hb(r / n, r % n) = ninf;
+    }
+    Kokkos::deep_copy(l0, h0), Kokkos::deep_copy(lb, hb);
+  }
+  auto ho0 = host(o0), hob = host(ob);
+  auto hl0 = host(l0), hlb = host(lb);
+  auto run = [&](int which) {
+    O3 o("o", s, n, d);
+    D2<float> l("l", s, n);
+    Kokkos::deep_copy(o, o0), Kokkos::deep_copy(l, l0);
+    if (which == 0) lse_merge<float, Mem>(o, l, ob, lb);
+    if (which == 1)
+      EXPECT_EQ(burst::fa::flash_lse_merge((long long)(s * n), int(d), o.data(), l.data(), ob.data(), lb.data(),
+                                           Kokkos::Cuda().cuda_stream()),
+                cudaSuccess);
+    if (which == 2) impl::lse_merge_portable<float, Mem>(o, l, ob, lb);
+    Kokkos::fence();
+    auto ho = host(o);
+    auto hl = host(l);
+    std::vector<double> got, ref, gotl, refl;
+    for (long i = 0; i < s; ++i)
+      for (long h = 0; h < n; ++h) {
+        const float a = hl0(i, h), b = hlb(i, h);
+        if (b == ninf || a == ninf) {  // exact: untouched, or the block's result as it is
+          const bool take = b != ninf;
+          ASSERT_EQ(hl(i, h), take ? b : a) << "row " << i << " head " << h << " (kernel " << which << ")";
+          for (long e = 0; e < d; ++e)
+            ASSERT_EQ(ho(i, h, e), take ? hob(i, h, e) : ho0(i, h, e)) << "row " << i << " head " << h << " (kernel " << which << ")";
+          continue;
+        }
+        const double mx = std::max<double>(a, b), lnew = mx + std::log(std::exp(a - mx) + std::exp(b - mx));
+        gotl.push_back(hl(i, h)), refl.push_back(lnew);
+        for (long e = 0; e < d; ++e) {
+          got.push_back(ho(i, h, e));
+          ref.push_back(std::exp(a - lnew) * ho0(i, h, e) + std::exp(b - lnew) * hob(i, h, e));
+        }
+      }
+    EXPECT_LE(rel_err(got, ref), 1e-6) << "kernel " << which;
+    EXPECT_LE(rel_err(gotl, refl), 1e-6) << "kernel " << which;
+  };
+  for (int which = 0; which < 3; ++which) run(which);
+}
+
+TEST(LseMergeCuda, MatchesDouble) {
+  lse_merge_case(77, 3, 128);
+  lse_merge_case(41, 5, 64);
+  lse_merge_case(9, 4, 5);
+}
+
 }  // namespace

@@ -64,6 +64,47 @@ __global__ void rowsum_kernel(int rows, int d, const __nv_bfloat16* dout, const 
   if (lane == 0) D[w] = acc;
 }
 
+// Merge (ob, lseb) into (o, lse) in place, one warp per (row, head), each
+// lane a 16-byte vector of the row at a time (d % 4 == 0 and every pointer
+// 16-byte aligned: VEC) or single floats 32 apart, so a warp's accesses are
+// consecutive: the portable kernel's thread per row strides by d across the
+// warp (32 rows' worth of cache lines per load). Exact for -inf rows on
+// either side, as kernels::lse_merge: lseb = -inf leaves the row as it is,
+// lse = -inf takes (ob, lseb) as they are.
+template <bool VEC>
+__global__ void lse_merge_kernel(long long rows, int d, float* __restrict__ o, float* __restrict__ lse,
+                                 const float* __restrict__ ob, const float* __restrict__ lseb) {
+  const long long w = (long long)blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
+  const int lane = threadIdx.x % 32;
+  if (w >= rows) return;
+  const float a = lse[w], b = lseb[w];
+  if (b == -INFINITY) return;  // nothing new
+  const bool take = a == -INFINITY;  // nothing yet: the block's result as it is
+  float wa = 0.f, wb = 1.f, lnew = b;
+  if (!take) {
+    const float mx = fmaxf(a, b), mn = fminf(a, b);
+    lnew = mx + log1pf(expf(mn - mx));
+    wa = expf(a - lnew), wb = expf(b - lnew);
+  }
+  float* orow = o + w * d;
+  const float* brow = ob + w * d;
+  if constexpr (VEC) {
+    for (int e = lane * 4; e < d; e += 128) {
+      const float4 y = *reinterpret_cast<const float4*>(brow + e);
+      float4 x = y;
+      if (!take) {
+        x = *reinterpret_cast<const float4*>(orow + e);
+        x.x = wa * x.x + wb * y.x, x.y = wa * x.y + wb * y.y, x.z = wa * x.z + wb * y.z, x.w = wa * x.w + wb * y.w;
+      }
+      *reinterpret_cast<float4*>(orow + e) = x;
+    }
+  } else {
+    for (int e = lane; e < d; e += 32) orow[e] = take ? brow[e] : wa * orow[e] + wb * brow[e];
+  }
+  __syncwarp();  // every lane has read lse[w] above
+  if (lane == 0) lse[w] = lnew;
+}
+
 }  // namespace dev
 
 size_t flash_workspace_bytes(const AttnShape& s, const Mask& m) {
@@ -241,6 +282,18 @@ cudaError_t flash_rowsum(int sq, int n, int d, const __nv_bfloat16* dout, const 
 cudaError_t flash_rowsum(int sq, int n, int d, const __nv_bfloat16* dout, const __nv_bfloat16* o, float* D,
                          cudaStream_t st) {
   return rowsum(sq, n, d, dout, o, D, st);
+}
+
+cudaError_t flash_lse_merge(long long rows, int d, float* o, float* lse, const float* ob, const float* lseb,
+                            cudaStream_t st) {
+  if (rows < 0 || d < 1) return cudaErrorInvalidValue;
+  if (rows == 0) return cudaSuccess;
+  const unsigned blocks = unsigned((rows + 7) / 8);  // 8 warps of 256 threads: one row each
+  if (d % 4 == 0 && aligned(o, 16) && aligned(ob, 16))
+    dev::lse_merge_kernel<true><<<blocks, 256, 0, st>>>(rows, d, o, lse, ob, lseb);
+  else
+    dev::lse_merge_kernel<false><<<blocks, 256, 0, st>>>(rows, d, o, lse, ob, lseb);
+  return cudaGetLastError();
 }
 
 }  // namespace fa

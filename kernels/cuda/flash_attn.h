@@ -104,5 +104,14 @@ cudaError_t flash_rowsum(int sq, int n, int d, const __nv_bfloat16* dout, const 
 cudaError_t flash_rowsum(int sq, int n, int d, const __nv_bfloat16* dout, const __nv_bfloat16* o, float* D,
                          cudaStream_t stream);
 
+// A ring step's partial result (ob, lseb) merged into the running (o, lse) in
+// place (ALGORITHMS.md section 1), fp32, `rows` rows (tokens x heads) of d
+// contiguous values: lse' = log(e^lse + e^lseb), o' = e^(lse - lse') o +
+// e^(lseb - lse') ob. A row whose lseb is -inf is left as it is; one whose
+// lse is -inf takes (ob, lseb). One warp per row, coalesced (16-byte vectors
+// when d % 4 == 0 and o, ob are 16-byte aligned).
+cudaError_t flash_lse_merge(long long rows, int d, float* o, float* lse, const float* ob, const float* lseb,
+                            cudaStream_t stream);
+
 }  // namespace fa
 }  // namespace burst

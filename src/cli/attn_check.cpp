@@ -97,11 +97,11 @@ template <class T> int run(Runtime& rt, const AttnCheckOptions& opt) {
       if (!(errs.back() <= tol)) status = 1;
     }
     std::printf("  %4s %14s %14s %12s %10s %8s\n", "rank", "bytes sent", "analytic", "exposed s", "time s", "blocks ok");
-    for (int r = 0; r < P; ++r) {
-      const bool ok = all_sent[size_t(r)] == all_expect[size_t(r)] && all_mis[size_t(r)] == 0;
-      std::printf("  %4d %14lld %14lld %12.6f %10.6f %4ld/%ld%s\n", r, (long long)all_sent[size_t(r)],
-                  (long long)all_expect[size_t(r)], all_exposed[size_t(r)], all_time[size_t(r)],
-                  all_checked[size_t(r)] - all_mis[size_t(r)], all_checked[size_t(r)], ok ? "" : "  FAIL");
+    for (int k = 0; k < P; ++k) {
+      const size_t i = size_t(k);
+      const bool ok = all_sent[i] == all_expect[i] && all_mis[i] == 0;
+      std::printf("  %4d %14lld %14lld %12.6f %10.6f %4ld/%ld%s\n", k, (long long)all_sent[i], (long long)all_expect[i],
+                  all_exposed[i], all_time[i], all_checked[i] - all_mis[i], all_checked[i], ok ? "" : "  FAIL");
       if (!ok) status = 1;
     }
     std::printf("attn-check: %s (tolerance %.1e)\n", status == 0 ? "PASS" : "FAIL", tol);

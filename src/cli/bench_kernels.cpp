@@ -13,6 +13,7 @@
 #include "core/timer.hpp"
 #include "io/h5.hpp"
 #include "kernels/activations.hpp"
+#include "kernels/attention.hpp"
 #include "kernels/optim.hpp"
 #include "kernels/rmsnorm.hpp"
 #include "kernels/rope.hpp"
@@ -67,7 +68,8 @@ template <class T> static void run(Runtime& rt, const Config& cfg, const std::st
     const double groups[] = {4.0 * n * double(H) * e + double(H) * (e + a) + n * a,   // RMSNorm
                              6.0 * n * double(F) * e,                                 // SwiGLU
                              n * double(nh) * double(d) * e + 8.0 * n,                // RoPE
-                             4.0 * 4.0 * double(P)};                                  // AdamW (fp32)
+                             4.0 * 4.0 * double(P),                                   // AdamW (fp32)
+                             2.0 * n * double(nh) * (double(d) + 1.0) * a};           // lse merge (o, ob, lse, lseb)
     check_bench_fits("bench kernels at " + std::to_string(N) + " tokens (hidden " + std::to_string(H) + ", ffn " +
                          std::to_string(F) + ", " + std::to_string(nh) + " x " + std::to_string(d) + " heads, " +
                          std::to_string(P) + " AdamW parameters)",
@@ -121,6 +123,18 @@ template <class T> static void run(Runtime& rt, const Config& cfg, const std::st
     for (long i = 0; i < d / 2; ++i) hinv(i) = tab.inv_freq[i];
     Kokkos::deep_copy(inv, hinv);
     time_it("rope_apply", 2.0 * N * nh * d * e + 8.0 * N, [&] { kernels::rope_apply<T, Mem>(q, pos, inv, 1.0, false); });
+  }
+  {
+    // The ring forward's merge of a visiting block's partial (O_b, lse_b)
+    // into the running (O, lse), accumulation type: o, ob read, o written,
+    // lse, lseb read, lse written. The engine's entry (on CUDA fp32 views the
+    // warp-per-row kernel) and the portable kernel (a thread per row).
+    View3<Acc> o("work/k.o", N, nh, d), ob("work/k.ob", N, nh, d);
+    View2<Acc> lse("work/k.lse", N, nh), lseb("work/k.lseb", N, nh);
+    fill_hash(o, 10, 1.0), fill_hash(ob, 11, 1.0), fill_hash(lse, 12, 4.0), fill_hash(lseb, 13, 4.0);
+    const double mb = 3.0 * double(N) * double(nh) * (double(d) + 1.0) * double(sizeof(Acc));
+    time_it("lse_merge", mb, [&] { kernels::lse_merge<Acc, Mem>(o, lse, ob, lseb); });
+    time_it("lse_merge_portable", mb, [&] { kernels::impl::lse_merge_portable<Acc, Mem>(o, lse, ob, lseb); });
   }
   {
     View1<float> p("work/k.p", P), g("work/k.g", P), m("work/k.m", P), v("work/k.v", P);
