@@ -51,13 +51,16 @@ void adamw_update(const char* label, Kokkos::View<P*, Layout, Mem> p, Kokkos::Vi
 }  // namespace impl
 
 // One step t (1-based) on a flat parameter shard. p, m, v in fp32 (or double
-// for checks); g in the same type, already scaled (clipping, averaging).
+// for checks); g in the same type, scaled by `g_scale` here (clipping) and
+// otherwise as it is (averaging done).
+//   g <- g * g_scale
 //   p <- p * (1 - lr * wd);  m <- b1 m + (1 - b1) g;  v <- b2 v + (1 - b2) g^2
 //   p <- p - lr * (m / (1 - b1^t)) / (sqrt(v / (1 - b2^t)) + eps)
 template <class P, class Mem>
 void adamw_step(Kokkos::View<P*, Layout, Mem> p, Kokkos::View<const P*, Layout, Mem> g, Kokkos::View<P*, Layout, Mem> m,
-                Kokkos::View<P*, Layout, Mem> v, const AdamWParams& hp, long t, double weight_decay_scale = 1.0) {
-  impl::adamw_update<false, P, P, Mem>("burst::adamw_step", p, g, m, v, hp, t, weight_decay_scale, 1.0,
+                Kokkos::View<P*, Layout, Mem> v, const AdamWParams& hp, long t, double weight_decay_scale = 1.0,
+                double g_scale = 1.0) {
+  impl::adamw_update<false, P, P, Mem>("burst::adamw_step", p, g, m, v, hp, t, weight_decay_scale, g_scale,
                                        Kokkos::View<P*, Layout, Mem>());
 }
 

@@ -487,6 +487,28 @@ TEST(Optim, AdamWMatchesScalarReference) {
   for (long i = 0; i < n; ++i) EXPECT_NEAR(got[i], rp[i], 1e-14);
 }
 
+// The clip factor applied inside the step (g_scale, as the trainer does)
+// equals scaling the gradient first (in double: the same products).
+TEST(Optim, AdamWScalesTheGradientInside) {
+  const long n = 64;
+  Vec p = randn(n), g = randn(n);
+  AdamWParams hp{1e-2, 0.9, 0.95, 1e-8, 0.1};
+  const double clip = 0.23;
+  auto pa = dev1(p), pb = dev1(p), gb = dev1(g);
+  Kokkos::View<double*, Layout, Mem> ma("optim/ma", n), va("optim/va", n), mb("optim/mb", n), vb("optim/vb", n);
+  for (long t = 1; t <= 3; ++t) {
+    adamw_step<double, Mem>(pa, dev1(g), ma, va, hp, t, 0.5, clip);
+    auto gs = dev1(g);
+    kernels::scale_inplace<double, Mem>(gs, clip);
+    adamw_step<double, Mem>(pb, gs, mb, vb, hp, t, 0.5);
+  }
+  Vec a = host(pa), b = host(pb), ref = p;
+  for (long i = 0; i < n; ++i) EXPECT_EQ(a[i], b[i]) << i;
+  double moved = 0;
+  for (long i = 0; i < n; ++i) moved = std::max(moved, std::fabs(a[i] - ref[i]));
+  EXPECT_GT(moved, 1e-4);  // the step did update
+}
+
 // The mixed-precision step: the master follows adamw_step exactly (with the
 // gradient scaled inside), and the bf16 copy is the master rounded to nearest.
 TEST(Optim, AdamWCopyMatchesAdamWAndRoundsTheCopy) {

@@ -154,8 +154,7 @@ template <class T> StepResult run_one(const Config& cfg, ModelConfig mc, long S)
     const double f = kernels::clip_factor(norm, clip);
     ++t;
     if constexpr (std::is_same<A, T>::value) {
-      if (f != 1.0) kernels::scale_inplace<A, Mem>(G, f);
-      kernels::adamw_step<A, Mem>(master, G, m, v, hp, t);
+      kernels::adamw_step<A, Mem>(master, G, m, v, hp, t, 1.0, f);
     } else {
       kernels::adamw_step_copy<A, T, Mem>(master, G, m, v, hp, t, P, f);
     }

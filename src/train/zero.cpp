@@ -212,34 +212,34 @@ template <class T> void ZeroState<T>::step(const kernels::AdamWParams& hp, long 
   auto& params = model_.params();
   auto& grads = model_.grads();
   // AdamW on n elements: P the parameters the model reads (T), G their
-  // gradient, `at` the position in the master / moment buffers.
+  // gradient, `at` the position in the master / moment buffers. The clip
+  // factor scales G inside the update (no pass of its own over the
+  // gradients; they are not read again before the next step zeroes them).
   auto update = [&](const U1<T>& P, const U1<A>& G, long at, long n, double decay) {
     if (offload_) {  // on the host, over the shard
       auto hg = Kokkos::create_mirror_view_and_copy(HostMem(), G);
       if constexpr (kMixed) {
         auto hpv = Kokkos::create_mirror_view(P);
         kernels::adamw_step_copy<A, T, HostMem>(hsub(hmaster_, at, n), hg, hsub(hm_, at, n), hsub(hv_, at, n), hp, t, hpv,
-                                                1.0, decay);
+                                                clip, decay);
         Kokkos::deep_copy(P, hpv);
       } else {
         auto hpv = Kokkos::create_mirror_view_and_copy(HostMem(), P);
-        kernels::adamw_step<T, HostMem>(hpv, hg, hsub(hm_, at, n), hsub(hv_, at, n), hp, t, decay);
+        kernels::adamw_step<T, HostMem>(hpv, hg, hsub(hm_, at, n), hsub(hv_, at, n), hp, t, decay, clip);
         Kokkos::deep_copy(P, hpv);
       }
     } else if constexpr (kMixed) {
-      kernels::adamw_step_copy<A, T, Mem>(sub(master_, at, n), G, sub(m_, at, n), sub(v_, at, n), hp, t, P, 1.0, decay);
+      kernels::adamw_step_copy<A, T, Mem>(sub(master_, at, n), G, sub(m_, at, n), sub(v_, at, n), hp, t, P, clip, decay);
     } else {
-      kernels::adamw_step<T, Mem>(P, G, sub(m_, at, n), sub(v_, at, n), hp, t, decay);
+      kernels::adamw_step<T, Mem>(P, G, sub(m_, at, n), sub(v_, at, n), hp, t, decay, clip);
     }
   };
   if (stage_ == 0) {
-    if (clip != 1.0) kernels::scale_inplace<A, Mem>(grads.flat(), clip);
     for (const ParamInfo& p : params.table())
       update(sub(params.flat(), p.offset, p.size), sub(grads.flat(), p.offset, p.size), p.offset, p.size,
              p.is_norm ? 0.0 : 1.0);
     return;
   }
-  if (clip != 1.0) kernels::scale_inplace<A, Mem>(stage_ == 1 ? grads.flat() : g_shard_, clip);
   for_each_owned_tensor([&](const ParamInfo& p, long off, long n, long pos) {
     const U1<T> P = stage_ >= 3 ? sub(p_shard_, pos, n) : sub(params.flat(), off, n);
     const U1<A> G = stage_ == 1 ? sub(grads.flat(), off, n) : sub(g_shard_, pos, n);
