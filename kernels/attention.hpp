@@ -523,8 +523,10 @@ namespace burst::kernels {
 // On CUDA builds, bf16 views in CUDA memory with head dim 64 or 128 go to the
 // tensor-core kernels of kernels/cuda/ (asynchronous on the default
 // execution space's stream; the count is then the portable kernel's for the
-// same call, see impl::count_visible_tiles); everything else runs the
-// portable kernel below, which stays the reference.
+// same call, see impl::count_visible_tiles, or -1 when tiles.count is false:
+// AttnTiles::uncounted(), so that a position mask's count does not make the
+// host wait); everything else runs the portable kernel below, which stays
+// the reference.
 template <class T, class Mem>
 long flash_attention_forward(Kokkos::View<const T***, Layout, Mem> q, Kokkos::View<const T***, Layout, Mem> k,
                              Kokkos::View<const T***, Layout, Mem> v, const AttnMask<Mem>& mask, accum_t<T> scale,

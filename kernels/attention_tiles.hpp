@@ -21,6 +21,19 @@ inline constexpr long kAttnTileCols = 32;
 struct AttnTiles {
   long br = kAttnTileRows;  // query rows per tile
   long bc = kAttnTileCols;  // key rows per tile
+  // Whether a tensor-core (CUDA) call returns the portable kernel's tile
+  // count for the same call. Under a position mask (every ring method's,
+  // documents, sliding windows) that count is a device reduction the host
+  // waits for: a stall between a ring's steps, which stops the host from
+  // queueing the next step's work. The engine's own calls pass uncounted()
+  // and get -1 from the CUDA path; the portable kernels count as they go
+  // and return it either way.
+  bool count = true;
+  static AttnTiles uncounted() {
+    AttnTiles t;
+    t.count = false;
+    return t;
+  }
 };
 
 // Positions and document ids of the non-padding tokens of a span of slots

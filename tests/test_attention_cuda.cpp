@@ -241,6 +241,14 @@ void check_case(const Case& c, const Heads& h, std::uint64_t seed, bool expect_c
   EXPECT_EQ(cuda::dispatch_count() - calls0, expect_cuda ? 1 : 0) << "forward dispatch";
   EXPECT_EQ(fwd_tiles, ref.fwd_tiles) << "forward tile count";
   const std::vector<double> ho = to_host(o), hl = to_host(lse);
+  {  // uncounted, as the engine calls it: -1 from the CUDA path (no wait on a count), the same O and lse
+    DV3<float> o2("act/o2", c.sq, h.n, h.d);
+    DV2<float> lse2("act/lse2", c.sq, h.n);
+    Kokkos::deep_copy(o2, nan), Kokkos::deep_copy(lse2, nan);
+    const long t2 = flash_attention_forward<bf16, Mem>(q, k, v, f.mask, scale, o2, lse2, AttnTiles::uncounted());
+    EXPECT_EQ(t2, expect_cuda ? -1L : ref.fwd_tiles) << "uncounted forward";
+    EXPECT_TRUE(to_host(o2) == ho && to_host(lse2) == hl) << "uncounted forward: O and lse differ from the counted call's";
+  }
   expect_close(ho, ref.o, 1.0, "O");
   long lse_bad = 0, zero_bad = 0;
   double lse_err = 0;

@@ -121,7 +121,7 @@ long flash_forward(Kokkos::View<const T***, Layout, Mem> q, Kokkos::View<const T
   check(fa::flash_forward(s, nv(q.data()), nv(k.data()), nv(v.data()), m, scale, o.data(), nullptr, lse.data(), ws, st),
         "flash attention forward (kernels/cuda)");
   ++dispatch_count();
-  return impl::count_visible_tiles<Kokkos::Cuda>(mask, sq, sk, n, tiles);
+  return tiles.count ? impl::count_visible_tiles<Kokkos::Cuda>(mask, sq, sk, n, tiles) : -1;
 }
 
 template <class T, class Mem>
@@ -140,7 +140,7 @@ long flash_backward(Kokkos::View<const T***, Layout, Mem> q, Kokkos::View<const 
                            dq.data(), dk.data(), dv.data(), accumulate.dq, accumulate.dkdv, ws, st),
         "flash attention backward (kernels/cuda)");
   ++dispatch_count();
-  return impl::count_visible_tiles<Kokkos::Cuda>(mask, sq, sk, n, tiles);
+  return tiles.count ? impl::count_visible_tiles<Kokkos::Cuda>(mask, sq, sk, n, tiles) : -1;
 }
 
 }  // namespace burst::kernels::cuda

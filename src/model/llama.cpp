@@ -43,7 +43,7 @@ template <class T, class Mem> kernels::AttnMask<Mem> LocalAttention<T, Mem>::mas
 
 template <class T, class Mem>
 void LocalAttention<T, Mem>::forward(int, const TokenBatch<Mem>& b, CV3 q, CV3 k, CV3 v, V3 o, V2 lse) {
-  kernels::flash_attention_forward<T, Mem>(q, k, v, mask(b), A(scale_), o, lse);
+  kernels::flash_attention_forward<T, Mem>(q, k, v, mask(b), A(scale_), o, lse, kernels::AttnTiles::uncounted());
 }
 
 template <class T, class Mem>
@@ -52,7 +52,8 @@ void LocalAttention<T, Mem>::backward(int, const TokenBatch<Mem>& b, CV3 q, CV3 
                                       CV3 dout, V3 dq, V3 dk, V3 dv) {
   auto D = uninit_view<Kokkos::View<A**, Layout, Mem>>(mem_label(MemCategory::Activations, "attn.D"), o.extent(0), o.extent(1));
   kernels::attention_backward_rowsum<T, Mem, T>(dout, o, D);
-  kernels::flash_attention_backward<T, Mem>(q, k, v, dout, lse, D, mask(b), A(scale_), dq, dk, dv, false);
+  kernels::flash_attention_backward<T, Mem>(q, k, v, dout, lse, D, mask(b), A(scale_), dq, dk, dv, false,
+                                            kernels::AttnTiles::uncounted());
 }
 
 // ------------------------------------------------------------------- model

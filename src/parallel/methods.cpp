@@ -202,7 +202,8 @@ template <class T> class AllGatherAttention : public AttentionMethod<T> {
     auto kv = gather(k, v);
     if (comm_only_) return;
     const long s = meta_.local(), me = c_->rank();
-    kernels::flash_attention_forward<T, DeviceMem>(q, kv.first, kv.second, meta_.mask_rows(me * s, s, 0, s * c_->size()), scale_, o, lse);
+    kernels::flash_attention_forward<T, DeviceMem>(q, kv.first, kv.second, meta_.mask_rows(me * s, s, 0, s * c_->size()), scale_, o, lse,
+                                                   kernels::AttnTiles::uncounted());
   }
   void backward(int, CV3 q, CV3 k, CV3 v, CV3 o, CAV2 lse, CV3 dout, AV3 dq, AV3 dk, AV3 dv) override {
     auto kv = gather(k, v);
@@ -211,7 +212,7 @@ template <class T> class AllGatherAttention : public AttentionMethod<T> {
     AV2 D("work/ag_D", size_t(s), q.extent(1));
     if (!comm_only_) kernels::attention_backward_rowsum<T, DeviceMem, T>(dout, o, D);
     if (!comm_only_) kernels::flash_attention_backward<T, DeviceMem>(q, kv.first, kv.second, dout, lse, D, meta_.mask_rows(me * s, s, 0, S), scale_,
-                                                    dq, dka, dva, false);
+                                                    dq, dka, dva, false, kernels::AttnTiles::uncounted());
     using F = Kokkos::View<Acc*, Layout, DeviceMem, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
     c_->reduce_scatter_sum(F(dka.data(), dka.span()), F(dk.data(), dk.span()));
     c_->reduce_scatter_sum(F(dva.data(), dva.span()), F(dv.data(), dv.span()));

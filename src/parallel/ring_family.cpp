@@ -166,12 +166,12 @@ template <class T> struct ForwardClient : RingClient {
   void compute(const RingOp& op, const Packet& read, const Packet*) override {
     const long s = meta.local(), tr = meta.travel();
     if (op.home) {
-      kernels::flash_attention_forward<T, DeviceMem>(q, k, v, meta.mask(me, s, me, s), scale, o, lse);
+      kernels::flash_attention_forward<T, DeviceMem>(q, k, v, meta.mask(me, s, me, s), scale, o, lse, kernels::AttnTiles::uncounted());
       return;
     }
     if (!meta.visible(me, false, op.origin, true)) return;
     CU3<T> kp = read.field3<T>(0, size_t(tr), size_t(nkv), size_t(d)), vp = read.field3<T>(1, size_t(tr), size_t(nkv), size_t(d));
-    kernels::flash_attention_forward<T, DeviceMem>(q, kp, vp, meta.mask(me, s, op.origin, tr), scale, ob, lseb);
+    kernels::flash_attention_forward<T, DeviceMem>(q, kp, vp, meta.mask(me, s, op.origin, tr), scale, ob, lseb, kernels::AttnTiles::uncounted());
     kernels::lse_merge<Acc, DeviceMem>(o, lse, ob, lseb);
   }
   void add(const Packet&, const Packet&) override {}
@@ -201,7 +201,7 @@ template <class T, class W> struct BurstBackwardClient : RingClient {
     const long s = meta.local(), tr = meta.travel();
     if (op.home) {
       kernels::flash_attention_backward<T, DeviceMem>(q, k, v, dout, lse, D, meta.mask(me, s, me, s), scale, dq, dk, dv,
-                                                      kernels::BackwardAccumulate(false, false));
+                                                      kernels::BackwardAccumulate(false, false), kernels::AttnTiles::uncounted());
       return;
     }
     const size_t cnt = size_t(tr * n * d);
@@ -214,7 +214,7 @@ template <class T, class W> struct BurstBackwardClient : RingClient {
     Kokkos::View<Acc***, Layout, DeviceMem> target =
         std::is_same<W, Acc>::value ? Kokkos::View<Acc***, Layout, DeviceMem>(partial->field3<Acc>(0, size_t(tr), size_t(n), size_t(d))) : tmp;
     kernels::flash_attention_backward<T, DeviceMem>(qp, k, v, dop, lp, Dp, meta.mask(op.origin, tr, me, s), scale, target, dk,
-                                                    dv, kernels::BackwardAccumulate(false, true));
+                                                    dv, kernels::BackwardAccumulate(false, true), kernels::AttnTiles::uncounted());
     if (!std::is_same<W, Acc>::value) convert_into(partial->field1<W>(0, cnt), flat(tmp, long(cnt)), long(cnt));
   }
   void add(const Packet& from, const Packet& to) override {
@@ -244,7 +244,7 @@ template <class T, class W> struct KVBackwardClient : RingClient {
     const long s = meta.local(), tr = meta.travel();
     if (op.home) {
       kernels::flash_attention_backward<T, DeviceMem>(q, k, v, dout, lse, D, meta.mask(me, s, me, s), scale, dq, dk, dv,
-                                                      kernels::BackwardAccumulate(false, false));
+                                                      kernels::BackwardAccumulate(false, false), kernels::AttnTiles::uncounted());
       return;
     }
     const size_t cnt = size_t(tr * nkv * d);
@@ -259,7 +259,7 @@ template <class T, class W> struct KVBackwardClient : RingClient {
     AV tk = direct ? AV(partial->field3<Acc>(0, size_t(tr), size_t(nkv), size_t(d))) : tmp_k;
     AV tv = direct ? AV(partial->field3<Acc>(1, size_t(tr), size_t(nkv), size_t(d))) : tmp_v;
     kernels::flash_attention_backward<T, DeviceMem>(q, kp, vp, dout, lse, D, meta.mask(me, s, op.origin, tr), scale, dq, tk,
-                                                    tv, kernels::BackwardAccumulate(true, false));
+                                                    tv, kernels::BackwardAccumulate(true, false), kernels::AttnTiles::uncounted());
     if (!direct) {
       convert_into(partial->field1<W>(0, cnt), flat(tmp_k, long(cnt)), long(cnt));
       convert_into(partial->field1<W>(1, cnt), flat(tmp_v, long(cnt)), long(cnt));
