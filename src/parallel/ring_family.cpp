@@ -206,7 +206,7 @@ template <class T, class W> struct BurstBackwardClient : RingClient {
     }
     const size_t cnt = size_t(tr * n * d);
     if (!meta.visible(op.origin, true, me, false)) {
-      Kokkos::deep_copy(partial->field1<W>(0, cnt), W(0));
+      Kokkos::deep_copy(ExecSpace(), partial->field1<W>(0, cnt), W(0));
       return;
     }
     CU3<T> qp = read.field3<T>(0, size_t(tr), size_t(n), size_t(d)), dop = read.field3<T>(1, size_t(tr), size_t(n), size_t(d));
@@ -249,8 +249,8 @@ template <class T, class W> struct KVBackwardClient : RingClient {
     }
     const size_t cnt = size_t(tr * nkv * d);
     if (!meta.visible(me, false, op.origin, true)) {
-      Kokkos::deep_copy(partial->field1<W>(0, cnt), W(0));
-      Kokkos::deep_copy(partial->field1<W>(1, cnt), W(0));
+      Kokkos::deep_copy(ExecSpace(), partial->field1<W>(0, cnt), W(0));
+      Kokkos::deep_copy(ExecSpace(), partial->field1<W>(1, cnt), W(0));
       return;
     }
     CU3<T> kp = read.field3<T>(0, size_t(tr), size_t(nkv), size_t(d)), vp = read.field3<T>(1, size_t(tr), size_t(nkv), size_t(d));
@@ -287,8 +287,8 @@ template <class T> void RingFamily<T>::forward(int, CV3 q, CV3 k, CV3 v, AV3 o, 
                     ", ", k.extent(1), ", ", k.extent(2), "]; the layout and heads need [", s, ", ", n_, ", ", d_, "] and [", s,
                     ", ", nkv_, ", ", d_, "]");
   Packet& own = fwd_.read[0];
-  Kokkos::deep_copy(own.field3<T>(0, size_t(tr), size_t(nkv_), size_t(d_)), leading_rows(k, tr));
-  Kokkos::deep_copy(own.field3<T>(1, size_t(tr), size_t(nkv_), size_t(d_)), leading_rows(v, tr));
+  Kokkos::deep_copy(ExecSpace(), own.field3<T>(0, size_t(tr), size_t(nkv_), size_t(d_)), leading_rows(k, tr));
+  Kokkos::deep_copy(ExecSpace(), own.field3<T>(1, size_t(tr), size_t(nkv_), size_t(d_)), leading_rows(v, tr));
   own.set_origin(me_);
   if (cfg_.comm_only) {
     CommOnlyClient c;
@@ -316,8 +316,8 @@ void RingFamily<T>::backward(int, CV3 q, CV3 k, CV3 v, CV3 o, CAV2 lse, CV3 dout
                      cfg_.trace && !cfg_.comm_only ? &this->trace_ : nullptr, timers_ ? &bwd_.times : nullptr);
   };
   if (cfg_.kv_backward) {
-    Kokkos::deep_copy(own.field3<T>(0, size_t(tr), size_t(nkv_), size_t(d_)), leading_rows(k, tr));
-    Kokkos::deep_copy(own.field3<T>(1, size_t(tr), size_t(nkv_), size_t(d_)), leading_rows(v, tr));
+    Kokkos::deep_copy(ExecSpace(), own.field3<T>(0, size_t(tr), size_t(nkv_), size_t(d_)), leading_rows(k, tr));
+    Kokkos::deep_copy(ExecSpace(), own.field3<T>(1, size_t(tr), size_t(nkv_), size_t(d_)), leading_rows(v, tr));
     auto go = [&](auto w) {
       using W = decltype(w);
       KVBackwardClient<T, W> c(meta_);
@@ -327,10 +327,10 @@ void RingFamily<T>::backward(int, CV3 q, CV3 k, CV3 v, CV3 o, CAV2 lse, CV3 dout
     };
     cfg_.partial_bf16 ? go(bf16()) : go(Acc());
   } else {
-    Kokkos::deep_copy(own.field3<T>(0, size_t(tr), size_t(n_), size_t(d_)), leading_rows(q, tr));
-    Kokkos::deep_copy(own.field3<T>(1, size_t(tr), size_t(n_), size_t(d_)), leading_rows(dout, tr));
-    Kokkos::deep_copy(own.field2<Acc>(2, size_t(tr), size_t(n_)), leading_rows2(lse, tr));
-    Kokkos::deep_copy(own.field2<Acc>(3, size_t(tr), size_t(n_)), leading_rows2(D_, tr));
+    Kokkos::deep_copy(ExecSpace(), own.field3<T>(0, size_t(tr), size_t(n_), size_t(d_)), leading_rows(q, tr));
+    Kokkos::deep_copy(ExecSpace(), own.field3<T>(1, size_t(tr), size_t(n_), size_t(d_)), leading_rows(dout, tr));
+    Kokkos::deep_copy(ExecSpace(), own.field2<Acc>(2, size_t(tr), size_t(n_)), leading_rows2(lse, tr));
+    Kokkos::deep_copy(ExecSpace(), own.field2<Acc>(3, size_t(tr), size_t(n_)), leading_rows2(D_, tr));
     auto go = [&](auto w) {
       using W = decltype(w);
       BurstBackwardClient<T, W> c(meta_);
