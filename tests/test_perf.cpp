@@ -389,60 +389,55 @@ TEST(PerfModel, PredictsTheH200OneBLayer) {
   EXPECT_GT(r.layer_bwd, 2 * r.layer_fwd);
 }
 
-// THIS engine on the H200 (h200_engine.toml + perf_calibration_h200_engine.toml, calibrate_h200_engine.py
-// from the block benches of experiments/results/h200/issue6_s8): the block it was calibrated on comes back
-// (1B 48.3 ms, 7B 127.1 ms measured, bench layer at 32K), and the 1B training steps of the same call,
-// which the calibration did not use (0.932 / 2.776 / 9.217 s at 32K / 64K / 128K), within 5%.
-TEST(PerfModel, EngineH200CalibrationFromItsBlock) {
-  const Cluster h = load_cluster(default_data_dir() + "/clusters/h200_engine.toml", default_data_dir());
-  const Calibration k = load_calibration(default_data_dir() + "/perf_calibration_h200_engine.toml");
+// A one-GPU engine calibration (calibrate_h200_engine.py) against the runs of its call: the 1B and 7B
+// blocks it was fitted on (bench layer at 32K, forward + backward seconds) within 3%, and the 1B training
+// steps of the same call at 32K / 64K / 128K, which the fit did not use, within 5%.
+static void expect_engine_calibration(const Cluster& h, const Calibration& k, double block_1b, double block_7b,
+                                      const double (&step_1b)[3]) {
   ModelShape m7 = shape("7B");
   m7.gated = true;  // bench layer's 7B block is LLaMA's (SwiGLU); the paper's 7B preset is GELU
   StepConfig s;
   s.P = 1, s.zero = 0, s.policy = "whole", s.S = 32768;
-  const std::pair<ModelShape, double> blocks[] = {{shape("1B"), 0.0483}, {m7, 0.1271}};
+  const std::pair<ModelShape, double> blocks[] = {{shape("1B"), block_1b}, {m7, block_7b}};
   for (const auto& b : blocks) {
     s.model = b.first;
     const StepResult r = simulate_step(h, k, s);
-    EXPECT_NEAR((r.layer_fwd + r.layer_bwd) / b.second, 1.0, 0.03) << b.first.name;
+    EXPECT_NEAR((r.layer_fwd + r.layer_bwd) / b.second, 1.0, 0.03) << h.name << " " << b.first.name;
   }
   s.model = shape("1B");
-  const std::pair<double, double> steps[] = {{32768, 0.932}, {65536, 2.776}, {131072, 9.217}};
-  for (const auto& st : steps) {
-    s.S = st.first;
-    EXPECT_NEAR(simulate_step(h, k, s).t_total / st.second, 1.0, 0.05) << st.first;
+  const long tokens[] = {32768, 65536, 131072};
+  for (int i = 0; i < 3; ++i) {
+    s.S = tokens[i];
+    EXPECT_NEAR(simulate_step(h, k, s).t_total / step_1b[i], 1.0, 0.05) << h.name << " " << tokens[i];
   }
 }
 
+// THIS engine on the H200 (h200_engine.toml + perf_calibration_h200_engine.toml, from the block benches of
+// experiments/results/h200/issue6_s8: 1B 48.3 ms, 7B 127.1 ms; the steps of the same call 0.932 / 2.776 /
+// 9.217 s).
+TEST(PerfModel, EngineH200CalibrationFromItsBlock) {
+  const Cluster h = load_cluster(default_data_dir() + "/clusters/h200_engine.toml", default_data_dir());
+  const Calibration k = load_calibration(default_data_dir() + "/perf_calibration_h200_engine.toml");
+  expect_engine_calibration(h, k, 0.0483, 0.1271, {0.932, 2.776, 9.217});
+}
+
 // THIS engine on the H100 (h100_engine.toml + perf_calibration_h100_engine.toml): the GEMM fraction and the
-// elementwise passes from the 1B and 7B blocks of experiments/results/h100/issue6_s19/part17 (calibrate_h200_engine.py
-// --card h100; 44.297 / 116.835 ms measured, bench layer at 32K), the attention curve from the lab's H100 A/B
-// calls of the same kernels (--attention). The blocks come back within 3%; the 1B steps of the same call, which
-// the calibration did not use (0.8587 / 2.5164 / 8.3313 s at 32K / 64K / 128K), within 5%; a 7B step that fits
-// the H200 does not fit the H100's 78 GiB.
+// elementwise passes from the 1B and 7B blocks of experiments/results/h100/issue6_s19/part17 (--card h100;
+// 44.297 / 116.835 ms), the attention curve from the lab's H100 A/B calls of the same kernels (--attention);
+// the steps of the same call 0.8587 / 2.5164 / 8.3313 s. A 7B step that fits the H200 does not fit the
+// H100's 78 GiB.
 TEST(PerfModel, EngineH100CalibrationFromItsBlock) {
   const Cluster h2 = load_cluster(default_data_dir() + "/clusters/h200_engine.toml", default_data_dir());
   const Cluster h1 = load_cluster(default_data_dir() + "/clusters/h100_engine.toml", default_data_dir());
   const Calibration k2 = load_calibration(default_data_dir() + "/perf_calibration_h200_engine.toml");
   const Calibration k1 = load_calibration(default_data_dir() + "/perf_calibration_h100_engine.toml");
+  expect_engine_calibration(h1, k1, 0.044297, 0.116835, {0.8587, 2.5164, 8.3313});
   ModelShape m7 = shape("7B");
-  m7.gated = true;  // bench layer's 7B block is LLaMA's (SwiGLU)
+  m7.gated = true;
   StepConfig s;
-  s.P = 1, s.zero = 0, s.policy = "whole", s.S = 32768;
-  const std::pair<ModelShape, double> blocks[] = {{shape("1B"), 0.044297}, {m7, 0.116835}};
-  for (const auto& b : blocks) {
-    s.model = b.first;
-    const StepResult r = simulate_step(h1, k1, s);
-    EXPECT_NEAR((r.layer_fwd + r.layer_bwd) / b.second, 1.0, 0.03) << b.first.name;
-  }
-  EXPECT_TRUE(simulate_step(h2, k2, s).fits);  // s.model is the 7B
+  s.P = 1, s.zero = 0, s.policy = "whole", s.S = 32768, s.model = m7;
+  EXPECT_TRUE(simulate_step(h2, k2, s).fits);
   EXPECT_FALSE(simulate_step(h1, k1, s).fits);
-  s.model = shape("1B");
-  const std::pair<double, double> steps[] = {{32768, 0.8587}, {65536, 2.5164}, {131072, 8.3313}};
-  for (const auto& st : steps) {
-    s.S = st.first;
-    EXPECT_NEAR(simulate_step(h1, k1, s).t_total / st.second, 1.0, 0.05) << st.first;
-  }
 }
 
 // The published rows (ALGORITHMS.md section 10) with the committed constants.

@@ -85,7 +85,7 @@ def predict(burst, cluster, method, seq, P):
         out = os.path.join(tmp, "p.h5")
         # the cluster's own calibration (h200_engine / h100_engine: their block constants; the attention-only case
         # does not use them)
-        stem = os.path.basename(cluster)[:-len(".toml")] if cluster.endswith(".toml") else ""
+        stem = os.path.splitext(os.path.basename(cluster))[0]
         calib = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(cluster))), f"perf_calibration_{stem}.toml")
         extra = ["--calibration", calib] if stem.endswith("_engine") and os.path.exists(calib) else []
         r = subprocess.run([burst, "simulate", "--cluster", cluster] + extra + ["--attention-only", "--model", "7B", "--method", method,
