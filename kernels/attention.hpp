@@ -741,6 +741,58 @@ void lse_merge(Kokkos::View<Acc***, Layout, Mem> o, Kokkos::View<Acc**, Layout, 
   impl::lse_merge_portable<Acc, Mem>(o, lse, ob, lseb);
 }
 
+namespace impl {
+// flash_attention_forward_merge without the merging kernel: the block's
+// partial (ob, lseb), then lse_merge.
+template <class T, class Mem>
+long forward_then_merge(Kokkos::View<const T***, Layout, Mem> q, Kokkos::View<const T***, Layout, Mem> k,
+                        Kokkos::View<const T***, Layout, Mem> v, const AttnMask<Mem>& mask, accum_t<T> scale,
+                        Kokkos::View<accum_t<T>***, Layout, Mem> o, Kokkos::View<accum_t<T>**, Layout, Mem> lse,
+                        Kokkos::View<accum_t<T>***, Layout, Mem> ob, Kokkos::View<accum_t<T>**, Layout, Mem> lseb,
+                        AttnTiles tiles) {
+  using Acc = accum_t<T>;
+  const long t = flash_attention_forward<T, Mem>(q, k, v, mask, scale, ob, lseb, tiles);
+  lse_merge<Acc, Mem>(o, lse, ob, lseb);
+  return t;
+}
+}  // namespace impl
+
+// The forward over one more block of keys, merged into a running result
+// (o, lse) in place: before, attention over other keys (a row that saw none
+// has lse = -inf, O = 0); after, over those and these together (ALGORITHMS.md
+// section 1), a row that sees none of these keys left as it is. The ring
+// forward's step for every visiting block. The CUDA kernels (bf16 in CUDA
+// memory, flash_usable) merge in their epilogue: the block's O is never in
+// memory, and no second pass reads and writes O (at 2K keys per block the
+// merge pass costs about a quarter of the block's compute; BURST_FA_MERGE=0
+// turns the epilogue merge off). Elsewhere the block's partial goes to
+// (ob, lseb), shaped as (o, lse), then lse_merge.
+template <class T, class Mem>
+long flash_attention_forward_merge(Kokkos::View<const T***, Layout, Mem> q, Kokkos::View<const T***, Layout, Mem> k,
+                                   Kokkos::View<const T***, Layout, Mem> v, const AttnMask<Mem>& mask, accum_t<T> scale,
+                                   Kokkos::View<accum_t<T>***, Layout, Mem> o, Kokkos::View<accum_t<T>**, Layout, Mem> lse,
+                                   Kokkos::View<accum_t<T>***, Layout, Mem> ob,
+                                   Kokkos::View<accum_t<T>**, Layout, Mem> lseb, AttnTiles tiles = {}) {
+  impl::check_attention_shapes(q, k, v, mask);
+  BURST_CHECK_INPUT(o.extent(0) == q.extent(0) && o.extent(1) == q.extent(1) && o.extent(2) == q.extent(2) &&
+                        lse.extent(0) == q.extent(0) && lse.extent(1) == q.extent(1),
+                    "attention forward (merge): O is [", o.extent(0), ", ", o.extent(1), ", ", o.extent(2), "] and lse [",
+                    lse.extent(0), ", ", lse.extent(1), "], expected Q's shape [", q.extent(0), ", ", q.extent(1), ", ",
+                    q.extent(2), "] and its first two");
+  BURST_CHECK_INPUT(ob.extent(0) == o.extent(0) && ob.extent(1) == o.extent(1) && ob.extent(2) == o.extent(2) &&
+                        lseb.extent(0) == lse.extent(0) && lseb.extent(1) == lse.extent(1),
+                    "attention forward (merge): the scratch (O_b, lse_b) must be shaped as (O, lse)");
+  BURST_CHECK_INPUT(tiles.br >= 1 && tiles.bc >= 1, "attention: tile sizes must be >= 1");
+  if (q.extent(0) == 0 || q.extent(1) == 0) return 0;
+#ifdef BURST_HAVE_CUDA
+  if constexpr (cuda::dispatches<T, Mem>()) {
+    if (cuda::forward_merge_enabled() && cuda::flash_usable(q, k, v, scale, o, lse))
+      return cuda::flash_forward_merge(q, k, v, mask, scale, o, lse, tiles);
+  }
+#endif
+  return impl::forward_then_merge<T, Mem>(q, k, v, mask, scale, o, lse, ob, lseb, tiles);
+}
+
 inline const char* mask_kind_name(MaskKind k) {
   switch (k) {
     case MaskKind::None: return "none";

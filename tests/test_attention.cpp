@@ -489,6 +489,45 @@ TEST(LseMerge, MergingBlocksEqualsAttentionOverTheirUnion) {
     EXPECT_LT(rel_err(ho, ref.o), 1e-13) << order;
     EXPECT_LT(rel_err(hl, ref.lse), 1e-13) << order;
   }
+  // flash_attention_forward_merge (the ring forward's step; here the
+  // portable path: a partial into the scratch, then lse_merge): block 1
+  // computed, block 2 merged in, in either order, then a block no row sees.
+  for (int order = 0; order < 2; ++order) {
+    const long lo[2] = {order == 0 ? 0 : s1, order == 0 ? s1 : 0}, hi[2] = {order == 0 ? s1 : s1 + s2, order == 0 ? s1 + s2 : s1};
+    auto dev = [](const HV3& x) {
+      Kokkos::View<double***, Layout, Mem> y("act/x", x.extent(0), x.extent(1), x.extent(2));
+      Kokkos::deep_copy(y, x);
+      return y;
+    };
+    auto keys = [&](const HV3& x, long a, long b) {
+      HV3 y("act/kb", b - a, n, d);
+      for (long j = a; j < b; ++j)
+        for (long h = 0; h < n; ++h)
+          for (long e = 0; e < d; ++e) y(j - a, h, e) = x(j, h, e);
+      return dev(y);
+    };
+    auto qd = dev(q);
+    Kokkos::View<double***, Layout, Mem> o("act/o", sq, n, d), ob("act/ob", sq, n, d);
+    Kokkos::View<double**, Layout, Mem> l("act/l", sq, n), lb("act/lb", sq, n);
+    flash_attention_forward<double, Mem>(qd, keys(k, lo[0], hi[0]), keys(v, lo[0], hi[0]),
+                                         AttnMask<Mem>::causal(2 - lo[0]), 1.0 / std::sqrt(double(d)), o, l);
+    Kokkos::deep_copy(ob, std::nan("")), Kokkos::deep_copy(lb, std::nan(""));  // scratch: read only after written
+    const long t = flash_attention_forward_merge<double, Mem>(qd, keys(k, lo[1], hi[1]), keys(v, lo[1], hi[1]),
+                                                              AttnMask<Mem>::causal(2 - lo[1]), 1.0 / std::sqrt(double(d)),
+                                                              o, l, ob, lb);
+    EXPECT_GT(t, 0);
+    // Keys no row sees (a causal offset below every row): nothing changes.
+    flash_attention_forward_merge<double, Mem>(qd, keys(k, 0, 3), keys(v, 0, 3), AttnMask<Mem>::causal(-sq - 1),
+                                               1.0 / std::sqrt(double(d)), o, l, ob, lb);
+    auto ho = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), o);
+    auto hl = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), l);
+    EXPECT_LT(rel_err(ho, ref.o), 1e-13) << "forward_merge, order " << order;
+    EXPECT_LT(rel_err(hl, ref.lse), 1e-13) << "forward_merge, order " << order;
+    Kokkos::View<double***, Layout, Mem> bad("act/bad", sq + 1, n, d);
+    EXPECT_THROW((flash_attention_forward_merge<double, Mem>(qd, keys(k, 0, 3), keys(v, 0, 3), AttnMask<Mem>::none(), 1.0, o,
+                                                             l, bad, lb)),
+                 Error);
+  }
   // Both sides -inf stays (0, -inf) without NaN.
   Kokkos::View<double***, Layout, Mem> o0("act/o0", 2, 1, 3), o1("act/o1", 2, 1, 3);
   Kokkos::View<double**, Layout, Mem> l0("act/l0", 2, 1), l1("act/l1", 2, 1);

@@ -6,7 +6,8 @@
 // random inputs each run (the seed is printed), outputs poisoned with NaN
 // before each call; the accumulate flags; the returned tile counts; and that
 // the dispatch did (d = 64, 128) or did not (d = 32: portable fallback)
-// reach the CUDA kernels. Registered on CUDA builds only (label gpu).
+// reach the CUDA kernels; the ring forward's merging call, its keys in two
+// blocks, through the kernels' epilogue and through a partial + lse_merge. Registered on CUDA builds only (label gpu).
 #include "core/error.hpp"
 #include "kernels/attention.hpp"
 
@@ -212,6 +213,88 @@ void expect_close(const std::vector<double>& x, const std::vector<double>& ref, 
   EXPECT_LT(e, tol) << what << ": relative error " << e;
 }
 
+// O and lse of a forward against the reference: O within bf16 tolerance,
+// the -inf pattern of lse exact (and O exactly 0 there), lse within 1e-3.
+void check_o_lse(const Case& c, const Heads& h, const std::vector<double>& ho, const std::vector<double>& hl,
+                 const Outputs& ref, const std::string& what) {
+  expect_close(ho, ref.o, 1.0, what + ": O");
+  long lse_bad = 0, zero_bad = 0;
+  double lse_err = 0;
+  for (long x = 0; x < c.sq * h.n; ++x) {
+    const bool ref_empty = ref.lse[x] == -std::numeric_limits<double>::infinity();
+    if (ref_empty) {
+      lse_bad += hl[x] != -std::numeric_limits<double>::infinity();
+      for (long e = 0; e < h.d; ++e) zero_bad += ho[x * h.d + e] != 0.0;
+    } else {
+      if (!std::isfinite(hl[x])) ++lse_bad;
+      else lse_err = std::max(lse_err, std::abs(hl[x] - ref.lse[x]));
+    }
+  }
+  EXPECT_EQ(lse_bad, 0) << what << ": lse: -inf pattern differs from the reference, or not finite";
+  EXPECT_EQ(zero_bad, 0) << what << ": rows with no visible key must have O exactly 0";
+  EXPECT_LT(lse_err, 1e-3) << what << ": lse max abs error (nats)";
+}
+
+// The ring forward's step (flash_attention_forward_merge): the keys split at
+// 2/5 into blocks A and B (the mask restricted to each: a causal offset moved
+// by the split, the key positions and documents cut), one block computed
+// with the plain forward, the other merged into it, in both orders; through
+// the CUDA kernels' merging epilogue (one dispatch, the scratch untouched)
+// and through impl::forward_then_merge (a partial, then lse_merge). Both must
+// equal attention over all the keys (the reference), -inf rows exactly.
+void check_merge(const Fixture& f, const Outputs& ref, const DV3<bf16>& q, bool expect_cuda) {
+  const Case& c = f.c;
+  const Heads& h = f.h;
+  const long cut = c.sk * 2 / 5, kvw = h.nkv * h.d;
+  struct Part {
+    DV3<bf16> k, v;
+    Kokkos::View<long*, Mem> kp;
+    Kokkos::View<int*, Mem> kd;
+    AttnMask<Mem> mask;
+  };
+  auto part = [&](long a, long b) {
+    Part p;
+    p.k = to_device3<bf16>(std::vector<bf16>(f.in.k.begin() + a * kvw, f.in.k.begin() + b * kvw), b - a, h.nkv, h.d, "act/kp");
+    p.v = to_device3<bf16>(std::vector<bf16>(f.in.v.begin() + a * kvw, f.in.v.begin() + b * kvw), b - a, h.nkv, h.d, "act/vp");
+    p.kp = Kokkos::View<long*, Mem>("act/kpos", b - a), p.kd = Kokkos::View<int*, Mem>("act/kdoc", b - a);
+    auto hp = Kokkos::create_mirror_view(p.kp);
+    auto hd = Kokkos::create_mirror_view(p.kd);
+    for (long j = a; j < b; ++j) hp(j - a) = f.in.kpos[j], hd(j - a) = f.in.kdoc[j];
+    Kokkos::deep_copy(p.kp, hp), Kokkos::deep_copy(p.kd, hd);
+    p.mask = f.mask;
+    if (p.mask.kind == MaskKind::Causal) p.mask.diag_offset -= a;  // block-local key j - a
+    if (p.mask.kind != MaskKind::None && p.mask.kind != MaskKind::Causal) p.mask.k_pos = p.kp, p.mask.k_doc = p.kd;
+    return p;
+  };
+  const Part parts[2] = {part(0, cut), part(cut, c.sk)};
+  const float nan = std::numeric_limits<float>::quiet_NaN(), scale = float(f.scale);
+  for (int order = 0; order < 2; ++order)
+    for (int fused = 0; fused < 2; ++fused) {
+      const Part &first = parts[order], &second = parts[1 - order];
+      const std::string what = std::string("forward merge (") + (fused ? "in the epilogue" : "partial + lse_merge") +
+                               (order ? ", B then A)" : ", A then B)");
+      DV3<float> o("act/o", c.sq, h.n, h.d), ob("act/ob", c.sq, h.n, h.d);
+      DV2<float> lse("act/lse", c.sq, h.n), lseb("act/lseb", c.sq, h.n);
+      Kokkos::deep_copy(o, nan), Kokkos::deep_copy(lse, nan), Kokkos::deep_copy(ob, nan), Kokkos::deep_copy(lseb, nan);
+      flash_attention_forward<bf16, Mem>(q, first.k, first.v, first.mask, scale, o, lse);
+      const long calls = cuda::dispatch_count();
+      if (fused)
+        flash_attention_forward_merge<bf16, Mem>(q, second.k, second.v, second.mask, scale, o, lse, ob, lseb,
+                                                 AttnTiles::uncounted());
+      else
+        impl::forward_then_merge<bf16, Mem>(q, second.k, second.v, second.mask, scale, o, lse, ob, lseb,
+                                            AttnTiles::uncounted());
+      EXPECT_EQ(cuda::dispatch_count() - calls, expect_cuda ? 1 : 0) << what << ": dispatch";
+      if (fused && expect_cuda && cuda::forward_merge_enabled()) {  // the partial never went through memory
+        const std::vector<double> hb = to_host(lseb);
+        long touched = 0;
+        for (double x : hb) touched += !std::isnan(x);
+        EXPECT_EQ(touched, 0) << what << ": the epilogue merge wrote the scratch";
+      }
+      check_o_lse(c, h, to_host(o), to_host(lse), ref, what);
+    }
+}
+
 // One case at one head configuration: forward, then backward (given the
 // reference's lse and D, so it is checked on its own), then the accumulate
 // modes.
@@ -249,22 +332,8 @@ void check_case(const Case& c, const Heads& h, std::uint64_t seed, bool expect_c
     EXPECT_EQ(t2, expect_cuda ? -1L : ref.fwd_tiles) << "uncounted forward";
     EXPECT_TRUE(to_host(o2) == ho && to_host(lse2) == hl) << "uncounted forward: O and lse differ from the counted call's";
   }
-  expect_close(ho, ref.o, 1.0, "O");
-  long lse_bad = 0, zero_bad = 0;
-  double lse_err = 0;
-  for (long x = 0; x < c.sq * h.n; ++x) {
-    const bool ref_empty = ref.lse[x] == -std::numeric_limits<double>::infinity();
-    if (ref_empty) {
-      lse_bad += hl[x] != -std::numeric_limits<double>::infinity();
-      for (long e = 0; e < h.d; ++e) zero_bad += ho[x * h.d + e] != 0.0;
-    } else {
-      if (!std::isfinite(hl[x])) ++lse_bad;
-      else lse_err = std::max(lse_err, std::abs(hl[x] - ref.lse[x]));
-    }
-  }
-  EXPECT_EQ(lse_bad, 0) << "lse: -inf pattern differs from the reference, or not finite";
-  EXPECT_EQ(zero_bad, 0) << "rows with no visible key must have O exactly 0";
-  EXPECT_LT(lse_err, 1e-3) << "lse max abs error (nats)";
+  check_o_lse(c, h, ho, hl, ref, "forward");
+  check_merge(f, ref, q, expect_cuda);
 
   // ---- backward, on the reference's lse and D (rounded to float)
   DV2<float> lse_f("act/lse_f", c.sq, h.n), D_f("act/D_f", c.sq, h.n);

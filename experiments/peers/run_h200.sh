@@ -32,8 +32,9 @@
 #   PART=17 OUT=$OUT BUDGET=590 [STEP_TOKENS=[...]]  the figures of record on the defaults: build, the four longest gpu tests,
 #                                                    every attention test, the torch block (eager, compile), the engine's block
 #                                                    at 1B and 7B, the 1B step (32K and 128K), compare.py's ratios
-#   PART=18 OUT=$OUT BUDGET=590                      build, bench kernels (the LSE merges), the tests of the CUDA merge, the
-#                                                    uncounted attention calls and the ring packets, the 1B step at 32K
+#   PART=18 OUT=$OUT BUDGET=590                      build, bench kernels (the LSE merges, the ring forward's step merged in
+#                                                    the epilogue / as a partial), the tests of the merges, the uncounted
+#                                                    attention calls and the ring packets, the 1B step at 32K
 #   PART=12 then PART=13 (same warm machine)         the timed call (whole build, bench kernels, the block with
 #                                                   the CUDA / portable RoPE, the 1B step, gemm beta 1), then every gpu test
 #                                                   (after the torch block when the card is not an H200)
@@ -122,19 +123,24 @@ ncu_block() {
   gzip -f "$csv"
 }
 if [ "$PART" = 18 ]; then
-  # The 2026-12-06 engine changes on a GPU (one warm card, ~8 min): the whole
-  # build; `bench kernels` (the CUDA LSE merge beside the portable one); the
-  # tests of that code: test_kernels_cuda (LseMergeCuda.MatchesDouble), the
-  # default attention test (the uncounted calls), the ring family over MPI
-  # staging at 2 and 4 ranks (the packet fills on the compute stream) and
-  # test_seq_parallel; then the 1B step at 32K (its phases: what the 32K
-  # MFU gap is made of).
+  # The 2026-12-06 engine changes on a GPU (one warm card, ~9 min): the whole
+  # build; `bench kernels` (the CUDA LSE merge beside the portable one; the
+  # ring forward's step merged in the forward's epilogue beside a partial +
+  # merge, at 2K and 8K blocks); the tests of that code: test_kernels_cuda
+  # (LseMergeCuda), every attention ctest (the merging epilogue on each
+  # kernel variant, the uncounted calls), the ring family over MPI staging
+  # at 2 and 4 ranks (bf16, d 64: the merge in the ring; the packet fills
+  # on the compute stream) and test_seq_parallel; then the 1B step at 32K
+  # (the plain forward's epilogue gained a branch: the step must not move).
   build_everything
   if [ -x "$build/burst" ]; then
-    step "bench kernels (lse_merge, lse_merge_portable rows)" 60 "$build/burst" bench kernels --output "$OUT/kernels_bf16.h5"
-    step "tests of the new code (merge, uncounted calls, ring packets)" 200 bash -c "cd '$build' && ctest -j 4 \
-      --output-on-failure -R 'test_kernels_cuda_np1|test_kernels_attention_cuda_np1|test_dist_attention_np[24]|test_seq_parallel' \
-      > '$OUT/tests_new.log' 2>&1; rc=\$?; tail -n 14 '$OUT/tests_new.log'; exit \$rc"
+    step "bench kernels (lse_merge rows; ring_fwd_step merged / partial, 2K block)" 60 "$build/burst" bench kernels \
+      --output "$OUT/kernels_bf16.h5"
+    step "bench kernels (ring_fwd_step at an 8K block)" 60 "$build/burst" bench kernels --set bench.attn_block=8192 \
+      --set bench.adam_params=1024 --output "$OUT/kernels_bf16_block8k.h5"
+    step "tests of the new code (merges, uncounted calls, ring packets)" 240 bash -c "cd '$build' && ctest -j 6 \
+      --output-on-failure -R 'test_kernels_cuda_np1|test_kernels_attention_cuda|test_dist_attention_np[24]|test_seq_parallel' \
+      > '$OUT/tests_new.log' 2>&1; rc=\$?; tail -n 20 '$OUT/tests_new.log'; exit \$rc"
     step_1b '[32768]' 40 " (default kernels)"
   fi
   part_done h5

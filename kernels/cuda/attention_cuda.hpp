@@ -21,6 +21,7 @@
 #error "include kernels/attention.hpp, not kernels/cuda/attention_cuda.hpp"
 #endif
 
+#include "core/env.hpp"
 #include "kernels/cuda/flash_attn.h"
 #include "kernels/cuda/tpl_common.hpp"
 
@@ -120,6 +121,30 @@ long flash_forward(Kokkos::View<const T***, Layout, Mem> q, Kokkos::View<const T
   const cudaStream_t st = Kokkos::Cuda().cuda_stream();
   check(fa::flash_forward(s, nv(q.data()), nv(k.data()), nv(v.data()), m, scale, o.data(), nullptr, lse.data(), ws, st),
         "flash attention forward (kernels/cuda)");
+  ++dispatch_count();
+  return tiles.count ? impl::count_visible_tiles<Kokkos::Cuda>(mask, sq, sk, n, tiles) : -1;
+}
+
+// The forward merged into the running (o, lse) in the kernel's epilogue
+// (fa::flash_forward_merge), on by default; BURST_FA_MERGE=0 turns it off
+// (flash_attention_forward_merge then writes a partial and merges it in a
+// second kernel). Read once.
+inline bool forward_merge_enabled() {
+  static const bool on = fa_merge_switch();  // core/env.hpp
+  return on;
+}
+
+template <class T, class Mem>
+long flash_forward_merge(Kokkos::View<const T***, Layout, Mem> q, Kokkos::View<const T***, Layout, Mem> k,
+                         Kokkos::View<const T***, Layout, Mem> v, const AttnMask<Mem>& mask, float scale,
+                         Kokkos::View<float***, Layout, Mem> o, Kokkos::View<float**, Layout, Mem> lse, AttnTiles tiles) {
+  const long sq = q.extent(0), n = q.extent(1), d = q.extent(2), sk = k.extent(0), nkv = k.extent(1);
+  const fa::AttnShape s = shape_of(sq, sk, n, nkv, d);
+  const fa::Mask m = to_fa_mask(mask, sq, sk);
+  void* ws = workspace(fa::flash_workspace_bytes(s, m));
+  const cudaStream_t st = Kokkos::Cuda().cuda_stream();
+  check(fa::flash_forward_merge(s, nv(q.data()), nv(k.data()), nv(v.data()), m, scale, o.data(), lse.data(), ws, st),
+        "flash attention forward, merged (kernels/cuda)");
   ++dispatch_count();
   return tiles.count ? impl::count_visible_tiles<Kokkos::Cuda>(mask, sq, sk, n, tiles) : -1;
 }

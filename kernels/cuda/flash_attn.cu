@@ -212,14 +212,15 @@ int flash_forward_variant(const AttnShape& s, const Mask& mask) {
   }
 }
 
-cudaError_t flash_forward(const AttnShape& s, const __nv_bfloat16* q, const __nv_bfloat16* k, const __nv_bfloat16* v,
-                          const Mask& mask, float scale, float* o_f32, __nv_bfloat16* o_bf16, float* lse,
-                          void* workspace, cudaStream_t st) {
-  if (!shape_ok(s) || !lse || (!o_f32 && !o_bf16)) return cudaErrorInvalidValue;
+namespace {
+cudaError_t forward_impl(const AttnShape& s, const __nv_bfloat16* q, const __nv_bfloat16* k, const __nv_bfloat16* v,
+                         const Mask& mask, float scale, float* o_f32, __nv_bfloat16* o_bf16, float* lse, bool merge,
+                         void* workspace, cudaStream_t st) {
+  if (!shape_ok(s) || !lse || (!o_f32 && !o_bf16) || (merge && (!o_f32 || o_bf16))) return cudaErrorInvalidValue;
   if (!aligned(q, 16) || !aligned(k, 16) || !aligned(v, 16) || !aligned(o_f32, 8) || !aligned(o_bf16, 4) ||
       !aligned(lse, 4))
     return cudaErrorMisalignedAddress;
-  if (s.sq == 0) return cudaSuccess;
+  if (s.sq == 0 || (merge && s.sk == 0)) return cudaSuccess;  // merging no key changes nothing
   // sk == 0 runs the kernel too: no key tile, so every row gets O = 0, lse = -inf.
   cudaError_t e = dev::prepare_mask(s, mask, workspace, st);
   if (e != cudaSuccess) return e;
@@ -228,6 +229,7 @@ cudaError_t flash_forward(const AttnShape& s, const __nv_bfloat16* q, const __nv
   p.sq = s.sq, p.sk = s.sk, p.n = s.n, p.nkv = s.n_kv, p.group = s.n / s.n_kv;
   p.scale_log2 = scale * 1.4426950408889634f;
   p.mask = dev::make_mask_dev(mask, workspace, s.sq, s.sk);
+  p.merge = merge ? 1 : 0;
   if (forward_choice() != Impl::Mma) {
     const int kind = forward_kind(s, mask);
     e = s.d == 128 ? dev::fwd_wgmma_d128(p, kind, st) : dev::fwd_wgmma_d64(p, kind, st);
@@ -237,6 +239,19 @@ cudaError_t flash_forward(const AttnShape& s, const __nv_bfloat16* q, const __nv
     cudaGetLastError();
   }
   return s.d == 128 ? dev::fwd_d128(p, st) : dev::fwd_d64(p, st);
+}
+}  // namespace
+
+cudaError_t flash_forward(const AttnShape& s, const __nv_bfloat16* q, const __nv_bfloat16* k, const __nv_bfloat16* v,
+                          const Mask& mask, float scale, float* o_f32, __nv_bfloat16* o_bf16, float* lse,
+                          void* workspace, cudaStream_t st) {
+  return forward_impl(s, q, k, v, mask, scale, o_f32, o_bf16, lse, false, workspace, st);
+}
+
+cudaError_t flash_forward_merge(const AttnShape& s, const __nv_bfloat16* q, const __nv_bfloat16* k,
+                                const __nv_bfloat16* v, const Mask& mask, float scale, float* o_f32, float* lse,
+                                void* workspace, cudaStream_t st) {
+  return forward_impl(s, q, k, v, mask, scale, o_f32, nullptr, lse, true, workspace, st);
 }
 
 cudaError_t flash_backward(const AttnShape& s, const __nv_bfloat16* q, const __nv_bfloat16* k, const __nv_bfloat16* v,

@@ -80,6 +80,18 @@ cudaError_t flash_forward(const AttnShape& s, const __nv_bfloat16* q, const __nv
                           const Mask& mask, float scale, float* o_f32, __nv_bfloat16* o_bf16, float* lse,
                           void* workspace, cudaStream_t stream);
 
+// The forward of one more block of keys merged into a running result in
+// place (the ring forward's step, without a partial (O_b, lse_b) in memory
+// and a merge pass over it): o_f32 and lse hold attention over other keys
+// (lse = -inf and O = 0 for a row that saw none); afterwards they hold it
+// over those keys and these together (ALGORITHMS.md section 1: lse' =
+// log(e^lse + e^lse_b), O' = e^(lse - lse') O + e^(lse_b - lse') O_b). A row
+// that sees no key of this block is left as it is. Same kernels, variants
+// and requirements as flash_forward, fp32 O only.
+cudaError_t flash_forward_merge(const AttnShape& s, const __nv_bfloat16* q, const __nv_bfloat16* k,
+                                const __nv_bfloat16* v, const Mask& mask, float scale, float* o_f32, float* lse,
+                                void* workspace, cudaStream_t stream);
+
 // The lab's forward variant flash_forward runs for this shape and mask under
 // BURST_FA_FORWARD (compute capability 9.0; elsewhere the mma.sync kernel):
 // 17 (d128, 128 x 176 tiles), 10 (d128, 128 x 128), 9 (d64), 12 (tma12),

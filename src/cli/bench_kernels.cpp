@@ -19,6 +19,7 @@
 #include "kernels/rope.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <ctime>
 #include <functional>
@@ -35,6 +36,10 @@ static ConfigSchema bench_kernels_schema() {
       .integer("bench.heads", 32, 1, 4096, "heads (RoPE on q)")
       .integer("bench.head_dim", 128, 2, 1024, "head dimension (RoPE)")
       .integer("bench.adam_params", 1L << 28, 1, 1L << 34, "fp32 parameters updated by AdamW")
+      .integer("bench.attn_block", 2048, 0, 1L << 20,
+               "the ring forward's step on a block of this many queries and keys (full mask, bench.heads x "
+               "bench.head_dim): merged into the running O by the forward itself, and as a partial + lse_merge "
+               "(0: skip)")
       .string("bench.dtype", "bf16", {"bf16", "float"}, "activation type (AdamW is always fp32)")
       .integer("bench.repeats", 10, 1, 10000, "timed repetitions (median)")
       .string("bench.output", "experiments/results/kernels.h5", {}, "HDF5 file to write");
@@ -69,7 +74,9 @@ template <class T> static void run(Runtime& rt, const Config& cfg, const std::st
                              6.0 * n * double(F) * e,                                 // SwiGLU
                              n * double(nh) * double(d) * e + 8.0 * n,                // RoPE
                              4.0 * 4.0 * double(P),                                   // AdamW (fp32)
-                             2.0 * n * double(nh) * (double(d) + 1.0) * a};           // lse merge (o, ob, lse, lseb)
+                             2.0 * n * double(nh) * (double(d) + 1.0) * a,            // lse merge (o, ob, lse, lseb)
+                             double(cfg.get_int("bench.attn_block")) * double(nh) *   // ring forward step
+                                 (3.0 * double(d) * e + 2.0 * (double(d) + 1.0) * a)};
     check_bench_fits("bench kernels at " + std::to_string(N) + " tokens (hidden " + std::to_string(H) + ", ffn " +
                          std::to_string(F) + ", " + std::to_string(nh) + " x " + std::to_string(d) + " heads, " +
                          std::to_string(P) + " AdamW parameters)",
@@ -135,6 +142,27 @@ template <class T> static void run(Runtime& rt, const Config& cfg, const std::st
     const double mb = 3.0 * double(N) * double(nh) * (double(d) + 1.0) * double(sizeof(Acc));
     time_it("lse_merge", mb, [&] { kernels::lse_merge<Acc, Mem>(o, lse, ob, lseb); });
     time_it("lse_merge_portable", mb, [&] { kernels::impl::lse_merge_portable<Acc, Mem>(o, lse, ob, lseb); });
+  }
+  if (const long B = cfg.get_int("bench.attn_block"); B > 0) {
+    // The ring forward's step for one visiting block (ring_family.cpp):
+    // flash_attention_forward_merge (on CUDA bf16, merged in the kernel's
+    // epilogue) against the same forward into a partial (O_b, lse_b) and
+    // lse_merge. Floor bytes: Q, K, V read, the running O and lse read and
+    // written; the difference in time is the partial's round trip.
+    View3<T> q("work/k.q", B, nh, d), k("work/k.k", B, nh, d), v("work/k.v", B, nh, d);
+    View3<Acc> o("work/k.o", B, nh, d), ob("work/k.ob", B, nh, d);
+    View2<Acc> lse("work/k.lse", B, nh), lseb("work/k.lseb", B, nh);
+    fill_hash(q, 14, 1.0), fill_hash(k, 15, 1.0), fill_hash(v, 16, 1.0);
+    const Acc scale = Acc(1.0 / std::sqrt(double(d)));
+    const auto none = kernels::AttnMask<Mem>::none();
+    kernels::flash_attention_forward<T, Mem>(q, k, v, none, scale, o, lse);  // a running result to merge into
+    const double mb = 3.0 * double(B) * double(nh) * double(d) * e + 2.0 * double(B) * double(nh) * (double(d) + 1.0) * double(sizeof(Acc));
+    time_it("ring_fwd_step_merged", mb, [&] {
+      kernels::flash_attention_forward_merge<T, Mem>(q, k, v, none, scale, o, lse, ob, lseb, kernels::AttnTiles::uncounted());
+    });
+    time_it("ring_fwd_step_partial", mb, [&] {
+      kernels::impl::forward_then_merge<T, Mem>(q, k, v, none, scale, o, lse, ob, lseb, kernels::AttnTiles::uncounted());
+    });
   }
   {
     View1<float> p("work/k.p", P), g("work/k.g", P), m("work/k.m", P), v("work/k.v", P);

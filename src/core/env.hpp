@@ -25,4 +25,12 @@ inline bool rope_cuda_switch() {
   return env_switch("BURST_ROPE_CUDA", true, "1 (the CUDA RoPE, the default) or 0 (the portable kernel)");
 }
 
+// BURST_FA_MERGE (kernels/attention.hpp, flash_attention_forward_merge): the ring forward's visiting
+// blocks merged into the running (O, lse) inside the CUDA forward's epilogue (1, the default) or written
+// as a partial (O_b, lse_b) and merged by a second kernel (0). Read once, checked at start like the others.
+inline bool fa_merge_switch() {
+  return env_switch("BURST_FA_MERGE", true,
+                    "1 (the CUDA forward merges into the running O, the default) or 0 (a partial O_b, then the merge kernel)");
+}
+
 }  // namespace burst

@@ -171,8 +171,8 @@ template <class T> struct ForwardClient : RingClient {
     }
     if (!meta.visible(me, false, op.origin, true)) return;
     CU3<T> kp = read.field3<T>(0, size_t(tr), size_t(nkv), size_t(d)), vp = read.field3<T>(1, size_t(tr), size_t(nkv), size_t(d));
-    kernels::flash_attention_forward<T, DeviceMem>(q, kp, vp, meta.mask(me, s, op.origin, tr), scale, ob, lseb, kernels::AttnTiles::uncounted());
-    kernels::lse_merge<Acc, DeviceMem>(o, lse, ob, lseb);
+    kernels::flash_attention_forward_merge<T, DeviceMem>(q, kp, vp, meta.mask(me, s, op.origin, tr), scale, o, lse, ob, lseb,
+                                                         kernels::AttnTiles::uncounted());
   }
   void add(const Packet&, const Packet&) override {}
   void deliver(const Packet&) override {}

@@ -20,7 +20,30 @@ struct FwdParams {
   int sq, sk, n, nkv, group;
   float scale_log2;
   MaskDev mask;
+  // merge (the engine's ring forward): o_f32 and lse hold a running result
+  // over other keys, and the epilogue merges this call's into it in place
+  // (fwd_merge_weights) instead of overwriting; o_bf16 must be null.
+  int merge = 0;
 };
+
+// The merge's lse of the running result at (row i, head h), read by the
+// quad's thread t = 0 and shuffled to the other three (it alone writes the
+// new value back, so no thread may read after that write). Called by all 32
+// lanes (rows past sq read nothing).
+__device__ __forceinline__ float fwd_merge_lse_old(const FwdParams& p, int i, int h, int t) {
+  float lold = -INFINITY;
+  if (t == 0 && i < p.sq) lold = p.lse[(size_t)i * p.n + h];
+  return __shfl_sync(0xffffffffu, lold, 0, 4);
+}
+// The merge rule (ALGORITHMS.md section 1) for a row whose block saw keys
+// (lnew finite, natural log): lse' = log(e^lold + e^lnew), O' = ca O_old +
+// cb O_new, with O_new = acc / lsum folded into cb. lold = -inf gives ca = 0,
+// cb = 1 / lsum, lse' = lnew (the block's result as it is).
+__device__ __forceinline__ void fwd_merge_weights(float lold, float lnew, float lsum, float& ca, float& cb, float& lse) {
+  const float mx = fmaxf(lold, lnew);
+  const float wa = expf(lold - mx), wb = expf(lnew - mx), tot = wa + wb;
+  ca = wa / tot, cb = wb / (tot * lsum), lse = mx + logf(tot);
+}
 
 template <int D, int BR, int BC, int NWARPS> struct FwdTraits {
   static constexpr int NT = NWARPS * 32;
@@ -244,17 +267,25 @@ __global__ void __launch_bounds__(NWARPS * 32, MINB) flash_fwd_kernel(const FwdP
       lsum += __shfl_xor_sync(0xffffffffu, lsum, 1);
       lsum += __shfl_xor_sync(0xffffffffu, lsum, 2);
       const int i = i0 + wrow + mt * 16 + g + hf * 8;
+      const float lold = p.merge ? fwd_merge_lse_old(p, i, h, t) : -INFINITY;
       if (i >= p.sq) continue;
       const bool empty = !(lsum > 0.f);
-      const float inv = empty ? 0.f : 1.f / lsum;
+      if (p.merge && empty) continue;  // no key seen: the running (O, lse) stay
+      float ca = 0.f, cb = empty ? 0.f : 1.f / lsum;
+      float lse_out = empty ? -INFINITY : (m[mt][hf] + log2f(lsum)) * 0.69314718055994531f;
+      if (p.merge) fwd_merge_weights(lold, lse_out, lsum, ca, cb, lse_out);
       const size_t base = ((size_t)i * p.n + h) * D + 2 * t;
 #pragma unroll
       for (int x = 0; x < NTO; ++x) {
-        const float v0 = o[mt][x][hf * 2] * inv, v1 = o[mt][x][hf * 2 + 1] * inv;
+        float v0 = o[mt][x][hf * 2] * cb, v1 = o[mt][x][hf * 2 + 1] * cb;
+        if (p.merge) {
+          const float2 old = *reinterpret_cast<const float2*>(p.o_f32 + base + x * 8);
+          v0 += ca * old.x, v1 += ca * old.y;
+        }
         if (p.o_f32) *reinterpret_cast<float2*>(p.o_f32 + base + x * 8) = make_float2(v0, v1);
         if (p.o_bf16) *reinterpret_cast<__nv_bfloat162*>(p.o_bf16 + base + x * 8) = __floats2bfloat162_rn(v0, v1);
       }
-      if (t == 0) p.lse[(size_t)i * p.n + h] = empty ? -INFINITY : (m[mt][hf] + log2f(lsum)) * 0.69314718055994531f;
+      if (t == 0) p.lse[(size_t)i * p.n + h] = lse_out;
     }
   }
 }

@@ -261,10 +261,11 @@ template <int D> __device__ __forceinline__ void rescale_o(float (&o)[D / 2], co
     o[x * 4 + 2] *= alpha[1], o[x * 4 + 3] *= alpha[1];
   }
 }
-// The epilogue shared by the wgmma forwards (variants 4, 7-12): O / l, lse =
+// The epilogue shared by the wgmma forwards (variants 4, 7-17): O / l, lse =
 // (m + log2 l) ln 2 for this thread's rows row0 and row0 + 8 of head h (l
 // summed over the quad first); rows past sq write nothing, an empty row O = 0
-// and lse = -inf.
+// and lse = -inf. With p.merge, merged into the running (O, lse) instead
+// (an empty row leaves them as they are).
 template <int D>
 __device__ __forceinline__ void write_o_lse(const FwdParams& p, const float (&o)[D / 2], const float (&m)[2],
                                             const float (&l)[2], int row0, int h, int t) {
@@ -274,17 +275,25 @@ __device__ __forceinline__ void write_o_lse(const FwdParams& p, const float (&o)
     lsum += __shfl_xor_sync(0xffffffffu, lsum, 1);
     lsum += __shfl_xor_sync(0xffffffffu, lsum, 2);
     const int i = row0 + hf * 8;
+    const float lold = p.merge ? fwd_merge_lse_old(p, i, h, t) : -INFINITY;
     if (i >= p.sq) continue;
     const bool empty = !(lsum > 0.f);
-    const float inv = empty ? 0.f : 1.f / lsum;
+    if (p.merge && empty) continue;  // no key seen: the running (O, lse) stay
+    float ca = 0.f, cb = empty ? 0.f : 1.f / lsum;
+    float lse_out = empty ? -INFINITY : (m[hf] + log2f(lsum)) * 0.69314718055994531f;
+    if (p.merge) fwd_merge_weights(lold, lse_out, lsum, ca, cb, lse_out);
     const size_t rowbase = ((size_t)i * p.n + h) * D + 2 * t;
 #pragma unroll
     for (int x = 0; x < D / 8; ++x) {
-      const float v0 = o[x * 4 + hf * 2] * inv, v1 = o[x * 4 + hf * 2 + 1] * inv;
+      float v0 = o[x * 4 + hf * 2] * cb, v1 = o[x * 4 + hf * 2 + 1] * cb;
+      if (p.merge) {
+        const float2 old = *reinterpret_cast<const float2*>(p.o_f32 + rowbase + x * 8);
+        v0 += ca * old.x, v1 += ca * old.y;
+      }
       if (p.o_f32) *reinterpret_cast<float2*>(p.o_f32 + rowbase + x * 8) = make_float2(v0, v1);
       if (p.o_bf16) *reinterpret_cast<__nv_bfloat162*>(p.o_bf16 + rowbase + x * 8) = __floats2bfloat162_rn(v0, v1);
     }
-    if (t == 0) p.lse[(size_t)i * p.n + h] = empty ? -INFINITY : (m[hf] + log2f(lsum)) * 0.69314718055994531f;
+    if (t == 0) p.lse[(size_t)i * p.n + h] = lse_out;
   }
 }
 // S = Q K^T (SS wgmma, swizzled tiles at qa, ka), issued, not committed.
