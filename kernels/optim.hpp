@@ -5,7 +5,13 @@
 #include "core/error.hpp"
 #include "core/views.hpp"
 
+#ifdef BURST_HAVE_CUDA
+#include "kernels/cuda/elementwise_cuda.h"
+#include "kernels/cuda/tpl_common.hpp"
+#endif
+
 #include <cmath>
+#include <type_traits>
 
 namespace burst::kernels {
 
@@ -35,6 +41,21 @@ void adamw_update(const char* label, Kokkos::View<P*, Layout, Mem> p, Kokkos::Vi
   const P lr = P(hp.lr), b1 = P(hp.beta1), b2 = P(hp.beta2), eps = P(hp.eps), wd = P(hp.weight_decay * wd_scale),
           gs = P(g_scale);
   const P bc1 = P(1 - std::pow(hp.beta1, double(t))), bc2 = P(1 - std::pow(hp.beta2, double(t)));
+#ifdef BURST_HAVE_CUDA
+  // fp32 shards in CUDA memory (the bf16 working copy, if any, too): one
+  // CUDA kernel with 16-byte accesses (kernels/cuda/elementwise.cu), the
+  // same operations in the same order.
+  if constexpr (std::is_same<P, float>::value && cuda::in_cuda_mem<Mem>() && (!Copy || cuda::is_bf16<T>())) {
+    if (cuda::all_contiguous(p, g, m, v) && (!Copy || out.span_is_contiguous())) {
+      __nv_bfloat16* o = nullptr;
+      if constexpr (Copy) o = reinterpret_cast<__nv_bfloat16*>(out.data());
+      cuda::check(ew::adamw(long(p.extent(0)), p.data(), g.data(), m.data(), v.data(), o, lr, b1, b2, eps, wd, gs, bc1, bc2,
+                            Kokkos::Cuda().cuda_stream()),
+                  label);
+      return;
+    }
+  }
+#endif
   Kokkos::parallel_for(
       label, Kokkos::RangePolicy<Exec>(0, long(p.extent(0))), KOKKOS_LAMBDA(const long i) {
         const P gi = g(i) * gs;
