@@ -274,21 +274,28 @@ __global__ void __launch_bounds__(NWARPS * 32, MINB) flash_fwd_kernel(const FwdP
       if (i >= p.sq) continue;
       const bool empty = !(lsum > 0.f);
       if (p.merge && empty) continue;  // no key seen: the running (O, lse) stay
-      float ca = 0.f, cb = empty ? 0.f : 1.f / lsum;
-      float lse_out = empty ? -INFINITY : (m[mt][hf] + log2f(lsum)) * 0.69314718055994531f;
-      if (p.merge) fwd_merge_weights(lold, lse_out, lsum, ca, cb, lse_out);
       const size_t base = ((size_t)i * p.n + h) * D + 2 * t;
+      if (p.merge) {  // every load before any store (flash_fwd_wgmma.cuh's write_o_lse says why)
+        float2 old[NTO];
+#pragma unroll
+        for (int x = 0; x < NTO; ++x) old[x] = *reinterpret_cast<const float2*>(p.o_f32 + base + x * 8);
+        float ca, cb, lse_out;
+        fwd_merge_weights(lold, (m[mt][hf] + log2f(lsum)) * 0.69314718055994531f, lsum, ca, cb, lse_out);
+#pragma unroll
+        for (int x = 0; x < NTO; ++x)
+          *reinterpret_cast<float2*>(p.o_f32 + base + x * 8) =
+              make_float2(ca * old[x].x + cb * o[mt][x][hf * 2], ca * old[x].y + cb * o[mt][x][hf * 2 + 1]);
+        if (t == 0) p.lse[(size_t)i * p.n + h] = lse_out;
+        continue;
+      }
+      const float inv = empty ? 0.f : 1.f / lsum;
 #pragma unroll
       for (int x = 0; x < NTO; ++x) {
-        float v0 = o[mt][x][hf * 2] * cb, v1 = o[mt][x][hf * 2 + 1] * cb;
-        if (p.merge) {
-          const float2 old = *reinterpret_cast<const float2*>(p.o_f32 + base + x * 8);
-          v0 += ca * old.x, v1 += ca * old.y;
-        }
+        const float v0 = o[mt][x][hf * 2] * inv, v1 = o[mt][x][hf * 2 + 1] * inv;
         if (p.o_f32) *reinterpret_cast<float2*>(p.o_f32 + base + x * 8) = make_float2(v0, v1);
         if (p.o_bf16) *reinterpret_cast<__nv_bfloat162*>(p.o_bf16 + base + x * 8) = __floats2bfloat162_rn(v0, v1);
       }
-      if (t == 0) p.lse[(size_t)i * p.n + h] = lse_out;
+      if (t == 0) p.lse[(size_t)i * p.n + h] = empty ? -INFINITY : (m[mt][hf] + log2f(lsum)) * 0.69314718055994531f;
     }
   }
 }

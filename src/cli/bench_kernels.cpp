@@ -157,6 +157,9 @@ template <class T> static void run(Runtime& rt, const Config& cfg, const std::st
     const auto none = kernels::AttnMask<Mem>::none();
     kernels::flash_attention_forward<T, Mem>(q, k, v, none, scale, o, lse);  // a running result to merge into
     const double mb = 3.0 * double(B) * double(nh) * double(d) * e + 2.0 * double(B) * double(nh) * (double(d) + 1.0) * double(sizeof(Acc));
+    time_it("attn_fwd_plain", mb, [&] {  // the forward alone, into the partial (the kernel both paths run)
+      kernels::flash_attention_forward<T, Mem>(q, k, v, none, scale, ob, lseb, kernels::AttnTiles::uncounted());
+    });
     time_it("ring_fwd_step_merged", mb, [&] {
       kernels::flash_attention_forward_merge<T, Mem>(q, k, v, none, scale, o, lse, ob, lseb, kernels::AttnTiles::uncounted());
     });
