@@ -20,6 +20,26 @@ struct AdamWParams {
 };
 
 namespace impl {
+// The portable kernel of adamw_update (a thread per element).
+template <bool Copy, class P, class T, class Mem>
+void adamw_portable(const char* label, Kokkos::View<P*, Layout, Mem> p, Kokkos::View<const P*, Layout, Mem> g,
+                    Kokkos::View<P*, Layout, Mem> m, Kokkos::View<P*, Layout, Mem> v, P lr, P b1, P b2, P eps, P wd, P gs,
+                    P bc1, P bc2, Kokkos::View<T*, Layout, Mem> out) {
+  using Exec = typename Kokkos::View<P*, Layout, Mem>::execution_space;
+  Kokkos::parallel_for(
+      label, Kokkos::RangePolicy<Exec>(0, long(p.extent(0))), KOKKOS_LAMBDA(const long i) {
+        const P gi = g(i) * gs;
+        const P mi = b1 * m(i) + (P(1) - b1) * gi;
+        const P vi = b2 * v(i) + (P(1) - b2) * gi * gi;
+        m(i) = mi;
+        v(i) = vi;
+        P pi = p(i) * (P(1) - lr * wd);
+        pi -= lr * (mi / bc1) / (kx::sqrt(vi / bc2) + eps);
+        p(i) = pi;
+        if (Copy) out(i) = T(pi);  // not `if constexpr`: nvcc refuses a first capture inside one
+      });
+}
+
 // The AdamW update behind adamw_step and adamw_step_copy: g scaled by gs,
 // weight decay hp.weight_decay * wd_scale; Copy: out(i) = T(p(i)) in the
 // same pass.
@@ -27,7 +47,6 @@ template <bool Copy, class P, class T, class Mem>
 void adamw_update(const char* label, Kokkos::View<P*, Layout, Mem> p, Kokkos::View<const P*, Layout, Mem> g,
                   Kokkos::View<P*, Layout, Mem> m, Kokkos::View<P*, Layout, Mem> v, const AdamWParams& hp, long t,
                   double wd_scale, double g_scale, Kokkos::View<T*, Layout, Mem> out) {
-  using Exec = typename Kokkos::View<P*, Layout, Mem>::execution_space;
   if constexpr (Copy)
     BURST_CHECK_INPUT(g.extent(0) == p.extent(0) && m.extent(0) == p.extent(0) && v.extent(0) == p.extent(0) &&
                           out.extent(0) == p.extent(0),
@@ -56,18 +75,7 @@ void adamw_update(const char* label, Kokkos::View<P*, Layout, Mem> p, Kokkos::Vi
     }
   }
 #endif
-  Kokkos::parallel_for(
-      label, Kokkos::RangePolicy<Exec>(0, long(p.extent(0))), KOKKOS_LAMBDA(const long i) {
-        const P gi = g(i) * gs;
-        const P mi = b1 * m(i) + (P(1) - b1) * gi;
-        const P vi = b2 * v(i) + (P(1) - b2) * gi * gi;
-        m(i) = mi;
-        v(i) = vi;
-        P pi = p(i) * (P(1) - lr * wd);
-        pi -= lr * (mi / bc1) / (kx::sqrt(vi / bc2) + eps);
-        p(i) = pi;
-        if (Copy) out(i) = T(pi);  // not `if constexpr`: nvcc refuses a first capture inside one
-      });
+  adamw_portable<Copy, P, T, Mem>(label, p, g, m, v, lr, b1, b2, eps, wd, gs, bc1, bc2, out);
 }
 }  // namespace impl
 

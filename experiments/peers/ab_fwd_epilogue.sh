@@ -7,7 +7,8 @@
 # the tree whose forward epilogues have the merge branch stripped (the code
 # as it was before it), and runs `burst bench kernels` (rows attn_fwd_plain,
 # ring_fwd_step_merged, ring_fwd_step_partial) with both binaries at blocks
-# of 2K, 8K and 32K queries x keys, alternating, ROUNDS times.
+# of 2K, 8K and 32K queries x keys, alternating, ROUNDS times; then the
+# AdamW rows (the CUDA kernel, the portable one) on 268M parameters.
 #   device tool, repository root, carry [".offline"]: OUT=$OUT experiments/peers/ab_fwd_epilogue.sh
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -45,10 +46,12 @@ for r in $(seq 1 "${ROUNDS:-2}"); do
   for b in 2048 8192 32768; do
     for which in new old; do
       bin=build-cuda/burst; [ $which = old ] && bin=$old/build-cuda/burst
-      STEP_TAIL=5 step "round $r block $b $which" 40 "$bin" bench kernels --set bench.attn_block=$b --set bench.adam_params=1024 \
+      STEP_TAIL=7 step "round $r block $b $which" 40 "$bin" bench kernels --set bench.attn_block=$b --set bench.adam_params=1024 \
         --set bench.tokens=1024 --output "$OUT/k_${which}_b${b}_r$r.h5"
     done
   done
 done
+STEP_TAIL=4 step "AdamW: the CUDA kernel and the portable one (268M fp32 params)" 40 build-cuda/burst bench kernels \
+  --set bench.attn_block=0 --set bench.tokens=1024 --output "$OUT/k_adamw.h5"
 (cd "$OUT" && tar cf ab_epilogue_h5.tar k_*.h5 && rm -f k_*.h5)
 echo "done in $(( $(date +%s) - t0 )) s"
