@@ -51,7 +51,7 @@ for r in $(seq 1 "${ROUNDS:-2}"); do
     done
   done
 done
-STEP_TAIL=4 step "AdamW: the CUDA kernel and the portable one (268M fp32 params)" 40 build-cuda/burst bench kernels \
+STEP_TAIL=5 step "AdamW: the CUDA kernel and the portable one (268M fp32 params)" 40 build-cuda/burst bench kernels \
   --set bench.attn_block=0 --set bench.tokens=1024 --output "$OUT/k_adamw.h5"
 (cd "$OUT" && tar cf ab_epilogue_h5.tar k_*.h5 && rm -f k_*.h5)
 echo "done in $(( $(date +%s) - t0 )) s"
