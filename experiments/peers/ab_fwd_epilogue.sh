@@ -10,6 +10,9 @@
 # of 2K, 8K and 32K queries x keys, alternating, ROUNDS times; then the
 # AdamW rows (the CUDA kernel, the portable one) on 268M parameters.
 #   device tool, repository root, carry [".offline"]: OUT=$OUT experiments/peers/ab_fwd_epilogue.sh
+# Options (environment): ROUNDS (2), BLOCKS ("2048 8192 32768"), TEST_CAP
+# (150 s for the tests), SKIP_OLD=1 (no second build: the merged and partial
+# rows of the one binary only), BUDGET (560 s).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 OUT=${OUT:-/tmp/ab_out}
@@ -25,7 +28,10 @@ BUDGET=${BUDGET:-560}
 step "bootstrap" 120 scripts/bootstrap.sh --cuda --from .offline
 step "build (everything)" 300 scripts/build.sh --cuda --deps-include "$(pwd)/.offline/include" -DBURST_ENABLE_NCCL=ON
 old=/tmp/old_tree
+whiches="new old"
+if [ "${SKIP_OLD:-0}" = 1 ]; then whiches=new; fi  # the merged / partial rows only (no second build)
 rm -rf "$old" && mkdir -p "$old"
+if [ "$whiches" != new ]; then
 tar --exclude=./build-cuda --exclude=./build-host -cf - . | tar -xf - -C "$old"
 python3 - "$old" <<'PY'
 import re, sys
@@ -40,18 +46,21 @@ for f in ("kernels/cuda/flash_fwd_wgmma.cuh", "kernels/cuda/flash_fwd.cuh"):
 PY
 step "build burst without the merge branch" 200 bash -c "cd '$old' && scripts/build.sh --cuda --deps-include '$old/.offline/include' \
   -DBURST_ENABLE_NCCL=ON --target burst >/dev/null && ls -la build-cuda/burst"
-step "attention + kernel tests (the new epilogue on every variant)" 150 bash -c "cd build-cuda && ctest -j 7 --output-on-failure \
+fi
+step "attention + kernel tests (the new epilogue on every variant)" ${TEST_CAP:-150} bash -c "cd build-cuda && ctest -j 7 --output-on-failure \
   -R 'test_kernels_attention_cuda|test_kernels_cuda_np1' > '$OUT/tests.log' 2>&1; rc=\$?; tail -n 12 '$OUT/tests.log'; exit \$rc"
 for r in $(seq 1 "${ROUNDS:-2}"); do
-  for b in 2048 8192 32768; do
-    for which in new old; do
+  for b in ${BLOCKS:-2048 8192 32768}; do
+    for which in $whiches; do
       bin=build-cuda/burst; [ $which = old ] && bin=$old/build-cuda/burst
       STEP_TAIL=7 step "round $r block $b $which" 40 "$bin" bench kernels --set bench.attn_block=$b --set bench.adam_params=1024 \
         --set bench.tokens=1024 --output "$OUT/k_${which}_b${b}_r$r.h5"
     done
   done
-done
+  if [ "$r" = 1 ]; then
 STEP_TAIL=5 step "AdamW: the CUDA kernel and the portable one (268M fp32 params)" 40 build-cuda/burst bench kernels \
   --set bench.attn_block=0 --set bench.tokens=1024 --output "$OUT/k_adamw.h5"
+  fi
+done
 (cd "$OUT" && tar cf ab_epilogue_h5.tar k_*.h5 && rm -f k_*.h5)
 echo "done in $(( $(date +%s) - t0 )) s"
