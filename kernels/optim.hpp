@@ -5,13 +5,7 @@
 #include "core/error.hpp"
 #include "core/views.hpp"
 
-#ifdef BURST_HAVE_CUDA
-#include "kernels/cuda/elementwise_cuda.h"
-#include "kernels/cuda/tpl_common.hpp"
-#endif
-
 #include <cmath>
-#include <type_traits>
 
 namespace burst::kernels {
 
@@ -20,7 +14,9 @@ struct AdamWParams {
 };
 
 namespace impl {
-// The portable kernel of adamw_update (a thread per element).
+// The kernel of adamw_update (a thread per element). On CUDA memory the
+// Kokkos kernel moves 2.80 TB/s on an H100 (84% of HBM3), where a float4
+// CUDA kernel measured 2.69 TB/s (2026-12-06, NOTES "AdamW"): no own kernel.
 template <bool Copy, class P, class T, class Mem>
 void adamw_portable(const char* label, Kokkos::View<P*, Layout, Mem> p, Kokkos::View<const P*, Layout, Mem> g,
                     Kokkos::View<P*, Layout, Mem> m, Kokkos::View<P*, Layout, Mem> v, P lr, P b1, P b2, P eps, P wd, P gs,
@@ -60,21 +56,6 @@ void adamw_update(const char* label, Kokkos::View<P*, Layout, Mem> p, Kokkos::Vi
   const P lr = P(hp.lr), b1 = P(hp.beta1), b2 = P(hp.beta2), eps = P(hp.eps), wd = P(hp.weight_decay * wd_scale),
           gs = P(g_scale);
   const P bc1 = P(1 - std::pow(hp.beta1, double(t))), bc2 = P(1 - std::pow(hp.beta2, double(t)));
-#ifdef BURST_HAVE_CUDA
-  // fp32 shards in CUDA memory (the bf16 working copy, if any, too): one
-  // CUDA kernel with 16-byte accesses (kernels/cuda/elementwise.cu), the
-  // same operations in the same order.
-  if constexpr (std::is_same<P, float>::value && cuda::in_cuda_mem<Mem>() && (!Copy || cuda::is_bf16<T>())) {
-    if (cuda::all_contiguous(p, g, m, v) && (!Copy || out.span_is_contiguous())) {
-      __nv_bfloat16* o = nullptr;
-      if constexpr (Copy) o = reinterpret_cast<__nv_bfloat16*>(out.data());
-      cuda::check(ew::adamw(long(p.extent(0)), p.data(), g.data(), m.data(), v.data(), o, lr, b1, b2, eps, wd, gs, bc1, bc2,
-                            Kokkos::Cuda().cuda_stream()),
-                  label);
-      return;
-    }
-  }
-#endif
   adamw_portable<Copy, P, T, Mem>(label, p, g, m, v, lr, b1, b2, eps, wd, gs, bc1, bc2, out);
 }
 }  // namespace impl
@@ -103,13 +84,30 @@ void adamw_step_copy(Kokkos::View<P*, Layout, Mem> p, Kokkos::View<const P*, Lay
   impl::adamw_update<true, P, T, Mem>("burst::adamw_step_copy", p, g, m, v, hp, t, weight_decay_scale, g_scale, out);
 }
 
-// Sum of squares of a flat view, in double.
+// Sum of squares of a flat view, in double. Each index i sums the U
+// elements i, i + m, ..., i + (U-1) m (m = ceil(n / U)): consecutive
+// indices read consecutive elements (coalesced on a GPU), and each has U
+// independent loads in flight. One element per index kept one load in
+// flight per thread: 655 GB/s on an H100 for 268M floats, 20% of HBM3
+// (2026-12-06, NOTES "AdamW and the gradient norm"). Deterministic for a
+// given n and backend, as before.
 template <class P, class Mem> double sum_squares(Kokkos::View<const P*, Layout, Mem> g) {
   using Exec = typename Kokkos::View<const P*, Layout, Mem>::execution_space;
+  constexpr long U = 8;
+  const long n = long(g.extent(0)), m = (n + U - 1) / U;
   double s = 0;
   Kokkos::parallel_reduce(
-      "burst::sum_squares", Kokkos::RangePolicy<Exec>(0, long(g.extent(0))),
-      KOKKOS_LAMBDA(const long i, double& acc) { acc += double(g(i)) * double(g(i)); }, s);
+      "burst::sum_squares", Kokkos::RangePolicy<Exec>(0, m),
+      KOKKOS_LAMBDA(const long i, double& acc) {
+        double part[U];
+        for (long u = 0; u < U; ++u) {
+          const long j = i + u * m;
+          const double x = j < n ? double(g(j)) : 0.0;
+          part[u] = x * x;
+        }
+        acc += ((part[0] + part[1]) + (part[2] + part[3])) + ((part[4] + part[5]) + (part[6] + part[7]));
+      },
+      s);
   return s;
 }
 

@@ -548,6 +548,30 @@ TEST(Optim, AdamWCopyMatchesAdamWAndRoundsTheCopy) {
   }
 }
 
+// Every length class of the U-way split (n below U, not a multiple of U,
+// a multiple): the sum of the squares, in double, of every element once.
+TEST(Optim, SumSquaresEveryElementOnce) {
+  for (long n : {0L, 1L, 7L, 8L, 9L, 63L, 64L, 1000L, 4099L}) {
+    Vec g(n);
+    long double ref = 0;
+    for (long i = 0; i < n; ++i) {
+      g[i] = std::sin(0.37 * double(i) + 1.0) * double(1 + i % 5);
+      ref += (long double)g[i] * g[i];
+    }
+    const double got = sum_squares<double, Mem>(dev1(g));
+    EXPECT_NEAR(got, double(ref), 1e-13 * (1.0 + double(ref))) << n;
+    if (n > 0) {  // one element changed: the sum moves by its change
+      Vec h = g;
+      h[n - 1] += 1.0;
+      const double d = sum_squares<double, Mem>(dev1(h)) - got;
+      EXPECT_NEAR(d, 2.0 * g[n - 1] + 1.0, 1e-12 * (1.0 + double(ref))) << n;
+    }
+  }
+  Kokkos::View<float*, Layout, Mem> f("optim/f", 4099);
+  Kokkos::deep_copy(f, 0.5f);
+  EXPECT_DOUBLE_EQ((sum_squares<float, Mem>(f)), 4099 * 0.25);
+}
+
 TEST(Optim, ClippingAndSchedule) {
   Vec g = {3, 4};
   EXPECT_DOUBLE_EQ((sum_squares<double, Mem>(dev1(g))), 25.0);

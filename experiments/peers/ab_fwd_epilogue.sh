@@ -8,7 +8,7 @@
 # as it was before it), and runs `burst bench kernels` (rows attn_fwd_plain,
 # ring_fwd_step_merged, ring_fwd_step_partial) with both binaries at blocks
 # of 2K, 8K and 32K queries x keys, alternating, ROUNDS times; then the
-# AdamW rows (the CUDA kernel, the portable one) on 268M parameters.
+# AdamW and sum-of-squares rows on 268M parameters.
 #   device tool, repository root, carry [".offline"]: OUT=$OUT experiments/peers/ab_fwd_epilogue.sh
 # Options (environment): ROUNDS (2), BLOCKS ("2048 8192 32768"), TEST_CAP
 # (150 s for the tests), SKIP_OLD=1 (no second build: the merged and partial
@@ -58,7 +58,7 @@ for r in $(seq 1 "${ROUNDS:-2}"); do
     done
   done
   if [ "$r" = 1 ]; then
-STEP_TAIL=5 step "AdamW: the CUDA kernel and the portable one (268M fp32 params)" 40 build-cuda/burst bench kernels \
+STEP_TAIL=5 step "AdamW and the gradient norm pass (268M fp32 params)" 40 build-cuda/burst bench kernels \
   --set bench.attn_block=0 --set bench.tokens=1024 --output "$OUT/k_adamw.h5"
   fi
 done

@@ -127,11 +127,10 @@ if [ "$PART" = 18 ]; then
   # build; `bench kernels` (the CUDA LSE merge beside the portable one; the
   # ring forward's step merged in the forward's epilogue beside a partial +
   # merge, at 2K and 8K blocks); the tests of that code: test_kernels_cuda
-  # (LseMergeCuda, AdamWCuda), every attention ctest (the merging epilogue on each
+  # (LseMergeCuda), every attention ctest (the merging epilogue on each
   # kernel variant, the uncounted calls), the ring family over MPI staging
   # at 2 and 4 ranks (bf16, d 64: the merge in the ring; the packet fills
   # on the compute stream) and test_seq_parallel; then the 1B step at 32K
-  # (its optimizer phase: the CUDA AdamW; bench kernels' adamw_step_fp32 row too)
   # (the plain forward's epilogue gained a branch: the step must not move).
   build_everything
   if [ -x "$build/burst" ]; then

@@ -4,8 +4,7 @@
 // loop over n / 8 vectors, flat indices, no div/mod), the n % 8 tail in a
 // scalar loop. Floors per element (bf16): SwiGLU forward 6 B (g, u in, h
 // out), backward 10 B (dh, g, u in, dg, du out), add 6 B, fp32 -> bf16 6 B,
-// bf16 -> fp32 6 B; AdamW (fp32, 4 per thread) 28 B, 30 B with the bf16
-// copy.
+// bf16 -> fp32 6 B.
 #include "kernels/cuda/elementwise_cuda.h"
 
 #include <cstdint>
@@ -123,51 +122,6 @@ __global__ void cvt_scalar(long b, long e, const float* x, __nv_bfloat16* y) {
     y[i] = __float2bfloat16_rn(x[i]);
 }
 
-// AdamW (elementwise_cuda.h): the portable kernel's operations in its order.
-struct AdamHp {
-  float lr, b1, b2, eps, wd, gs, bc1, bc2;
-};
-
-__device__ __forceinline__ float adamw_one(float p, float g, float& m, float& v, const AdamHp& h) {
-  const float gi = g * h.gs;
-  const float mi = h.b1 * m + (1.f - h.b1) * gi;
-  const float vi = h.b2 * v + (1.f - h.b2) * gi * gi;
-  m = mi, v = vi;
-  float pi = p * (1.f - h.lr * h.wd);
-  pi -= h.lr * (mi / h.bc1) / (sqrtf(vi / h.bc2) + h.eps);
-  return pi;
-}
-
-__global__ void adamw_vec(long nv, float4* __restrict__ p, const float4* __restrict__ g, float4* __restrict__ m,
-                          float4* __restrict__ v, uint2* __restrict__ out, const AdamHp h) {
-  for (long i = blockIdx.x * long(blockDim.x) + threadIdx.x; i < nv; i += long(gridDim.x) * blockDim.x) {
-    float4 pp = p[i], mm = m[i], vv = v[i];
-    const float4 gg = g[i];
-    pp.x = adamw_one(pp.x, gg.x, mm.x, vv.x, h);
-    pp.y = adamw_one(pp.y, gg.y, mm.y, vv.y, h);
-    pp.z = adamw_one(pp.z, gg.z, mm.z, vv.z, h);
-    pp.w = adamw_one(pp.w, gg.w, mm.w, vv.w, h);
-    p[i] = pp, m[i] = mm, v[i] = vv;
-    if (out) {
-      const __nv_bfloat162 lo = __floats2bfloat162_rn(pp.x, pp.y), hi = __floats2bfloat162_rn(pp.z, pp.w);
-      uint2 r;
-      r.x = *reinterpret_cast<const unsigned*>(&lo), r.y = *reinterpret_cast<const unsigned*>(&hi);
-      out[i] = r;
-    }
-  }
-}
-
-__global__ void adamw_scalar(long b, long e, float* p, const float* g, float* m, float* v, __nv_bfloat16* out, const AdamHp h) {
-  for (long i = b + blockIdx.x * long(blockDim.x) + threadIdx.x; i < e; i += long(gridDim.x) * blockDim.x) {
-    float mm = m[i], vv = v[i];
-    const float r = adamw_one(p[i], g[i], mm, vv, h);
-    p[i] = r, m[i] = mm, v[i] = vv;
-    if (out) out[i] = __float2bfloat16_rn(r);
-  }
-}
-
-bool aligned8(const void* p) { return (reinterpret_cast<std::uintptr_t>(p) & 7u) == 0; }
-
 // Every launcher's shape: when all its pointers are 16-byte aligned, the
 // vector kernel over the first n / 8 vectors (vec(nv)); the scalar kernel over
 // the rest [b, e) (tail(b, e)), all of it when they are not.
@@ -215,20 +169,6 @@ cudaError_t bf16_to_f32(long n, const __nv_bfloat16* x, float* y, cudaStream_t s
       n, aligned16(x) && aligned16(y),
       [&](long nv) { widen_vec<<<blocks_for(nv), kThreads, 0, st>>>(nv, reinterpret_cast<const Vec8*>(x), reinterpret_cast<float4*>(y)); },
       [&](long b, long e) { widen_scalar<<<blocks_for(e - b), kThreads, 0, st>>>(b, e, x, y); });
-}
-
-cudaError_t adamw(long n, float* p, const float* g, float* m, float* v, __nv_bfloat16* out, float lr, float b1, float b2,
-                  float eps, float wd, float gs, float bc1, float bc2, cudaStream_t st) {
-  if (n <= 0) return cudaSuccess;
-  const AdamHp h{lr, b1, b2, eps, wd, gs, bc1, bc2};
-  const bool vec = aligned16(p) && aligned16(g) && aligned16(m) && aligned16(v) && (!out || aligned8(out));
-  const long done = vec ? n / 4 * 4 : 0;
-  if (done > 0)
-    adamw_vec<<<blocks_for(done / 4), kThreads, 0, st>>>(done / 4, reinterpret_cast<float4*>(p), reinterpret_cast<const float4*>(g),
-                                                          reinterpret_cast<float4*>(m), reinterpret_cast<float4*>(v),
-                                                          reinterpret_cast<uint2*>(out), h);
-  if (done < n) adamw_scalar<<<blocks_for(n - done), kThreads, 0, st>>>(done, n, p, g, m, v, out, h);
-  return cudaGetLastError();
 }
 
 }  // namespace ew

@@ -175,11 +175,6 @@ template <class T> static void run(Runtime& rt, const Config& cfg, const std::st
     time_it("adamw_step_fp32", 28.0 * P, [&] { kernels::adamw_step<float, Mem>(p, g, m, v, hp, ++t); });
     double ss = 0;
     time_it("sum_squares_fp32", 4.0 * P, [&] { ss += kernels::sum_squares<float, Mem>(g); });  // the gradient norm's pass
-    // The portable kernel (a thread per element), beside the engine's entry (on CUDA, the float4 kernel).
-    time_it("adamw_step_fp32_portable", 28.0 * P, [&] {
-      kernels::impl::adamw_portable<false, float, float, Mem>("burst::adamw_step", p, g, m, v, 1e-4f, 0.9f, 0.95f, 1e-8f,
-                                                              0.1f, 1.0f, 0.5f, 0.5f, View1<float>());
-    });
   }
   if (rt.rank() == 0) {
     std::printf("memory-bound kernels, %s, %ld tokens (hidden %ld, ffn %ld, %ld x %ld heads), AdamW over %ld fp32 params, on %s\n",
