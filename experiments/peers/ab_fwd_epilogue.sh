@@ -48,7 +48,7 @@ step "build burst without the merge branch" 200 bash -c "cd '$old' && scripts/bu
   -DBURST_ENABLE_NCCL=ON --target burst >/dev/null && ls -la build-cuda/burst"
 fi
 step "attention + kernel tests (the new epilogue on every variant)" ${TEST_CAP:-150} bash -c "cd build-cuda && ctest -j 7 --output-on-failure \
-  -R 'test_kernels_attention_cuda|test_kernels_cuda_np1' > '$OUT/tests.log' 2>&1; rc=\$?; tail -n 12 '$OUT/tests.log'; exit \$rc"
+  -R 'test_kernels_attention_cuda|test_kernels_cuda_np1|test_kernels_misc_np1' > '$OUT/tests.log' 2>&1; rc=\$?; tail -n 12 '$OUT/tests.log'; exit \$rc"
 for r in $(seq 1 "${ROUNDS:-2}"); do
   for b in ${BLOCKS:-2048 8192 32768}; do
     for which in $whiches; do
