@@ -1174,3 +1174,44 @@ TEST(PerfModel, RingTransfersOnSharedCoresCostCpu) {
   EXPECT_DOUBLE_EQ(h.ring_round_cpu_per_byte, 0.15e-9);
   EXPECT_DOUBLE_EQ(h.shared_by(4).ring_round_cpu, 60e-6 / (h.host_cores / 4));
 }
+
+// The ring forward's merge: a separate fp32 pass (read O and O_b, write O)
+// or, with attention.merge_in_epilogue (the engine's CUDA clusters), the
+// read of the running O and lse inside the forward. Burst on zigzag, 8 GPUs
+// of one node, 2K tokens each: every round after the first merges once, so
+// the forward's compute differs by 7 x (pass - epilogue). The key is read
+// from the engine's cluster files and must be a boolean.
+TEST(PerfModel, RingMergeInTheForwardsEpilogue) {
+  const Cluster fused = load_cluster("h200_engine", default_data_dir());
+  ASSERT_TRUE(fused.attn_merge_in_epilogue);
+  EXPECT_TRUE(load_cluster("h100_engine", default_data_dir()).attn_merge_in_epilogue);
+  EXPECT_FALSE(a800().attn_merge_in_epilogue);
+  EXPECT_FALSE(load_cluster("h200", default_data_dir()).attn_merge_in_epilogue);
+  Cluster pass = fused;
+  pass.attn_merge_in_epilogue = false;
+  const double t = 2048, nh = 32, nd = nh * 128;
+  const AttnProblem p{8, 8 * t, 32, 32, 128};
+  AttnConfig b;
+  b.method = "burst";
+  const AttnCost a = attention_cost(fused, b, p), c = attention_cost(pass, b, p);
+  const double per_round = (12 * t * nd + 12 * t * nh - (4 * t * nd + 8 * t * nh)) / fused.hbm_bw;
+  EXPECT_NEAR(c.fwd.compute - a.fwd.compute, 7 * per_round, 1e-6 * c.fwd.compute);
+  EXPECT_DOUBLE_EQ(c.bwd.compute, a.bwd.compute);  // the backward has no merge
+  EXPECT_LT(a.fwd.time, c.fwd.time);
+
+  std::ifstream in(default_data_dir() + "/clusters/h200_engine.toml");
+  std::stringstream text;
+  text << in.rdbuf();
+  std::string s = text.str();
+  const std::string key = "merge_in_epilogue = true";
+  ASSERT_NE(s.find(key), std::string::npos);
+  s.replace(s.find(key), key.size(), "merge_in_epilogue = 1");
+  const std::string file = ::testing::TempDir() + "h200_engine_bad_merge.toml";
+  std::ofstream(file) << s;
+  try {
+    load_cluster(file, default_data_dir());
+    FAIL() << "a number for attention.merge_in_epilogue was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("merge_in_epilogue must be true or false"), std::string::npos) << e.what();
+  }
+}

@@ -161,7 +161,7 @@ const std::vector<std::string>& cluster_keys() {
   static const std::vector<std::string> keys = {
       "name", "node.gpus", "node.ib_hcas", "gpu.peak_bf16_tflops", "gpu.gemm_fraction", "gpu.hbm_tb_per_s", "gpu.memory_gib",
       "attention.rate_inf_tflops", "attention.t0_tokens", "attention.fwd_over_bwd", "attention.rate_points_tokens",
-      "attention.rate_points_tflops", "links.efficiency", "links.nvlink_gb_per_s", "links.nvlink_latency_us",
+      "attention.rate_points_tflops", "attention.merge_in_epilogue", "links.efficiency", "links.nvlink_gb_per_s", "links.nvlink_latency_us",
       "links.ib_hca_gbit_per_s", "links.ib_latency_us", "links.pcie_gb_per_s", "links.pcie_latency_us",
       "host.memory_gb_per_s", "host.cores", "host.binding", "host.wait_ranks", "host.collective_wait_ms",
       "host.nap_wait_ms", "host.collective_wait_fit_ms", "host.collective_wait_follow_ms", "host.wait_work_ms",
@@ -231,6 +231,10 @@ Cluster load_cluster(const std::string& name_or_path, const std::string& dir) {
   c.attn_rate_inf = num(t, "attention.rate_inf_tflops", file, 1e-9, 1e5) * 1e12;
   c.attn_t0 = num(t, "attention.t0_tokens", file, 0, 1e9);
   c.attn_fwd_over_bwd = num(t, "attention.fwd_over_bwd", file, 0.1, 10);
+  if (auto m = t.at_path("attention.merge_in_epilogue")) {
+    BURST_CHECK_CONFIG(m.is_boolean(), file, ": attention.merge_in_epilogue must be true or false");
+    c.attn_merge_in_epilogue = m.as_boolean()->get();
+  }
   c.link_efficiency = num(t, "links.efficiency", file, 0.01, 1);
   c.nvlink_bw = num(t, "links.nvlink_gb_per_s", file, 0.1, 1e5) * 1e9;
   c.nvlink_latency = num(t, "links.nvlink_latency_us", file, 0, 1e6) * 1e-6;

@@ -45,6 +45,13 @@ struct Cluster {
   // ends, and r_inf / t0 are not used (CPU kernels whose rate is not
   // monotonic in t: caches).
   std::vector<double> attn_pts_t, attn_pts_rate;  // tokens, FLOP/s
+  // Optional attention.merge_in_epilogue: a ring forward's visiting block
+  // merges into the running (O, lse) inside the flash forward's epilogue
+  // (kernels::flash_attention_forward_merge on CUDA bf16, BURST_FA_MERGE=1),
+  // paying the read of the running O and lse beyond the block's forward;
+  // otherwise (host kernels, other systems) a separate fp32 merge pass reads
+  // O and O_b and writes O (perf/attention.cpp).
+  bool attn_merge_in_epilogue = false;
   double link_efficiency = 0;  // achieved / spec bandwidth, every link
   double nvlink_bw = 0, nvlink_latency = 0;  // per GPU per direction (spec)
   double ib_hca_bw = 0, ib_latency = 0;      // one HCA, one direction (spec)
