@@ -362,8 +362,11 @@ RingResult ring_cost(const Cluster& c, const RingSetup& r) {
   // and lse where it would have written O_b (measured on an H100: the 2K
   // block's step 10.7 us over the plain forward, the 33.6 MB read's floor
   // 10.0 us, NOTES "v3 CUDA: the ring forward's merge").
-  const double merge = c.attn_merge_in_epilogue ? (4 * t * nd + 2 * 4 * t * double(r.nh)) / c.hbm_bw
-                                                : (3 * 4 * t * nd + 3 * 4 * t * double(r.nh)) / c.hbm_bw;
+  // The engine merges in the epilogue where its CUDA flash kernels run (head
+  // dims 64 and 128); elsewhere it falls back to the pass.
+  const bool fused_merge = c.attn_merge_in_epilogue && (r.d == 64 || r.d == 128);
+  const double merge = fused_merge ? (4 * t * nd + 4 * t * double(r.nh)) / c.hbm_bw  // the reads; lse' replaces lse_b's write
+                                   : (3 * 4 * t * nd + 3 * 4 * t * double(r.nh)) / c.hbm_bw;
 
   RingPassSpec f;
   f.g = g, f.rounds = P, f.partial = false, f.hbm_bw = c.hbm_bw, f.intra = intra, f.inter = inter;

@@ -48,9 +48,10 @@ struct Cluster {
   // Optional attention.merge_in_epilogue: a ring forward's visiting block
   // merges into the running (O, lse) inside the flash forward's epilogue
   // (kernels::flash_attention_forward_merge on CUDA bf16, BURST_FA_MERGE=1),
-  // paying the read of the running O and lse beyond the block's forward;
-  // otherwise (host kernels, other systems) a separate fp32 merge pass reads
-  // O and O_b and writes O (perf/attention.cpp).
+  // paying the read of the running O and lse beyond the block's forward
+  // (head dims 64 and 128, the CUDA kernels'); otherwise (other head dims,
+  // host kernels, other systems) a separate fp32 merge pass reads O and O_b
+  // and writes O (perf/attention.cpp).
   bool attn_merge_in_epilogue = false;
   double link_efficiency = 0;  // achieved / spec bandwidth, every link
   double nvlink_bw = 0, nvlink_latency = 0;  // per GPU per direction (spec)
