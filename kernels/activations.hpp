@@ -45,14 +45,6 @@ template <class Acc> KOKKOS_INLINE_FUNCTION Acc gelu_grad(Acc x, Gelu kind) {
   const Acc t = kx::tanh(u);
   return Acc(0.5) * (Acc(1) + t) + Acc(0.5) * x * (Acc(1) - t * t) * c * (Acc(1) + Acc(3 * 0.044715) * x * x);
 }
-// Whether an execution space runs on the host's cores: there the
-// elementwise kernels take a row per index and walk its columns (no 64-bit
-// division and modulo per element to split a flat index; 1.4-1.5x on a
-// 2-core CPU's SwiGLU, NOTES "v3 host: SwiGLU by rows"); on a device a
-// thread per element keeps a warp's accesses consecutive.
-template <class Exec> constexpr bool host_exec() {
-  return Kokkos::SpaceAccessibility<Kokkos::HostSpace, typename Exec::memory_space>::accessible;
-}
 }  // namespace impl
 
 template <class V1, class V2> void check_same_2d(const char* what, const V1& a, const V2& b) {
@@ -78,7 +70,11 @@ void swiglu_forward(Kokkos::View<const T**, Layout, Mem> gate, Kokkos::View<cons
     }
   }
 #endif
-  if constexpr (impl::host_exec<Exec>()) {  // a row per index: no 64-bit division per element (impl::host_exec)
+  // On the host a row per index, its columns walked in a loop: no 64-bit
+  // division and modulo per element to split a flat index (1.4-1.5x on a
+  // 2-core CPU, NOTES "v3 host: SwiGLU by rows"); on a device a thread per
+  // element keeps a warp's accesses consecutive.
+  if constexpr (is_host_exec<Exec>()) {
     Kokkos::parallel_for(
         "burst::swiglu_forward", Kokkos::RangePolicy<Exec>(0, long(gate.extent(0))), KOKKOS_LAMBDA(const long i) {
           for (long f = 0; f < F; ++f) {
@@ -118,7 +114,7 @@ void swiglu_backward(Kokkos::View<const T**, Layout, Mem> dh, Kokkos::View<const
     }
   }
 #endif
-  if constexpr (impl::host_exec<Exec>()) {
+  if constexpr (is_host_exec<Exec>()) {  // as the forward
     Kokkos::parallel_for(
         "burst::swiglu_backward", Kokkos::RangePolicy<Exec>(0, long(gate.extent(0))), KOKKOS_LAMBDA(const long i) {
           for (long f = 0; f < F; ++f) {

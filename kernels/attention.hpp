@@ -186,10 +186,6 @@ namespace impl {
 
 template <class Acc> KOKKOS_INLINE_FUNCTION Acc neg_inf() { return -std::numeric_limits<Acc>::infinity(); }
 
-template <class Exec> constexpr bool is_host_exec() {
-  return Kokkos::SpaceAccessibility<Kokkos::HostSpace, typename Exec::memory_space>::accessible;
-}
-
 // Scratch level: level 0 (fast, small on GPUs) when it fits, else level 1.
 inline int scratch_level(size_t bytes, bool host) { return (host || bytes <= 48 * 1024) ? 0 : 1; }
 
@@ -548,7 +544,7 @@ long flash_attention_forward(Kokkos::View<const T***, Layout, Mem> q, Kokkos::Vi
     if (cuda::flash_usable(q, k, v, scale, o, lse)) return cuda::flash_forward(q, k, v, mask, scale, o, lse, tiles);
   }
 #endif
-  constexpr bool host = impl::is_host_exec<Exec>();
+  constexpr bool host = is_host_exec<Exec>();
   if constexpr (host) {
     const long group = n / nkv;
     return impl::host_launch<impl::HostFlashForward, T, Acc, Exec, Mem>(
@@ -598,7 +594,7 @@ long flash_attention_backward(Kokkos::View<const T***, Layout, Mem> q, Kokkos::V
       return cuda::flash_backward(q, k, v, dout, lse, D, mask, scale, dq, dk, dv, accumulate, tiles);
   }
 #endif
-  constexpr bool host = impl::is_host_exec<Exec>();
+  constexpr bool host = is_host_exec<Exec>();
   long computed = 0;
   if constexpr (host) {
     const long group = n / nkv;

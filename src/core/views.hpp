@@ -34,6 +34,13 @@ template <class T> using HUnmanaged1 = Kokkos::View<T*, Layout, HostMem, Kokkos:
 // an element nobody wrote shows in the results instead of reading zeros.
 bool poison_uninitialized();  // defined in core/memory.cpp
 
+// Whether an execution space runs on the host's cores (the kernels that
+// loop differently there: attention's team sizes, the elementwise kernels'
+// rows, RMSNorm's column blocks).
+template <class Exec> constexpr bool is_host_exec() {
+  return Kokkos::SpaceAccessibility<Kokkos::HostSpace, typename Exec::memory_space>::accessible;
+}
+
 template <class T> T poison_value() {
   if constexpr (std::numeric_limits<T>::has_quiet_NaN) return std::numeric_limits<T>::quiet_NaN();
   else if constexpr (std::is_same<T, bf16>::value) return bf16(std::numeric_limits<float>::quiet_NaN());
