@@ -129,6 +129,58 @@ TEST(Model, GradientsMatchFiniteDifferencesEverywhere) {
   }
 }
 
+TEST(Model, RecomputingPoliciesSkipTheLastLayerAndMatchKeep) {
+  // Every policy but keep recomputes the layers that wait for their
+  // backward, not the last one: its backward follows the head, so its
+  // activations stay (llama.cpp embed_and_layers). The recompute phase runs
+  // layers - 1 times; the loss and every gradient are keep's to the bit
+  // (`whole`, `full`: the recompute runs the same deterministic kernels on
+  // the same inputs) or to rounding (`half`: the first half's attention is
+  // recomputed against the first half's keys alone).
+  ModelConfig cfg = small_config(MlpKind::SwiGLU, false, 1);
+  cfg.layers = 3;
+  const double scale = 1.0 / std::sqrt(double(cfg.head_dim));
+  HostBatch hb;
+  std::mt19937 g(5);
+  const long s = 10;
+  for (long i = 0; i < s; ++i) {
+    hb.tokens.push_back(int(g() % cfg.vocab));
+    hb.labels.push_back(i % 5 == 2 ? kernels::kIgnoreIndex : int(g() % cfg.vocab));
+    hb.pos.push_back(i);
+  }
+  const TokenBatch<Mem> b = to_device(hb);
+  auto run = [&](ActPolicy p, long* recomputes) {
+    ModelOptions mo;
+    mo.policy = p;
+    LlamaModel<double, Mem> model(cfg, std::make_shared<LocalAttention<double, Mem>>(scale), mo);
+    init_params(model.params(), 13, 0.5);
+    Kokkos::deep_copy(model.grads().flat(), 0.0);
+    PhaseTimes times;
+    model.set_phase_times(&times);
+    const StepLoss l = model.forward_backward(b, double(s - 2));
+    auto it = times.table().find("recompute");
+    *recomputes = it == times.table().end() ? 0 : it->second.count;
+    auto h = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), model.grads().flat());
+    std::vector<double> out(h.data(), h.data() + h.extent(0));
+    out.push_back(l.sum);
+    return out;
+  };
+  long n = -1;
+  const std::vector<double> keep = run(ActPolicy::Keep, &n);
+  EXPECT_EQ(n, 0);
+  for (ActPolicy p : {ActPolicy::Full, ActPolicy::Whole, ActPolicy::Half}) {
+    SCOPED_TRACE(act_policy_name(p));
+    const std::vector<double> got = run(p, &n);
+    EXPECT_EQ(n, cfg.layers - 1);
+    ASSERT_EQ(got.size(), keep.size());
+    double worst = 0;
+    for (size_t i = 0; i < got.size(); ++i)
+      worst = std::max(worst, std::fabs(got[i] - keep[i]) / std::max(1.0, std::fabs(keep[i])));
+    if (p == ActPolicy::Half) EXPECT_LT(worst, 1e-12);
+    else EXPECT_EQ(worst, 0.0);
+  }
+}
+
 TEST(Model, PresetsHaveThePapersSizes) {
   EXPECT_EQ(model_preset("7B").mlp, MlpKind::Gelu);
   // 7B with a non-gated GELU MLP: about 5.3B parameters (ALGORITHMS.md section 10).

@@ -634,8 +634,10 @@ TEST(PerfModel, CollectivesOnSharedCoresWaitForTheirMembers) {
   EXPECT_NEAR(whole.t_step_sync, 3 * 1e-3, 1e-12);  // token count, gradients, loss (timed); no host.wait_work_ms
   s.policy = "keep";
   EXPECT_DOUBLE_EQ(simulate_step(c, k, s).attn_collectives, 2 * (5 + 4));
-  s.policy = "full";  // the recompute reruns the forward: its 5, no rebuild
-  EXPECT_DOUBLE_EQ(simulate_step(c, k, s).attn_collectives, 2 * (5 + 5 + 4));
+  // `full`: the first layer's recompute reruns the forward (its 5, no
+  // rebuild); the last layer is not recomputed and its backward rebuilds (5).
+  s.policy = "full";
+  EXPECT_DOUBLE_EQ(simulate_step(c, k, s).attn_collectives, 2 * (5 + 4) + 5 + 5);
   StepConfig sw = s;
   sw.policy = "whole";
   const StepResult whole0 = simulate_step(free_cores, k, sw);
@@ -907,8 +909,9 @@ TEST(PerfModel, HostConcurrencyAndOverheads) {
   EXPECT_DOUBLE_EQ(c.shared_by(4).nvlink().beta, c.nvlink().beta);  // links are not divided
   EXPECT_DOUBLE_EQ(plain.shared_by(2).attn_rate_inf, plain.attn_rate_inf);
 
-  // A step: the overheads add exactly L x (layer overhead + its forward share
-  // again for a recompute) + step overhead (+ per token of this rank), all
+  // A step: the overheads add exactly L x layer overhead + (L - 1) x its
+  // forward share again for the recomputes (the last layer is not
+  // recomputed) + step overhead (+ per token of this rank), all
   // over the rank's share of a core; everything else as without them.
   const Calibration k = calib();
   ModelShape m;
@@ -922,7 +925,7 @@ TEST(PerfModel, HostConcurrencyAndOverheads) {
     s.policy = policy;
     const StepResult r = simulate_step(c, k, s), r0 = simulate_step(no_over, k, s);
     const double fwd_share = k.elem_fwd_share, again = s.policy == "keep" ? 0.0 : fwd_share;
-    EXPECT_NEAR(r.t_layer_overhead, 2 * 3e-3 * (1 + again) / f, 1e-12) << policy;
+    EXPECT_NEAR(r.t_layer_overhead, (2 * 3e-3 + 1 * 3e-3 * again) / f, 1e-12) << policy;
     EXPECT_NEAR(r.t_step_overhead, (10e-3 + 2e-6 * 512) / f, 1e-12) << policy;
     EXPECT_NEAR(r.t_total - r0.t_total, r.t_layer_overhead + r.t_step_overhead, 1e-12) << policy;
     EXPECT_NEAR(r.t_layers_fwd - r0.t_layers_fwd, 2 * 3e-3 * fwd_share / f, 1e-12) << policy;

@@ -265,7 +265,9 @@ template <class T, class Mem> void LlamaModel<T, Mem>::keep_for_backward(int l, 
 }
 
 template <class T, class Mem> void LlamaModel<T, Mem>::recompute(int l, const TokenBatch<Mem>& b, LayerActs& a) {
-  if (opt_.policy == ActPolicy::Keep) return;
+  // Keep, or a layer whose activations stayed (the last one; block_backward
+  // after block_forward of the last layer).
+  if (opt_.policy == ActPolicy::Keep || a.h1.extent(0) > 0) return;
   Phase ph("recompute", phase_times_, phase_times_ != nullptr);
   const AttnSource src = opt_.policy == ActPolicy::Full    ? AttnSource::Compute
                          : opt_.policy == ActPolicy::Whole ? AttnSource::Cached
@@ -289,7 +291,14 @@ typename LlamaModel<T, Mem>::V2 LlamaModel<T, Mem>::embed_and_layers(const Token
     Held pl(hooks_, l + 1);
     V2 xo = act2<T, Mem>("x_out", s, H);
     layer_forward(l, b, x, acts[l], xo);
-    if (for_backward) {
+    if (for_backward && l + 1 == cfg_.layers && opt_.policy != ActPolicy::Keep) {
+      // The last layer's backward comes right after the head: its
+      // activations stay whole instead of being dropped and rebuilt by a
+      // recompute (which would give the same bits; ALGORITHMS.md section 7's
+      // policies are about the layers that wait). The method's state goes
+      // as under the policy: its backward works from its arguments.
+      attn_->release(l);
+    } else if (for_backward) {
       keep_for_backward(l, acts[l]);
     } else {  // forward only: each layer's input stays (the hidden states)
       LayerActs in;

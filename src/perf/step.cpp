@@ -61,16 +61,22 @@ StepResult simulate_step(const Cluster& cluster, const Calibration& k, const Ste
   if (s.policy == "half") r.attn_recompute = at.half_fwd.time;
   {
     const PassCost* rec = s.policy == "full" ? &at.fwd : s.policy == "half" ? &at.half_fwd : nullptr;
-    r.attn_collectives = L * (at.fwd.collectives + at.bwd.collectives + (rebuilt ? at.rebuild.collectives : 0) +
-                              (rec ? rec->collectives : 0));
-    r.attn_sync = L * (at.fwd.sync + at.bwd.sync + (rebuilt ? at.rebuild.sync : 0.0) + (rec ? rec->sync : 0.0));
+    // The last layer is not recomputed (its activations stay; llama.cpp
+    // embed_and_layers); under `full` its backward then rebuilds the
+    // method's state as `whole`'s does.
+    const double Lr = s.policy == "keep" ? 0.0 : L - 1, last_rebuilds = s.policy == "full" ? 1.0 : 0.0;
+    r.attn_collectives = L * (at.fwd.collectives + at.bwd.collectives + (rebuilt ? at.rebuild.collectives : 0)) +
+                         Lr * (rec ? rec->collectives : 0) + last_rebuilds * at.rebuild.collectives;
+    r.attn_sync = L * (at.fwd.sync + at.bwd.sync + (rebuilt ? at.rebuild.sync : 0.0)) + Lr * (rec ? rec->sync : 0.0) +
+                  last_rebuilds * at.rebuild.sync;
   }
+  const double Lr = s.policy == "keep" ? 0.0 : L - 1;  // layers recomputed
   // The per-layer overhead of a CPU host, split as the elementwise passes
   // (its forward part runs again in a recompute).
   const double over_fwd = c.layer_overhead * k.elem_fwd_share, over_bwd = c.layer_overhead - over_fwd;
   const double recompute = s.policy == "keep" ? 0.0 : r.gemm_fwd + r.elem_fwd + over_fwd + r.attn_recompute;
   const double fwd = r.gemm_fwd + r.elem_fwd + over_fwd + r.attn_fwd, bwd = 2 * r.gemm_fwd + elem_bwd + over_bwd + r.attn_bwd;
-  r.t_layer_overhead = L * (c.layer_overhead + (s.policy == "keep" ? 0.0 : over_fwd));
+  r.t_layer_overhead = L * c.layer_overhead + Lr * over_fwd;
   r.layer_fwd = fwd, r.layer_bwd = bwd;
 
   // ZeRO: parameters gathered per layer (forward, and once for recompute +
@@ -80,10 +86,12 @@ StepResult simulate_step(const Cluster& cluster, const Calibration& k, const Ste
   const double gather = s.zero >= 3 ? collective_time(c, P, 2 * lp) : 0.0;
   const double reduce = s.zero >= 2 ? collective_time(c, P, 2 * lp) : 2 * collective_time(c, P, s.grad_bytes * lp);
   r.zero_comm_layer = 2 * gather + reduce;
-  const double exposed_layer = std::max(0.0, gather - fwd) + std::max(0.0, gather + reduce - recompute - bwd);
+  auto exposed = [&](double rec) { return std::max(0.0, gather - fwd) + std::max(0.0, gather + reduce - rec - bwd); };
+  const double exposed_layers = Lr * exposed(recompute) + (L - Lr) * exposed(0.0);
   r.t_layers_fwd = L * fwd;
-  r.t_recompute = L * recompute;
-  r.t_layers_bwd = L * bwd;
+  r.t_recompute = Lr * recompute;
+  // `full`: the last layer's backward rebuilds the method's state (the others' recompute reran its forward)
+  r.t_layers_bwd = L * bwd + (s.policy == "full" ? at.rebuild.time : 0.0);
 
   // ---- LM head and loss (embedding lookup/scatter is elementwise on s x h: folded in)
   const double logits = tok * V, gemm1 = 2 * tok * h * V / c.gemm_rate();
@@ -92,7 +100,7 @@ StepResult simulate_step(const Cluster& cluster, const Calibration& k, const Ste
   const double head_params = V * h;  // LM head weight; the embedding is gathered and reduced the same way
   const double head_comm = s.zero >= 3 ? 2 * collective_time(c, P, 2 * head_params) : 0.0;
   const double head_reduce = (s.zero >= 2 ? 2 * collective_time(c, P, 2 * head_params) : 4 * collective_time(c, P, s.grad_bytes * head_params));
-  r.t_zero_exposed = L * exposed_layer + head_comm + head_reduce;  // the ends of the model have nothing to hide behind
+  r.t_zero_exposed = exposed_layers + head_comm + head_reduce;  // the ends of the model have nothing to hide behind
 
   // ---- optimizer over this rank's shard
   const double N = m.params(), shard = s.zero >= 1 ? N / P : N;

@@ -23,34 +23,39 @@ MemoryEstimate estimate_memory(const MemoryModelInput& in) {
   const std::int64_t A = e * s * (3 * H + n * d + 2 * kv * d + (2 + g) * F) + a * s * 2 + OL;
   const std::int64_t batch = s * (4 + 4 + 8);          // tokens, labels (int32), positions (int64)
   std::int64_t kept = 0;                               // per layer, beside its output
-  std::int64_t recompute = 0;                          // what the top layer's recompute allocates
   switch (in.policy) {
     case ActPolicy::Keep: kept = A; break;
-    case ActPolicy::Full: recompute = A; break;
+    case ActPolicy::Full: break;
     // the cache: O in the storage type and lse (ALGORITHMS.md section 7)
-    case ActPolicy::Whole: kept = OL, recompute = A - OL; break;
-    case ActPolicy::Half: kept = (s - s / 2) * (e * n * d + a * n), recompute = A; break;
+    case ActPolicy::Whole: kept = OL; break;
+    case ActPolicy::Half: kept = (s - s / 2) * (e * n * d + a * n); break;
   }
   m.kept_per_layer = kept + X;
   const std::int64_t held = batch + X + L * (kept + X);  // x0, and each layer's output + what it keeps
-  const std::int64_t forward = held - kept + A;          // the last layer before it drops what it need not keep
+  // The last layer keeps all its activations under every policy (its
+  // backward follows the head, so it is not recomputed; llama.cpp
+  // embed_and_layers): `top` beyond what the policy keeps.
+  const std::int64_t top = A - kept;
+  const std::int64_t forward = held + top;               // the end of the last layer's forward
   const std::int64_t head_out = X + a * s;               // final norm output and rstd
   const std::int64_t chunk = in.loss_chunk > 0 ? std::min<std::int64_t>(in.loss_chunk, s) : 0;
   // the fused head: one chunk of logits (T) and its losses (A); the plain head: logits, d.logits (T), losses (A)
-  const std::int64_t head = held + head_out + X /* dh_final */ + (chunk > 0 ? chunk * (e * V + a) : s * (2 * e * V + a));
+  const std::int64_t head = forward + head_out + X /* dh_final */ + (chunk > 0 ? chunk * (e * V + a) : s * (2 * e * V + a));
+  // the final norm's backward: the head's input gone, dh_final and dx [s, H] with the final rstd
+  const std::int64_t norm_backward = forward + a * s + 2 * X;
   // The top layer's backward (layer_backward frees what it has read for the
   // last time as it goes), with the head's input, the last layer's output and
   // the final rstd gone and dx [s, H] there instead: two moments.
-  //   The MLP's: the layer's activations (kept + recompute) and the MLP's
-  //   gradients, d.mlp.act, d.h2, d.mlp.up with d.mlp.gate (SwiGLU) or d.x2.
-  const std::int64_t base = held - X /* the last layer's output */ + X /* dx */ + recompute;
+  //   The MLP's: the layer's activations and the MLP's gradients,
+  //   d.mlp.act, d.h2, d.mlp.up with d.mlp.gate (SwiGLU) or d.x2.
+  const std::int64_t base = held - X /* the last layer's output */ + X /* dx */ + top;
   const std::int64_t mlp_backward = base + e * s * (2 * F + H + std::max(g * F, H));
   //   Attention's: the MLP's saved tensors (x2, h2, rstd2, up, act, gate) and
   //   gradients gone; d.x2, dO (T), dq, dk, dv and local attention's D [s, n]
   //   (A; D is read from O in T, so no widened O).
   const std::int64_t mlp_acts = e * s * (2 * H + (2 + g) * F) + a * s;
   const std::int64_t attn_backward = base - mlp_acts + e * s * (H + n * d) + a * s * (n * d + 2 * kv * d + n);
-  m.bytes[int(MemCategory::Activations)] = std::max({forward, head, mlp_backward, attn_backward});
+  m.bytes[int(MemCategory::Activations)] = std::max({forward, head, norm_backward, mlp_backward, attn_backward});
 
   // ---- parameters (T), gradients (A), optimizer (A: Adam's m, v and, mixed, the master weights) (train/zero.cpp)
   const std::vector<ParamInfo> table = llama_param_table(c);
