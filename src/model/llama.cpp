@@ -265,9 +265,8 @@ template <class T, class Mem> void LlamaModel<T, Mem>::keep_for_backward(int l, 
 }
 
 template <class T, class Mem> void LlamaModel<T, Mem>::recompute(int l, const TokenBatch<Mem>& b, LayerActs& a) {
-  // Keep, or a layer whose activations stayed (the last one; block_backward
-  // after block_forward of the last layer).
-  if (opt_.policy == ActPolicy::Keep || a.h1.extent(0) > 0) return;
+  // Keep, or a layer whose activations stayed (the last layer in forward_backward).
+  if (opt_.policy == ActPolicy::Keep || a.complete) return;
   Phase ph("recompute", phase_times_, phase_times_ != nullptr);
   const AttnSource src = opt_.policy == ActPolicy::Full    ? AttnSource::Compute
                          : opt_.policy == ActPolicy::Whole ? AttnSource::Cached
@@ -297,6 +296,7 @@ typename LlamaModel<T, Mem>::V2 LlamaModel<T, Mem>::embed_and_layers(const Token
       // recompute (which would give the same bits; ALGORITHMS.md section 7's
       // policies are about the layers that wait). The method's state goes
       // as under the policy: its backward works from its arguments.
+      acts[l].complete = true;
       attn_->release(l);
     } else if (for_backward) {
       keep_for_backward(l, acts[l]);

@@ -215,13 +215,15 @@ template <class T, class Mem = DeviceMem> class LlamaModel {
     V2 x_in, h1, q, k, v, ob, x2, h2, gate, up, m;
     AV2 lse;
     AV1 rstd1, rstd2;
+    bool complete = false;  // every activation of the layer's forward is here: no recompute before its backward
   };
 
   // One decoder layer on its own (`burst bench layer`, tests): the forward of
   // layer l on x [s, hidden] into y, keeping in `acts` what the backward
   // needs under the activation policy; the backward takes dL/dy in dx_io,
   // leaves dL/dx there and adds the layer's weight gradients into grads().
-  // The same code forward_backward runs per layer.
+  // The same code forward_backward runs per layer (but for its last layer,
+  // which it does not recompute).
   void block_forward(int l, const TokenBatch<Mem>& b, V2 x, V2 y, LayerActs& acts);
   void block_backward(int l, const TokenBatch<Mem>& b, LayerActs& acts, V2 dx_io);
 

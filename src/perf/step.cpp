@@ -87,7 +87,8 @@ StepResult simulate_step(const Cluster& cluster, const Calibration& k, const Ste
   const double reduce = s.zero >= 2 ? collective_time(c, P, 2 * lp) : 2 * collective_time(c, P, s.grad_bytes * lp);
   r.zero_comm_layer = 2 * gather + reduce;
   auto exposed = [&](double rec) { return std::max(0.0, gather - fwd) + std::max(0.0, gather + reduce - rec - bwd); };
-  const double exposed_layers = Lr * exposed(recompute) + (L - Lr) * exposed(0.0);
+  // (the last layer: no recompute; under `full` its backward's rebuild hides traffic too)
+  const double exposed_layers = Lr * exposed(recompute) + (L - Lr) * exposed(s.policy == "full" ? at.rebuild.time : 0.0);
   r.t_layers_fwd = L * fwd;
   r.t_recompute = Lr * recompute;
   // `full`: the last layer's backward rebuilds the method's state (the others' recompute reran its forward)

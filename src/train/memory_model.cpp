@@ -41,8 +41,6 @@ MemoryEstimate estimate_memory(const MemoryModelInput& in) {
   const std::int64_t chunk = in.loss_chunk > 0 ? std::min<std::int64_t>(in.loss_chunk, s) : 0;
   // the fused head: one chunk of logits (T) and its losses (A); the plain head: logits, d.logits (T), losses (A)
   const std::int64_t head = forward + head_out + X /* dh_final */ + (chunk > 0 ? chunk * (e * V + a) : s * (2 * e * V + a));
-  // the final norm's backward: the head's input gone, dh_final and dx [s, H] with the final rstd
-  const std::int64_t norm_backward = forward + a * s + 2 * X;
   // The top layer's backward (layer_backward frees what it has read for the
   // last time as it goes), with the head's input, the last layer's output and
   // the final rstd gone and dx [s, H] there instead: two moments.
@@ -55,7 +53,7 @@ MemoryEstimate estimate_memory(const MemoryModelInput& in) {
   //   (A; D is read from O in T, so no widened O).
   const std::int64_t mlp_acts = e * s * (2 * H + (2 + g) * F) + a * s;
   const std::int64_t attn_backward = base - mlp_acts + e * s * (H + n * d) + a * s * (n * d + 2 * kv * d + n);
-  m.bytes[int(MemCategory::Activations)] = std::max({forward, head, norm_backward, mlp_backward, attn_backward});
+  m.bytes[int(MemCategory::Activations)] = std::max({forward, head, mlp_backward, attn_backward});
 
   // ---- parameters (T), gradients (A), optimizer (A: Adam's m, v and, mixed, the master weights) (train/zero.cpp)
   const std::vector<ParamInfo> table = llama_param_table(c);

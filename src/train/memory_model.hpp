@@ -6,8 +6,10 @@
 // Activations: the bytes each policy keeps per layer between forward and
 // backward, plus the largest of three moments: the end of the forward, the
 // LM head (a [s, V] logits + gradient pair, or one chunk of the fused head),
-// and the top layer's backward (its recompute, then the larger of its
-// MLP's and its attention's backward temporaries: the backward frees as it goes).
+// and the top layer's backward (the larger of its MLP's and its attention's
+// backward temporaries: the backward frees as it goes). The top layer is
+// never recomputed: it holds all its activations from its forward on. (The
+// final norm's backward, dx in place of the head's input, is below the head.)
 // Parameters, gradients, optimizer: whole, or the ZeRO shard plus the units
 // gathered at once. Communication buffers: the attention methods' (their
 // persistent ring packets, and the largest all-to-all or all-gather buffer
