@@ -32,6 +32,8 @@
 #   PART=17 OUT=$OUT BUDGET=590 [STEP_TOKENS=[...]]  the figures of record on the defaults: build, the four longest gpu tests,
 #                                                    every attention test, the torch block (eager, compile), the engine's block
 #                                                    at 1B and 7B, the 1B step (32K and 128K), compare.py's ratios
+#   PART=19 OUT=$OUT BUDGET=340 [STEP_TOKENS=[...]]  the figures of record in a short call: build, the 1B step, the torch block,
+#                                                    the engine's blocks, compare.py, bench kernels, the changed code's gpu tests
 #   PART=18 OUT=$OUT BUDGET=590                      build, bench kernels (the LSE merges, the ring forward's step merged in
 #                                                    the epilogue / as a partial), the tests of the merges, the uncounted
 #                                                    attention calls and the ring packets, the 1B step at 32K
@@ -142,6 +144,30 @@ if [ "$PART" = 18 ]; then
       --output-on-failure -R 'test_kernels_cuda_np1|test_kernels_attention_cuda|test_dist_attention_np[24]|test_seq_parallel' \
       > '$OUT/tests_new.log' 2>&1; rc=\$?; tail -n 20 '$OUT/tests_new.log'; exit \$rc"
     step_1b '[32768]' 40 " (default kernels)"
+  fi
+  part_done h5
+fi
+if [ "$PART" = 19 ]; then
+  # The figures of record in a short call (~330 s; for a session whose device
+  # time is mostly spent): the whole build; the 1B step at STEP_TOKENS
+  # (default 32K and 128K: the last layer no longer recomputed, sum_squares
+  # v2 in the optimizer phase); the torch block and the engine's blocks on
+  # this card; compare.py; `bench kernels` (sum_squares_fp32 on 268M
+  # floats); then the GPU tests of the changed code in the time left
+  # (test_model: the policies' recompute and the last layer; test_kernels_misc:
+  # SumSquaresEveryElementOnce).
+  build_everything
+  if [ -x "$build/burst" ]; then
+    step_1b "${STEP_TOKENS:-[32768,131072]}" 60 " (default kernels)"
+    torch_block 90
+    for m in 1B 7B; do layer32k " (default kernels)" 30 "layer_${m}_bf16.h5"; done
+    step "compare.py (ours against the peers on this card)" 30 python3 experiments/peers/compare.py "$OUT"
+    step "bench kernels (sum_squares_fp32, adamw on 268M params)" 60 "$build/burst" bench kernels \
+      --output "$OUT/kernels_bf16.h5"
+    step "gpu tests of the changed code (the policies' recompute, sum_squares, the memory model)" $(( $(left) - 5 )) \
+      bash -c "cd '$build' && { ./tests/test_model --gtest_filter='Model.Recomputing*' && ctest -j 4 \
+      --output-on-failure -L gpu -R 'test_kernels_misc|test_memory_model'; } > '$OUT/tests_changed.log' 2>&1; \
+      rc=\$?; tail -n 12 '$OUT/tests_changed.log'; exit \$rc"
   fi
   part_done h5
 fi
