@@ -59,18 +59,18 @@ StepResult simulate_step(const Cluster& cluster, const Calibration& k, const Ste
                         (rebuilt ? at.rebuild.time : 0.0);
   if (s.policy == "full") r.attn_recompute = at.fwd.time;
   if (s.policy == "half") r.attn_recompute = at.half_fwd.time;
+  // The last layer is not recomputed (its activations stay; llama.cpp
+  // embed_and_layers): Lr layers are. Under `full` the last layer's backward
+  // then rebuilds the method's state as `whole`'s does (the others' recompute
+  // reran its forward).
+  const double Lr = s.policy == "keep" ? 0.0 : L - 1, last_rebuilds = s.policy == "full" ? 1.0 : 0.0;
   {
     const PassCost* rec = s.policy == "full" ? &at.fwd : s.policy == "half" ? &at.half_fwd : nullptr;
-    // The last layer is not recomputed (its activations stay; llama.cpp
-    // embed_and_layers); under `full` its backward then rebuilds the
-    // method's state as `whole`'s does.
-    const double Lr = s.policy == "keep" ? 0.0 : L - 1, last_rebuilds = s.policy == "full" ? 1.0 : 0.0;
     r.attn_collectives = L * (at.fwd.collectives + at.bwd.collectives + (rebuilt ? at.rebuild.collectives : 0)) +
                          Lr * (rec ? rec->collectives : 0) + last_rebuilds * at.rebuild.collectives;
     r.attn_sync = L * (at.fwd.sync + at.bwd.sync + (rebuilt ? at.rebuild.sync : 0.0)) + Lr * (rec ? rec->sync : 0.0) +
                   last_rebuilds * at.rebuild.sync;
   }
-  const double Lr = s.policy == "keep" ? 0.0 : L - 1;  // layers recomputed
   // The per-layer overhead of a CPU host, split as the elementwise passes
   // (its forward part runs again in a recompute).
   const double over_fwd = c.layer_overhead * k.elem_fwd_share, over_bwd = c.layer_overhead - over_fwd;
@@ -88,11 +88,10 @@ StepResult simulate_step(const Cluster& cluster, const Calibration& k, const Ste
   r.zero_comm_layer = 2 * gather + reduce;
   auto exposed = [&](double rec) { return std::max(0.0, gather - fwd) + std::max(0.0, gather + reduce - rec - bwd); };
   // (the last layer: no recompute; under `full` its backward's rebuild hides traffic too)
-  const double exposed_layers = Lr * exposed(recompute) + (L - Lr) * exposed(s.policy == "full" ? at.rebuild.time : 0.0);
+  const double exposed_layers = Lr * exposed(recompute) + (L - Lr) * exposed(last_rebuilds * at.rebuild.time);
   r.t_layers_fwd = L * fwd;
   r.t_recompute = Lr * recompute;
-  // `full`: the last layer's backward rebuilds the method's state (the others' recompute reran its forward)
-  r.t_layers_bwd = L * bwd + (s.policy == "full" ? at.rebuild.time : 0.0);
+  r.t_layers_bwd = L * bwd + last_rebuilds * at.rebuild.time;
 
   // ---- LM head and loss (embedding lookup/scatter is elementwise on s x h: folded in)
   const double logits = tok * V, gemm1 = 2 * tok * h * V / c.gemm_rate();
