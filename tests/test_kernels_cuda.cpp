@@ -144,6 +144,32 @@ TEST(GemmCuda, AccumulateOddAndStrided) {
   gemm_case<bf16, bf16>('N', 'T', 1024, 1024, 1024, 0.0, false, 1e-2);
 }
 
+// BURST_GEMM_TUNE=1: the algorithm is chosen by timing the candidates on the
+// call's own operands, so the call must still compute the GEMM exactly once:
+// an in-place accumulation (C += A B, the weight gradients) times its
+// candidates into a scratch D, never into C. New shapes (a plan is made, and
+// tuned, at a shape's first call); then a bad value is an error naming it.
+TEST(GemmCuda, TunedChoiceComputesTheSameGemm) {
+  const long tuned = lt::tuned_plans();
+  ASSERT_EQ(setenv("BURST_GEMM_TUNE", "1", 1), 0);
+  gemm_case<bf16, float>('T', 'N', 384, 256, 1536, 1.0, false, 1e-5);  // dW += dY^T X, in place
+  gemm_case<bf16, bf16>('N', 'T', 1536, 384, 256, 0.0, false, 1e-2);   // forward
+  gemm_case<bf16, bf16>('N', 'N', 1536, 256, 384, 1.0, false, 1e-2);   // dX += dY W, in place
+  gemm_case<float, float>('N', 'N', 257, 130, 99, 1.0, false, 1e-5);
+  EXPECT_GT(lt::tuned_plans(), tuned) << "no plan was tuned";
+  ASSERT_EQ(setenv("BURST_GEMM_TUNE", "yes", 1), 0);
+  D2<bf16> A("A", 40, 24), B("B", 24, 56);
+  D2<float> C("C", 40, 56);
+  try {
+    gemm('N', 'N', 1.0, A, B, 0.0, C);  // a shape no test made before: a new plan
+    ADD_FAILURE() << "BURST_GEMM_TUNE=yes was accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::Config);
+    EXPECT_NE(std::string(e.what()).find("BURST_GEMM_TUNE"), std::string::npos) << e.what();
+  }
+  unsetenv("BURST_GEMM_TUNE");
+}
+
 // D = 1.5 A B^T + C into a separate D (the model's residual GEMMs): one cuBLASLt call reading C and writing
 // D; C untouched; D poisoned first, so every element must be written.
 TEST(GemmCuda, SeparateOutput) {

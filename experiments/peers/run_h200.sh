@@ -34,6 +34,10 @@
 #                                                    at 1B and 7B, the 1B step (32K and 128K), compare.py's ratios
 #   PART=19 OUT=$OUT BUDGET=340 [STEP_TOKENS=[...]]  the figures of record in a short call: build, the 1B step, the torch block,
 #                                                    the engine's blocks, compare.py, bench kernels, the changed code's gpu tests
+#   PART=20 OUT=$OUT BUDGET=560                      the cuBLASLt algorithm choice: the lab survey (gemm_algos: every
+#                                                    candidate of the block's 21 GEMM shapes alone, then the sequence with
+#                                                    each choice), build, bench gemm / the blocks / the 1B step at 32K with
+#                                                    BURST_GEMM_TUNE 0 and 1 alternating, the GEMM gpu tests
 #   PART=18 OUT=$OUT BUDGET=590                      build, bench kernels (the LSE merges, the ring forward's step merged in
 #                                                    the epilogue / as a partial), the tests of the merges, the uncounted
 #                                                    attention calls and the ring packets, the 1B step at 32K
@@ -124,6 +128,33 @@ ncu_block() {
   head -n 30 "$OUT/ncu_layer_${m}_summary.txt"
   gzip -f "$csv"
 }
+if [ "$PART" = 20 ]; then
+  # Does the choice of cuBLASLt algorithm matter for the block's GEMMs (the
+  # engine takes the heuristic's first; the 7B block's GEMM phase runs at
+  # ~680-700 TFLOP/s against 764-823 per shape in `bench gemm`)? First the
+  # lab survey (no engine build needed), then the engine with
+  # BURST_GEMM_TUNE=0 / 1 alternating on the same card.
+  step "gemm_algos survey (block GEMM shapes 1B and 7B, 32K: every candidate alone, then the sequence)" 150 \
+    env OUT="$OUT/gemm_algos" experiments/kernels/gemm_algos/run.sh --rounds 8
+  build_everything
+  if [ -x "$build/burst" ]; then
+    for t in 0 1; do
+      step "bench gemm LLaMA shapes bf16 -> bf16, BURST_GEMM_TUNE=$t" 40 env BURST_GEMM_TUNE=$t "$build/burst" bench gemm \
+        --set bench.dtype=bf16 --set bench.squares=false --set bench.llama=true --set bench.repeats=5 \
+        --output "$OUT/gemm_llama_tune$t.h5"
+    done
+    for r in 1 2; do
+      for t in 0 1; do
+        for m in 1B 7B; do layer32k " BURST_GEMM_TUNE=$t (round $r)" 30 "layer_${m}_bf16_tune${t}_r$r.h5" BURST_GEMM_TUNE=$t; done
+      done
+    done
+    for r in 1 2; do
+      for t in 0 1; do step_1b '[32768]' 40 " BURST_GEMM_TUNE=$t (round $r)" "step_1B_bf16_tune${t}_r$r.h5" BURST_GEMM_TUNE=$t; done
+    done
+    step "GEMM gpu tests (the tuned choice computes the same GEMM)" 60 "$build/tests/test_kernels_cuda" --gtest_filter='GemmCuda.*'
+  fi
+  part_done h5
+fi
 if [ "$PART" = 18 ]; then
   # The 2026-12-06 engine changes on a GPU (one warm card, ~9 min): the whole
   # build; `bench kernels` (the CUDA LSE merge beside the portable one; the

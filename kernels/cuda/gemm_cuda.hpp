@@ -13,6 +13,7 @@
 #error "include kernels/gemm.hpp, not kernels/cuda/gemm_cuda.hpp"
 #endif
 
+#include "core/env.hpp"
 #include "kernels/cuda/gemm_lt.h"
 
 #include <type_traits>
@@ -64,6 +65,7 @@ void gemm_lt(char ta, char tb, const GemmShape& s, double alpha, const AV& A, co
   g.a_type = lt::DType(lt_type<typename AV::value_type>());
   g.b_type = lt::DType(lt_type<typename BV::value_type>());
   g.c_type = lt::DType(lt_type<typename CV::value_type>());
+  g.tune = gemm_tune_switch();
   const char* err = lt::gemm(g, alpha, A.data(), B.data(), beta, C.data(), D.data(), Kokkos::Cuda().cuda_stream());
   if (err) gemm_lt_fail(err, g);
 }

@@ -6,6 +6,7 @@
 #include <map>
 #include <mutex>
 #include <tuple>
+#include <vector>
 
 namespace burst {
 namespace lt {
@@ -39,6 +40,7 @@ struct State {
   size_t ws_bytes = 0;
   std::map<Key, Plan> plans;
   long calls = 0;
+  long tuned = 0;  // plans whose algorithm was chosen by timing (BURST_GEMM_TUNE=1)
 };
 
 State& state() {
@@ -59,9 +61,13 @@ void destroy(Plan& p) {
     if ((call) != CUBLAS_STATUS_SUCCESS) return msg;   \
   } while (0)
 
+constexpr int kTuneCandidates = 8;
+
 // Column-major problem: D'[n, m] = op'(B) op'(A), op' = the row-major op.
+// The plan's descriptors and the heuristic's first algorithm; with n_algos > 1
+// the heuristic's first n_algos candidates too (for time_candidates).
 const char* make_plan(State& s, const Gemm& g, std::uint32_t al_a, std::uint32_t al_b, std::uint32_t al_c,
-                      std::uint32_t al_d, Plan& p) {
+                      std::uint32_t al_d, Plan& p, int n_algos, std::vector<cublasLtMatmulAlgo_t>& candidates) {
   const cublasComputeType_t compute = g.a_type == kF64 ? CUBLAS_COMPUTE_64F : CUBLAS_COMPUTE_32F;
   const cudaDataType_t scale = g.a_type == kF64 ? CUDA_R_64F : CUDA_R_32F;
   LT_TRY(cublasLtMatmulDescCreate(&p.op, compute, scale), "cublasLtMatmulDescCreate failed");
@@ -84,13 +90,70 @@ const char* make_plan(State& s, const Gemm& g, std::uint32_t al_a, std::uint32_t
   cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &al_a, sizeof al_a);
   cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &al_c, sizeof al_c);
   cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &al_d, sizeof al_d);
-  cublasLtMatmulHeuristicResult_t res{};
+  cublasLtMatmulHeuristicResult_t res[kTuneCandidates]{};
   int found = 0;
-  const cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic(s.handle, p.op, p.a, p.b, p.c, p.c, pref, 1, &res, &found);
+  const cublasStatus_t st =
+      cublasLtMatmulAlgoGetHeuristic(s.handle, p.op, p.a, p.b, p.c, p.c, pref, n_algos, res, &found);
   cublasLtMatmulPreferenceDestroy(pref);
   if (st != CUBLAS_STATUS_SUCCESS || found == 0) return "cublasLtMatmulAlgoGetHeuristic found no algorithm";
-  p.algo = res.algo;
+  p.algo = res[0].algo;
+  for (int i = 0; i < found && i < n_algos; ++i) candidates.push_back(res[i].algo);
   return nullptr;
+}
+
+// Times each candidate on the call's own operands (one warm-up, the fastest
+// of three) and returns the fastest's index (-1 when nothing was timed).
+// The runs write D, so they run into D itself only when repeating the call
+// is harmless: beta = 0, or C a separate array, and D none of A, B; else
+// into a scratch D (cudaMalloc outside the engine's memory tracker, freed
+// before returning; if it cannot be had, no tuning). The real call follows.
+int time_candidates(State& s, const Gemm& g, const Plan& p, const std::vector<cublasLtMatmulAlgo_t>& cands, const void* alpha,
+                    const void* A, const void* B, const void* beta, bool beta_zero, const void* C, void* D,
+                    cudaStream_t stream) {
+  if (cands.size() < 2) return -1;
+  void* Dt = D;
+  void* scratch = nullptr;
+  if ((!beta_zero && C == D) || D == A || D == B) {
+    const size_t bytes = (size_t(g.m - 1) * size_t(g.ldc) + size_t(g.n)) * type_bytes(g.c_type);
+    if (cudaMalloc(&scratch, bytes) != cudaSuccess) {
+      cudaGetLastError();  // an allocation failure is not sticky: clear it and run untuned
+      return -1;
+    }
+    Dt = scratch;
+  }
+  cudaEvent_t e0 = nullptr, e1 = nullptr;
+  int best = -1;
+  float best_ms = 0;
+  if (cudaEventCreate(&e0) == cudaSuccess && cudaEventCreate(&e1) == cudaSuccess) {
+    for (size_t i = 0; i < cands.size(); ++i) {
+      auto run = [&] {
+        return cublasLtMatmul(s.handle, p.op, alpha, B, p.a, A, p.b, beta, C, p.c, Dt, p.c, &cands[i], s.ws, s.ws_bytes,
+                              stream);
+      };
+      if (run() != CUBLAS_STATUS_SUCCESS) continue;  // a candidate that does not run is not chosen
+      float ms_min = -1;
+      for (int r = 0; r < 3; ++r) {
+        float ms = 0;
+        cudaEventRecord(e0, stream);
+        const cublasStatus_t st = run();
+        cudaEventRecord(e1, stream);
+        if (st != CUBLAS_STATUS_SUCCESS || cudaEventSynchronize(e1) != cudaSuccess ||
+            cudaEventElapsedTime(&ms, e0, e1) != cudaSuccess) {
+          ms_min = -1;
+          break;
+        }
+        if (ms_min < 0 || ms < ms_min) ms_min = ms;
+      }
+      if (ms_min >= 0 && (best < 0 || ms_min < best_ms)) best = int(i), best_ms = ms_min;
+    }
+  }
+  if (e0) cudaEventDestroy(e0);
+  if (e1) cudaEventDestroy(e1);
+  if (scratch) {
+    cudaStreamSynchronize(stream);
+    cudaFree(scratch);
+  }
+  return best;
 }
 
 }  // namespace
@@ -116,23 +179,27 @@ const char* gemm(const Gemm& g, double alpha, const void* A, const void* B, doub
   const std::uint32_t al_a = alignment(A, g.lda, g.a_type), al_b = alignment(B, g.ldb, g.b_type),
                       al_c = alignment(C, g.ldc, g.c_type), al_d = alignment(D, g.ldc, g.c_type);
   const Key key{g.ta, g.tb, g.m, g.n, g.k, g.lda, g.ldb, g.ldc, int(g.a_type), int(g.b_type), int(g.c_type), al_a, al_b, al_c, al_d};
+  const float af = float(alpha), bf = float(beta);
+  const void* pa = g.a_type == kF64 ? static_cast<const void*>(&alpha) : static_cast<const void*>(&af);
+  const void* pb = g.a_type == kF64 ? static_cast<const void*>(&beta) : static_cast<const void*>(&bf);
   auto it = s.plans.find(key);
   if (it == s.plans.end()) {
+    const bool tune = g.tune;
     Plan p;
-    if (const char* err = make_plan(s, g, al_a, al_b, al_c, al_d, p)) {
+    std::vector<cublasLtMatmulAlgo_t> cands;
+    if (const char* err = make_plan(s, g, al_a, al_b, al_c, al_d, p, tune ? kTuneCandidates : 1, cands)) {
       destroy(p);
       return err;
+    }
+    if (tune) {
+      const int b = time_candidates(s, g, p, cands, pa, A, B, pb, beta == 0, C, D, stream);
+      if (b >= 0) p.algo = cands[size_t(b)], ++s.tuned;
     }
     it = s.plans.emplace(key, p).first;
   }
   Plan& p = it->second;
-  cublasStatus_t st;
-  if (g.a_type == kF64) {
-    st = cublasLtMatmul(s.handle, p.op, &alpha, B, p.a, A, p.b, &beta, C, p.c, D, p.c, &p.algo, s.ws, s.ws_bytes, stream);
-  } else {
-    const float af = float(alpha), bf = float(beta);
-    st = cublasLtMatmul(s.handle, p.op, &af, B, p.a, A, p.b, &bf, C, p.c, D, p.c, &p.algo, s.ws, s.ws_bytes, stream);
-  }
+  const cublasStatus_t st =
+      cublasLtMatmul(s.handle, p.op, pa, B, p.a, A, p.b, pb, C, p.c, D, p.c, &p.algo, s.ws, s.ws_bytes, stream);
   if (st != CUBLAS_STATUS_SUCCESS) return "cublasLtMatmul failed";
   ++s.calls;
   return nullptr;
@@ -140,6 +207,7 @@ const char* gemm(const Gemm& g, double alpha, const void* A, const void* B, doub
 
 size_t workspace_bytes() { return state().ws_bytes; }
 long call_count() { return state().calls; }
+long tuned_plans() { return state().tuned; }
 
 void release() {
   State& s = state();

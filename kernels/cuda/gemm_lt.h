@@ -18,6 +18,14 @@
 // asynchronous on `stream`; the workspace is shared by every call, so all
 // calls must go to one stream (or be ordered between streams by the caller).
 // Not thread-safe beyond a mutex around the cache.
+//
+// Gemm::tune (BURST_GEMM_TUNE=1, set by kernels/cuda/gemm_cuda.hpp) at the
+// call that makes a shape's plan: the heuristic's first 8 algorithms are
+// timed on the call's own operands (into a scratch D when repeating the call
+// would not be harmless, i.e. an in-place accumulation) and the fastest is
+// kept for the shape. Off by default: the heuristic's first choice is the
+// same on every run, a timed choice may differ run to run (and with it the
+// rounding of the results).
 #pragma once
 
 #include <cuda_runtime.h>
@@ -35,6 +43,7 @@ struct Gemm {
   long m = 0, n = 0, k = 0;
   long lda = 0, ldb = 0, ldc = 0;  // row strides (elements) of A, B, C as stored
   DType a_type = kBF16, b_type = kBF16, c_type = kBF16;
+  bool tune = false;  // a new shape's algorithm chosen by timing (BURST_GEMM_TUNE; see above)
 };
 
 // Is this type combination one cuBLASLt runs here?
@@ -53,6 +62,8 @@ inline const char* gemm(const Gemm& g, double alpha, const void* A, const void* 
 size_t workspace_bytes();
 // How many calls went through cuBLASLt (tests check the dispatch).
 long call_count();
+// How many plans had their algorithm chosen by timing (BURST_GEMM_TUNE=1).
+long tuned_plans();
 // Frees the handle, the workspace and the cache (the next call re-creates them).
 void release();
 
