@@ -24,6 +24,10 @@ struct ModelShape {
     const double h = double(hidden), q = double(heads * head_dim), kv = double(kv_heads * head_dim);
     return 2.0 * (h * q + 2 * h * kv + q * h + mlp_matrices() * h * double(ffn));
   }
+  // The GEMM FLOPs of a block's recompute per token: its forward's but the MLP's
+  // down projection (ffn -> h), whose output is the block's, which the backward
+  // does not read (llama.cpp: the recompute runs layer_forward without x_out).
+  double recompute_gemm_flops_per_token() const { return gemm_flops_per_token() - 2.0 * double(hidden) * double(ffn); }
 };
 
 // F(S) = 12 S L h^2 [1 + n_kv/n + c S/h + 1.5 ffn/h + V/(2 L h)], c = 0.5 causal:

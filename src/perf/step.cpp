@@ -74,7 +74,9 @@ StepResult simulate_step(const Cluster& cluster, const Calibration& k, const Ste
   // The per-layer overhead of a CPU host, split as the elementwise passes
   // (its forward part runs again in a recompute).
   const double over_fwd = c.layer_overhead * k.elem_fwd_share, over_bwd = c.layer_overhead - over_fwd;
-  const double recompute = s.policy == "keep" ? 0.0 : r.gemm_fwd + r.elem_fwd + over_fwd + r.attn_recompute;
+  // (The recompute's GEMMs are the forward's but the down projection.)
+  const double gemm_rec = m.recompute_gemm_flops_per_token() * tok / c.gemm_rate();
+  const double recompute = s.policy == "keep" ? 0.0 : gemm_rec + r.elem_fwd + over_fwd + r.attn_recompute;
   const double fwd = r.gemm_fwd + r.elem_fwd + over_fwd + r.attn_fwd, bwd = 2 * r.gemm_fwd + elem_bwd + over_bwd + r.attn_bwd;
   r.t_layer_overhead = L * c.layer_overhead + Lr * over_fwd;
   r.layer_fwd = fwd, r.layer_bwd = bwd;
