@@ -138,20 +138,23 @@ if [ "$PART" = 20 ]; then
     env OUT="$OUT/gemm_algos" experiments/kernels/gemm_algos/run.sh --rounds 8
   build_everything
   if [ -x "$build/burst" ]; then
+    # Most informative first (a short budget cuts the end): one round of the
+    # blocks and the step each way, the tests, then bench gemm and round 2.
+    ab_round() {
+      local r=$1 t
+      for t in 0 1; do
+        for m in 1B 7B; do layer32k " BURST_GEMM_TUNE=$t (round $r)" 30 "layer_${m}_bf16_tune${t}_r$r.h5" BURST_GEMM_TUNE=$t; done
+      done
+      for t in 0 1; do step_1b '[32768]' 40 " BURST_GEMM_TUNE=$t (round $r)" "step_1B_bf16_tune${t}_r$r.h5" BURST_GEMM_TUNE=$t; done
+    }
+    ab_round 1
+    step "GEMM gpu tests (the tuned choice computes the same GEMM)" 60 "$build/tests/test_kernels_cuda" --gtest_filter='GemmCuda.*'
     for t in 0 1; do
       step "bench gemm LLaMA shapes bf16 -> bf16, BURST_GEMM_TUNE=$t" 40 env BURST_GEMM_TUNE=$t "$build/burst" bench gemm \
         --set bench.dtype=bf16 --set bench.squares=false --set bench.llama=true --set bench.repeats=5 \
         --output "$OUT/gemm_llama_tune$t.h5"
     done
-    for r in 1 2; do
-      for t in 0 1; do
-        for m in 1B 7B; do layer32k " BURST_GEMM_TUNE=$t (round $r)" 30 "layer_${m}_bf16_tune${t}_r$r.h5" BURST_GEMM_TUNE=$t; done
-      done
-    done
-    for r in 1 2; do
-      for t in 0 1; do step_1b '[32768]' 40 " BURST_GEMM_TUNE=$t (round $r)" "step_1B_bf16_tune${t}_r$r.h5" BURST_GEMM_TUNE=$t; done
-    done
-    step "GEMM gpu tests (the tuned choice computes the same GEMM)" 60 "$build/tests/test_kernels_cuda" --gtest_filter='GemmCuda.*'
+    ab_round 2
   fi
   part_done h5
 fi
