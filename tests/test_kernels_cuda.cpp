@@ -144,56 +144,78 @@ TEST(GemmCuda, AccumulateOddAndStrided) {
   gemm_case<bf16, bf16>('N', 'T', 1024, 1024, 1024, 0.0, false, 1e-2);
 }
 
+// D = 1.5 A B^T + C into a separate D (the model's residual GEMMs): one cuBLASLt call reading C and writing
+// D; C untouched; D poisoned first, so every element must be written.
+void separate_output_case(long m, long n, long k) {
+  SCOPED_TRACE(testing::Message() << "separate D, m=" << m << " n=" << n << " k=" << k);
+  D2<bf16> A("A", m, k), B("B", n, k), C("C", m, n), D("D", m, n);
+  fill_random(A, 1.0), fill_random(B, 1.0), fill_random(C, 1.0);
+  poison(D);
+  auto hA = host(A), hB = host(B), hC0 = host(C);
+  const long calls = lt::call_count();
+  gemm('N', 'T', 1.5, A, B, 1.0, C, D);
+  Kokkos::fence();
+  EXPECT_EQ(lt::call_count(), calls + 1) << "the call did not reach cuBLASLt as one GEMM";
+  auto hC = host(C), hD = host(D);
+  std::vector<double> got, ref;
+  for (long i = 0; i < m; ++i)
+    for (long j = 0; j < n; ++j) {
+      double acc = 0;
+      for (long p = 0; p < k; ++p) acc += double(hA(i, p)) * double(hB(j, p));
+      ref.push_back(1.5 * acc + double(hC0(i, j)));
+      got.push_back(double(hD(i, j)));
+      EXPECT_EQ(float(hC(i, j)), float(hC0(i, j))) << "C changed at " << i << "," << j;
+    }
+  EXPECT_LE(rel_err(got, ref), 1e-2);
+}
+
+TEST(GemmCuda, SeparateOutput) {
+  separate_output_case(33, 7, 13);     // no 16-byte alignment
+  separate_output_case(300, 256, 512);  // 16-byte aligned
+}
+
+// Sets an environment variable for a scope, and unsets it on the way out
+// (an assertion or exception included).
+struct EnvGuard {
+  EnvGuard(const char* var, const char* value) : var_(var) { setenv(var, value, 1); }
+  ~EnvGuard() { unsetenv(var_); }
+  const char* var_;
+};
+
 // BURST_GEMM_TUNE=1: the algorithm is chosen by timing the candidates on the
 // call's own operands, so the call must still compute the GEMM exactly once:
-// an in-place accumulation (C += A B, the weight gradients) times its
-// candidates into a scratch D, never into C. New shapes (a plan is made, and
-// tuned, at a shape's first call); then a bad value is an error naming it.
+// an in-place accumulation (C += A B, the weight gradients; also with a row
+// stride wider than C) times its candidates into a scratch D, never into C;
+// a separate D with beta 1 leaves C as it was. The plans are released first,
+// so every shape makes (and tunes) a new plan; each bf16 call tunes one.
+// Then a bad value is a configuration error naming the variable.
 TEST(GemmCuda, TunedChoiceComputesTheSameGemm) {
-  const long tuned = lt::tuned_plans();
-  ASSERT_EQ(setenv("BURST_GEMM_TUNE", "1", 1), 0);
-  gemm_case<bf16, float>('T', 'N', 384, 256, 1536, 1.0, false, 1e-5);  // dW += dY^T X, in place
-  gemm_case<bf16, bf16>('N', 'T', 1536, 384, 256, 0.0, false, 1e-2);   // forward
-  gemm_case<bf16, bf16>('N', 'N', 1536, 256, 384, 1.0, false, 1e-2);   // dX += dY W, in place
-  gemm_case<float, float>('N', 'N', 257, 130, 99, 1.0, false, 1e-5);
-  EXPECT_GT(lt::tuned_plans(), tuned) << "no plan was tuned";
-  ASSERT_EQ(setenv("BURST_GEMM_TUNE", "yes", 1), 0);
+  lt::release();
+  {
+    EnvGuard env("BURST_GEMM_TUNE", "1");
+    auto tunes = [](auto&& call, const char* what) {
+      const long before = lt::tuned_plans();
+      call();
+      EXPECT_EQ(lt::tuned_plans(), before + 1) << what << ": not tuned (fewer than two candidates?)";
+    };
+    tunes([] { gemm_case<bf16, float>('T', 'N', 384, 256, 1536, 1.0, false, 1e-5); }, "dW += dY^T X, in place");
+    tunes([] { gemm_case<bf16, bf16>('N', 'T', 1536, 384, 256, 0.0, false, 1e-2); }, "forward");
+    tunes([] { gemm_case<bf16, bf16>('N', 'N', 1536, 256, 384, 1.0, false, 1e-2); }, "dX += dY W, in place");
+    tunes([] { gemm_case<bf16, bf16>('N', 'T', 1000, 384, 256, 1.0, true, 1e-2); }, "in place, strided A and C");
+    tunes([] { separate_output_case(1200, 512, 384); }, "separate D");
+    gemm_case<float, float>('N', 'N', 257, 130, 99, 1.0, false, 1e-5);
+    std::printf("GemmCuda.TunedChoiceComputesTheSameGemm: %ld plans tuned, %ld chose another than the first\n",
+                lt::tuned_plans(), lt::tuned_changed());
+  }
+  EnvGuard bad("BURST_GEMM_TUNE", "yes");
   D2<bf16> A("A", 40, 24), B("B", 24, 56);
   D2<float> C("C", 40, 56);
   try {
-    gemm('N', 'N', 1.0, A, B, 0.0, C);  // a shape no test made before: a new plan
+    gemm('N', 'N', 1.0, A, B, 0.0, C);  // the switch is read at every call
     ADD_FAILURE() << "BURST_GEMM_TUNE=yes was accepted";
   } catch (const Error& e) {
     EXPECT_EQ(e.kind(), ErrorKind::Config);
     EXPECT_NE(std::string(e.what()).find("BURST_GEMM_TUNE"), std::string::npos) << e.what();
-  }
-  unsetenv("BURST_GEMM_TUNE");
-}
-
-// D = 1.5 A B^T + C into a separate D (the model's residual GEMMs): one cuBLASLt call reading C and writing
-// D; C untouched; D poisoned first, so every element must be written.
-TEST(GemmCuda, SeparateOutput) {
-  for (int t = 0; t < 2; ++t) {
-    const long m = t ? 300 : 33, n = t ? 256 : 7, k = t ? 512 : 13;  // 16-byte aligned, and not
-    D2<bf16> A("A", m, k), B("B", n, k), C("C", m, n), D("D", m, n);
-    fill_random(A, 1.0), fill_random(B, 1.0), fill_random(C, 1.0);
-    poison(D);
-    auto hA = host(A), hB = host(B), hC0 = host(C);
-    const long calls = lt::call_count();
-    gemm('N', 'T', 1.5, A, B, 1.0, C, D);
-    Kokkos::fence();
-    EXPECT_EQ(lt::call_count(), calls + 1) << "the call did not reach cuBLASLt as one GEMM";
-    auto hC = host(C), hD = host(D);
-    std::vector<double> got, ref;
-    for (long i = 0; i < m; ++i)
-      for (long j = 0; j < n; ++j) {
-        double acc = 0;
-        for (long p = 0; p < k; ++p) acc += double(hA(i, p)) * double(hB(j, p));
-        ref.push_back(1.5 * acc + double(hC0(i, j)));
-        got.push_back(double(hD(i, j)));
-        EXPECT_EQ(float(hC(i, j)), float(hC0(i, j))) << "C changed at " << i << "," << j;
-      }
-    EXPECT_LE(rel_err(got, ref), 1e-2);
   }
 }
 

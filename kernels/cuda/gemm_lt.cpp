@@ -3,6 +3,7 @@
 
 #include <cublasLt.h>
 
+#include <cstdio>
 #include <map>
 #include <mutex>
 #include <tuple>
@@ -40,7 +41,8 @@ struct State {
   size_t ws_bytes = 0;
   std::map<Key, Plan> plans;
   long calls = 0;
-  long tuned = 0;  // plans whose algorithm was chosen by timing (BURST_GEMM_TUNE=1)
+  long tuned = 0;          // plans whose algorithm was chosen by timing (BURST_GEMM_TUNE=1)
+  long tuned_changed = 0;  // ... of which the choice is not the heuristic's first
 };
 
 State& state() {
@@ -101,21 +103,42 @@ const char* make_plan(State& s, const Gemm& g, std::uint32_t al_a, std::uint32_t
   return nullptr;
 }
 
+// Bytes spanned by a row-major matrix of `rows` rows of `cols` elements, row stride ld.
+size_t span_bytes(long rows, long cols, long ld, DType t) { return (size_t(rows - 1) * size_t(ld) + size_t(cols)) * type_bytes(t); }
+bool overlap(const void* a, size_t na, const void* b, size_t nb) {
+  const auto pa = reinterpret_cast<std::uintptr_t>(a), pb = reinterpret_cast<std::uintptr_t>(b);
+  return pa < pb + nb && pb < pa + na;
+}
+
+// A candidate replaces the heuristic's first only when this much faster (so
+// that run-to-run timing noise does not change the choice, and the bits).
+constexpr float kTuneMargin = 0.98f;
+
 // Times each candidate on the call's own operands (one warm-up, the fastest
-// of three) and returns the fastest's index (-1 when nothing was timed).
-// The runs write D, so they run into D itself only when repeating the call
-// is harmless: beta = 0, or C a separate array, and D none of A, B; else
-// into a scratch D (cudaMalloc outside the engine's memory tracker, freed
-// before returning; if it cannot be had, no tuning). The real call follows.
+// of three) and returns the chosen index (-1 when nothing was timed): the
+// fastest, if it beats the first by kTuneMargin, else 0. Candidates that
+// fail to run, and split-K candidates that sum their partials in a bf16
+// output (CUBLASLT_REDUCTION_SCHEME_OUTPUT_TYPE), are not chosen. The runs
+// write D, so they run into D itself only when repeating the call is
+// harmless: beta = 0 or C apart from D, and D overlapping none of A, B, C
+// (byte ranges); else into a scratch D (cudaMalloc outside the engine's
+// memory tracker, freed before returning; if it cannot be had, no tuning).
+// A CUDA error pending before the tuning skips it; an error the tuning
+// itself raised is cleared before returning. The real call follows.
 int time_candidates(State& s, const Gemm& g, const Plan& p, const std::vector<cublasLtMatmulAlgo_t>& cands, const void* alpha,
                     const void* A, const void* B, const void* beta, bool beta_zero, const void* C, void* D,
-                    cudaStream_t stream) {
-  if (cands.size() < 2) return -1;
+                    cudaStream_t stream, float* first_ms, float* chosen_ms) {
+  if (cands.size() < 2 || cudaPeekAtLastError() != cudaSuccess) return -1;
+  const long ar = g.ta == 'N' ? g.m : g.k, ac = g.ta == 'N' ? g.k : g.m;
+  const long br = g.tb == 'N' ? g.k : g.n, bc = g.tb == 'N' ? g.n : g.k;
+  const size_t nA = span_bytes(ar, ac, g.lda, g.a_type), nB = span_bytes(br, bc, g.ldb, g.b_type),
+               nC = span_bytes(g.m, g.n, g.ldc, g.c_type);
+  const bool d_overlaps_c = C != D && overlap(C, nC, D, nC);
+  const bool harmless = (beta_zero || C != D) && !d_overlaps_c && !overlap(D, nC, A, nA) && !overlap(D, nC, B, nB);
   void* Dt = D;
   void* scratch = nullptr;
-  if ((!beta_zero && C == D) || D == A || D == B) {
-    const size_t bytes = (size_t(g.m - 1) * size_t(g.ldc) + size_t(g.n)) * type_bytes(g.c_type);
-    if (cudaMalloc(&scratch, bytes) != cudaSuccess) {
+  if (!harmless) {
+    if (cudaMalloc(&scratch, nC) != cudaSuccess) {
       cudaGetLastError();  // an allocation failure is not sticky: clear it and run untuned
       return -1;
     }
@@ -123,14 +146,25 @@ int time_candidates(State& s, const Gemm& g, const Plan& p, const std::vector<cu
   }
   cudaEvent_t e0 = nullptr, e1 = nullptr;
   int best = -1;
-  float best_ms = 0;
+  float best_ms = 0, ms0 = -1;
+  bool failed = false;
   if (cudaEventCreate(&e0) == cudaSuccess && cudaEventCreate(&e1) == cudaSuccess) {
     for (size_t i = 0; i < cands.size(); ++i) {
+      std::uint32_t red = 0;
+      size_t got = 0;
+      if (i > 0 && g.c_type == kBF16 &&
+          cublasLtMatmulAlgoConfigGetAttribute(&cands[i], CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME, &red, sizeof red, &got) ==
+              CUBLAS_STATUS_SUCCESS &&
+          red == std::uint32_t(CUBLASLT_REDUCTION_SCHEME_OUTPUT_TYPE))
+        continue;
       auto run = [&] {
         return cublasLtMatmul(s.handle, p.op, alpha, B, p.a, A, p.b, beta, C, p.c, Dt, p.c, &cands[i], s.ws, s.ws_bytes,
                               stream);
       };
-      if (run() != CUBLAS_STATUS_SUCCESS) continue;  // a candidate that does not run is not chosen
+      if (run() != CUBLAS_STATUS_SUCCESS) {  // a candidate that does not run is not chosen
+        failed = true;
+        continue;
+      }
       float ms_min = -1;
       for (int r = 0; r < 3; ++r) {
         float ms = 0;
@@ -139,20 +173,27 @@ int time_candidates(State& s, const Gemm& g, const Plan& p, const std::vector<cu
         cudaEventRecord(e1, stream);
         if (st != CUBLAS_STATUS_SUCCESS || cudaEventSynchronize(e1) != cudaSuccess ||
             cudaEventElapsedTime(&ms, e0, e1) != cudaSuccess) {
-          ms_min = -1;
+          ms_min = -1, failed = true;
           break;
         }
         if (ms_min < 0 || ms < ms_min) ms_min = ms;
       }
-      if (ms_min >= 0 && (best < 0 || ms_min < best_ms)) best = int(i), best_ms = ms_min;
+      if (ms_min < 0) continue;
+      if (i == 0) ms0 = ms_min;
+      if (best < 0 || ms_min < best_ms) best = int(i), best_ms = ms_min;
     }
+  } else {
+    failed = true;
   }
   if (e0) cudaEventDestroy(e0);
   if (e1) cudaEventDestroy(e1);
   if (scratch) {
-    cudaStreamSynchronize(stream);
+    if (cudaStreamSynchronize(stream) != cudaSuccess) failed = true;
     cudaFree(scratch);
   }
+  if (failed) cudaGetLastError();  // nothing of the tuning may surface as a later kernel's error
+  if (best > 0 && ms0 > 0 && best_ms > kTuneMargin * ms0) best = 0;  // not worth a different algorithm
+  *first_ms = ms0, *chosen_ms = best == 0 ? ms0 : best_ms;
   return best;
 }
 
@@ -192,8 +233,16 @@ const char* gemm(const Gemm& g, double alpha, const void* A, const void* B, doub
       return err;
     }
     if (tune) {
-      const int b = time_candidates(s, g, p, cands, pa, A, B, pb, beta == 0, C, D, stream);
-      if (b >= 0) p.algo = cands[size_t(b)], ++s.tuned;
+      float ms0 = -1, ms = -1;
+      const int b = time_candidates(s, g, p, cands, pa, A, B, pb, beta == 0, C, D, stream, &ms0, &ms);
+      if (b >= 0) {
+        p.algo = cands[size_t(b)], ++s.tuned;
+        if (b != 0) ++s.tuned_changed;
+        // One line per tuned shape (an opt-in diagnostic mode): an A/B can then
+        // tell "no faster" from "the same algorithms".
+        std::fprintf(stderr, "gemm tune: %c%c m=%ld n=%ld k=%ld ldc=%ld: candidate %d of %zu, %.4f ms (first %.4f ms)\n", g.ta,
+                     g.tb, g.m, g.n, g.k, g.ldc, b, cands.size(), double(ms), double(ms0));
+      }
     }
     it = s.plans.emplace(key, p).first;
   }
@@ -208,6 +257,7 @@ const char* gemm(const Gemm& g, double alpha, const void* A, const void* B, doub
 size_t workspace_bytes() { return state().ws_bytes; }
 long call_count() { return state().calls; }
 long tuned_plans() { return state().tuned; }
+long tuned_changed() { return state().tuned_changed; }
 
 void release() {
   State& s = state();

@@ -96,8 +96,8 @@ void* dev_alloc(size_t bytes) {
   return p;
 }
 
-int attr_int(const cublasLtMatmulAlgo_t& a, cublasLtMatmulAlgoConfigAttributes_t at) {
-  std::uint32_t v = 0;
+template <class U = std::uint32_t> int attr_int(const cublasLtMatmulAlgo_t& a, cublasLtMatmulAlgoConfigAttributes_t at) {
+  U v = 0;  // the attribute's own width (CLUSTER_SHAPE_ID is 16 bits; a wrong size fails the call)
   size_t got = 0;
   if (cublasLtMatmulAlgoConfigGetAttribute(&a, at, &v, sizeof v, &got) != CUBLAS_STATUS_SUCCESS) return -1;
   return int(v);
@@ -134,6 +134,13 @@ void make(cublasLtHandle_t h, Problem& p, int max_algos) {
   LK(cublasLtMatmulPreferenceCreate(&pref));
   const size_t ws = kWorkspace;
   LK(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws));
+  // The engine's operands are Kokkos views, 128 bytes past their allocation's
+  // start: its heuristic is asked with 128-byte alignment (gemm_lt.cpp), so
+  // the survey asks the same (unset, cuBLASLt assumes 256).
+  const std::uint32_t al = 128;
+  for (auto at : {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
+                  CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES})
+    LK(cublasLtMatmulPreferenceSetAttribute(pref, at, &al, sizeof al));
   std::vector<cublasLtMatmulHeuristicResult_t> res(max_algos);
   int found = 0;
   LK(cublasLtMatmulAlgoGetHeuristic(h, p.op, p.la, p.lb, p.lc, p.lc, pref, max_algos, res.data(), &found));
@@ -151,16 +158,21 @@ void make(cublasLtHandle_t h, Problem& p, int max_algos) {
     c.stages = attr_int(c.algo, CUBLASLT_ALGO_CONFIG_STAGES_ID);
     c.splitk = attr_int(c.algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM);
     c.red = attr_int(c.algo, CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME);
-    c.cluster = attr_int(c.algo, CUBLASLT_ALGO_CONFIG_CLUSTER_SHAPE_ID);
+    c.cluster = attr_int<std::uint16_t>(c.algo, CUBLASLT_ALGO_CONFIG_CLUSTER_SHAPE_ID);
     c.swz = attr_int(c.algo, CUBLASLT_ALGO_CONFIG_CTA_SWIZZLING);
     p.cands.push_back(c);
   }
+  if (p.cands.empty()) {
+    std::fprintf(stderr, "gemm_algos: no usable algorithm for %s\n", g.name.c_str());
+    std::exit(1);
+  }
 }
 
-void launch(cublasLtHandle_t h, const Problem& p, const cublasLtMatmulAlgo_t& algo, void* ws, cudaStream_t st) {
+// D separate from C (C read when beta != 0): timing runs repeat the call.
+bool launch(cublasLtHandle_t h, const Problem& p, const cublasLtMatmulAlgo_t& algo, void* ws, cudaStream_t st) {
   const float alpha = 1.0f, beta = p.s.beta;
-  // D separate from C (C read when beta != 0): timing runs repeat the call.
-  LK(cublasLtMatmul(h, p.op, &alpha, p.B, p.la, p.A, p.lb, &beta, p.C, p.lc, p.D, p.lc, &algo, ws, kWorkspace, st));
+  return cublasLtMatmul(h, p.op, &alpha, p.B, p.la, p.A, p.lb, &beta, p.C, p.lc, p.D, p.lc, &algo, ws, kWorkspace, st) ==
+         CUBLAS_STATUS_SUCCESS;
 }
 
 double flops(const Shape& s) { return 2.0 * double(s.m) * double(s.n) * double(s.k); }
@@ -251,16 +263,21 @@ int main(int argc, char** argv) {
       std::vector<float> t(reps);
       for (size_t c = 0; c < p.cands.size(); ++c) {
         Cand& cd = p.cands[c];
-        for (int w = 0; w < 2; ++w) launch(h, p, cd.algo, ws, st);
-        for (int r = 0; r < reps; ++r) {
+        bool ok = launch(h, p, cd.algo, ws, st) && launch(h, p, cd.algo, ws, st);
+        for (int r = 0; ok && r < reps; ++r) {
           CK(cudaEventRecord(e0, st));
-          launch(h, p, cd.algo, ws, st);
+          ok = launch(h, p, cd.algo, ws, st);
           CK(cudaEventRecord(e1, st));
           CK(cudaEventSynchronize(e1));
           CK(cudaEventElapsedTime(&t[r], e0, e1));
         }
         std::sort(t.begin(), t.end());
-        cd.ms = t[reps / 2];
+        cd.ms = ok ? t[reps / 2] : 1e30f;  // a candidate that does not run is never the fastest
+        if (!ok) {
+          cudaGetLastError();
+          std::printf("failed,%s,%zu\n", p.s.name.c_str(), c);
+          continue;
+        }
         std::printf("alone,%s,%c,%c,%ld,%ld,%ld,%zu,%d,%d,%d,%d,%d,%d,%zu,%.4f,%.1f\n", p.s.name.c_str(), p.s.ta, p.s.tb,
                     p.s.m, p.s.n, p.s.k, c, cd.tile, cd.stages, cd.splitk, cd.red, cd.cluster, cd.swz, cd.ws, cd.ms,
                     flops(p.s) / (cd.ms * 1e-3) / 1e12);
@@ -277,7 +294,11 @@ int main(int argc, char** argv) {
       for (int choice = 0; choice < 2; ++choice) {
         const bool best = (choice == 1) ^ (r % 2 == 1);  // alternate which goes first
         CK(cudaEventRecord(e0, st));
-        for (const Problem& p : probs) launch(h, p, p.cands[best ? p.best : 0].algo, ws, st);
+        for (const Problem& p : probs)
+          if (!launch(h, p, p.cands[best ? p.best : 0].algo, ws, st)) {
+            std::fprintf(stderr, "gemm_algos: %s failed in the sequence\n", p.s.name.c_str());
+            return 1;
+          }
         CK(cudaEventRecord(e1, st));
         CK(cudaEventSynchronize(e1));
         float ms = 0;
