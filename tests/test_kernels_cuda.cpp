@@ -211,7 +211,7 @@ TEST(GemmCuda, TunedChoiceComputesTheSameGemm) {
   D2<bf16> A("A", 40, 24), B("B", 24, 56);
   D2<float> C("C", 40, 56);
   try {
-    gemm('N', 'N', 1.0, A, B, 0.0, C);  // the switch is read at every call
+    gemm('N', 'N', 1.0, A, B, 0.0, C);  // a shape without a plan yet: the switch is read
     ADD_FAILURE() << "BURST_GEMM_TUNE=yes was accepted";
   } catch (const Error& e) {
     EXPECT_EQ(e.kind(), ErrorKind::Config);

@@ -225,7 +225,7 @@ const char* gemm(const Gemm& g, double alpha, const void* A, const void* B, doub
   const void* pb = g.a_type == kF64 ? static_cast<const void*>(&beta) : static_cast<const void*>(&bf);
   auto it = s.plans.find(key);
   if (it == s.plans.end()) {
-    const bool tune = g.tune;
+    const bool tune = g.tune && g.tune();  // read here, once per shape, not at every call
     Plan p;
     std::vector<cublasLtMatmulAlgo_t> cands;
     if (const char* err = make_plan(s, g, al_a, al_b, al_c, al_d, p, tune ? kTuneCandidates : 1, cands)) {

@@ -19,8 +19,8 @@
 // calls must go to one stream (or be ordered between streams by the caller).
 // Not thread-safe beyond a mutex around the cache.
 //
-// Gemm::tune (BURST_GEMM_TUNE=1, set by kernels/cuda/gemm_cuda.hpp) at the
-// call that makes a shape's plan: the heuristic's first 8 algorithms are
+// Gemm::tune (kernels/cuda/gemm_cuda.hpp: BURST_GEMM_TUNE), asked only by
+// the call that makes a shape's plan; when it answers true, the heuristic's first 8 algorithms are
 // timed on the call's own operands (into a scratch D when repeating the call
 // would not be harmless, i.e. an in-place accumulation) and the fastest is
 // kept for the shape if it beats the first by 2%; one line per tuned shape
@@ -44,7 +44,7 @@ struct Gemm {
   long m = 0, n = 0, k = 0;
   long lda = 0, ldb = 0, ldc = 0;  // row strides (elements) of A, B, C as stored
   DType a_type = kBF16, b_type = kBF16, c_type = kBF16;
-  bool tune = false;  // a new shape's algorithm chosen by timing (BURST_GEMM_TUNE; see above)
+  bool (*tune)() = nullptr;  // a new shape's plan: choose its algorithm by timing? (see above; null: no)
 };
 
 // Is this type combination one cuBLASLt runs here?

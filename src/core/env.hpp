@@ -35,7 +35,7 @@ inline bool fa_merge_switch() {
 
 // BURST_GEMM_TUNE (kernels/cuda/gemm_lt.h): 1 times the cuBLASLt heuristic's first candidates at each GEMM
 // shape's first call and keeps the fastest; 0 (the default) takes the heuristic's first, the same algorithm
-// (and bits) on every run. Read at each CUDA GEMM call (used when a shape's plan is made), checked at start.
+// (and bits) on every run. Read when a CUDA GEMM shape's plan is made, checked at start.
 inline bool gemm_tune_switch() {
   return env_switch("BURST_GEMM_TUNE", false,
                     "0 (the cuBLASLt heuristic's first algorithm, the default) or 1 (the fastest of its first 8, timed)");
