@@ -62,6 +62,21 @@ TEST(Config, UnknownKeyIsRefusedWithSuggestion) {
   EXPECT_EQ(error_of("zzz = 1\n"), "unknown key 'zzz' at run.toml:1");
 }
 
+TEST(Config, SectionNameGivenAValueIsNamedAsASection) {
+  // Not "unknown key 'train' ...; did you mean 'train'?"
+  const std::string v = error_of("train = 5\n");
+  EXPECT_EQ(v.rfind("'train' at run.toml:1 is a section, not a key: write [train] (a table, not a value) with its keys "
+                    "under it, e.g. ",
+                    0),
+            0u)
+      << v;
+  const std::string a = error_of("[[train]]\nlr = 1\n");
+  EXPECT_NE(a.find("'train' at run.toml:1 is a section, not a key: write [train] (a table, not an array of tables [[train]])"),
+            std::string::npos)
+      << a;
+  EXPECT_EQ(a.find("did you mean"), std::string::npos) << a;
+}
+
 TEST(Config, WrongTypes) {
   EXPECT_EQ(error_of("[model]\nheads = \"eight\"\n"), "model.heads at run.toml:2 must be an integer, got a TOML string");
   EXPECT_EQ(error_of("[model]\nheads = 2.5\n"), "model.heads at run.toml:2 must be an integer, got a TOML floating-point");
@@ -115,6 +130,7 @@ TEST(Config, Overrides) {
   // the key's name under another section (too far off for the edit distance)
   EXPECT_EQ(err("train.run_log=x.h5"), "--set: unknown key 'train.run_log'; did you mean 'io.run_log'?");
   EXPECT_EQ(err("model.heads"), "--set 'model.heads' must have the form section.key=value");
+  EXPECT_EQ(err("model=2").rfind("--set: 'model' is a section, not a key: set one of its keys, e.g. --set model.", 0), 0u);
   EXPECT_EQ(err("parallel.method=fast"), "parallel.method = \"fast\" at --set is not allowed: must be one of ring, burst, ulysses");
   s.apply_override(c, "model.kv_heads=5");
   EXPECT_THROW(s.validate(c), Error);

@@ -37,7 +37,7 @@ inline std::string run_environment(const std::string& sep) {
 // a value outside the list is bad input (status 2) naming the variable, the value and the list. The flash
 // kernel library reads BURST_FA_* itself and only warns (it has no error path of its own), so a typo would
 // otherwise turn an A/B run into two runs of the default kernel; BURST_ROPE_CUDA and BURST_FA_MERGE are
-// read once each, by rope_cuda_switch / fa_merge_switch (core/env.hpp), here and in the kernels; BURST_GEMM_TUNE by gemm_tune_switch when a CUDA GEMM shape's plan is made. BURST_POISON, BURST_RING_TIMERS, BURST_WAIT
+// read once each, by rope_cuda_switch / fa_merge_switch (core/env.hpp), here and in the kernels; BURST_GEMM_TUNE by gemm_tune_switch when a CUDA GEMM shape's plan is made; KOKKOS_CUDA_MALLOC_ASYNC (read by the patched Kokkos by its first character) by cuda_malloc_async_switch. BURST_POISON, BURST_RING_TIMERS, BURST_WAIT
 // and BURST_COMM are checked where they are read.
 inline void check_run_environment() {
   for (const char* var : {"BURST_FA_FORWARD", "BURST_FA_BACKWARD"}) {
@@ -48,6 +48,7 @@ inline void check_run_environment() {
   rope_cuda_switch();
   fa_merge_switch();
   gemm_tune_switch();
+  cuda_malloc_async_switch();
 }
 
 }  // namespace burst::cli

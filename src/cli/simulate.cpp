@@ -475,6 +475,8 @@ int cmd_simulate(const SimulateOptions& o) {
   BURST_CHECK_CONFIG(o.mask == "causal" || o.mask == "full" || o.mask == "window" || o.mask == "document", "--mask '", o.mask,
                      "': expected causal, full, window or document");
   BURST_CHECK_CONFIG((o.mask == "window") == (o.window > 0), "--mask window needs --window W > 0 (and --window needs --mask window)");
+  BURST_CHECK_CONFIG(double(o.window) <= s.S, "--window ", o.window, " exceeds the sequence of ", std::int64_t(s.S),
+                     " tokens (a window covering the whole sequence is the causal mask: use --mask causal)");
   s.attn.causal = o.mask != "full";
   s.attn.window = o.window;
   s.attn.document = o.mask == "document";

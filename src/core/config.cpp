@@ -142,6 +142,14 @@ std::string did_you_mean(const std::string& name, const std::vector<std::string>
   return best_name.empty() ? "" : "; did you mean '" + best_name + "'?";
 }
 
+std::string ConfigSchema::section_example(const std::string& name) const {
+  // The first key of section `name` ("train" -> "train.steps"), or "" when
+  // `name` is not a section (no key starts with "name.").
+  for (auto& k : keys_)
+    if (k.name.rfind(name + ".", 0) == 0) return k.name;
+  return "";
+}
+
 std::string ConfigSchema::suggest(const std::string& name) const {
   // The key's last part under another section ("train.checkpoint_every" ->
   // "io.checkpoint_every"): the full name may be too far off for an edit.
@@ -362,6 +370,14 @@ Config ConfigSchema::parse_string(const std::string& text, const std::string& so
         walk(*node.as_table(), name);
         continue;
       }
+      if (k == nullptr) {
+        // A section's name given a value ("train = 5") or as an array of
+        // tables ("[[train]]"): not an unknown key, and no suggestion of itself.
+        const std::string example = section_example(name);
+        BURST_CHECK_CONFIG(example.empty(), "'", name, "' at ", where, " is a section, not a key: write [", name,
+                           "] (a table, not ", node.is_array() ? "an array of tables [[" + name + "]]" : "a value",
+                           ") with its keys under it, e.g. ", example.substr(name.size() + 1), " = ...");
+      }
       BURST_CHECK_CONFIG(k != nullptr, "unknown key '", name, "' at ", where, suggest(name));
       ConfigValue v = convert(*k, node, where);
       check_value(*k, v, where);
@@ -389,6 +405,11 @@ void ConfigSchema::apply_override(Config& cfg, const std::string& assignment) co
   std::string value = assignment.substr(eq + 1);
   name.erase(name.find_last_not_of(" \t") + 1);
   const Key* k = find(name);
+  if (k == nullptr) {
+    const std::string example = section_example(name);
+    BURST_CHECK_CONFIG(example.empty(), "--set: '", name, "' is a section, not a key: set one of its keys, e.g. --set ",
+                       example, "=...");
+  }
   BURST_CHECK_CONFIG(k != nullptr, "--set: unknown key '", name, "'", suggest(name));
   ConfigValue v;
   toml::table t;

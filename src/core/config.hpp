@@ -82,6 +82,8 @@ class ConfigSchema {
  private:
   const Key* find(const std::string& name) const;
   std::string suggest(const std::string& name) const;
+  // A key of section `name` to show in a message ("" if `name` is no section).
+  std::string section_example(const std::string& name) const;
   void check_value(const Key& k, const ConfigValue& v, const std::string& where) const;
   ConfigSchema& add(Key k);
   std::vector<Key> keys_;

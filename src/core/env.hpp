@@ -41,4 +41,13 @@ inline bool gemm_tune_switch() {
                     "0 (the cuBLASLt heuristic's first algorithm, the default) or 1 (the fastest of its first 8, timed)");
 }
 
+// KOKKOS_CUDA_MALLOC_ASYNC (cmake/patches/kokkos-05): Kokkos' CUDA allocations from the device's
+// stream-ordered pool (1, the default) or plain cudaMalloc (0). The patched Kokkos reads only its first
+// character ('0' is off), so "off" or "false" would mean on there: checked at start on every build
+// (cli/environment.hpp) so that only 0, 1 or unset reach it; core/memory.cpp reads it here.
+inline bool cuda_malloc_async_switch() {
+  return env_switch("KOKKOS_CUDA_MALLOC_ASYNC", true,
+                    "1 (Kokkos' CUDA allocations from the stream-ordered pool, the default) or 0 (plain cudaMalloc)");
+}
+
 }  // namespace burst

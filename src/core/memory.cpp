@@ -142,8 +142,7 @@ namespace {
 // The device's default pool when Kokkos allocates from it (patch 05 on, not
 // turned off by KOKKOS_CUDA_MALLOC_ASYNC=0).
 bool pool_in_use(cudaMemPool_t* pool) {
-  const char* e = std::getenv("KOKKOS_CUDA_MALLOC_ASYNC");
-  if (e && e[0] == '0') return false;
+  if (!cuda_malloc_async_switch()) return false;
   int dev = 0;
   if (cudaGetDevice(&dev) != cudaSuccess || cudaDeviceGetDefaultMemPool(pool, dev) != cudaSuccess) {
     cudaGetLastError();

@@ -259,8 +259,12 @@ void validate_attention(const AttnOptions& opt, const AttnProblem& pb, int P, in
   BURST_CHECK_CONFIG(pb.heads % pb.kv_heads == 0, pb.heads, " query heads are not a multiple of ", pb.kv_heads, " kv heads");
   BURST_CHECK_CONFIG(pb.seq >= P, "sequence of ", pb.seq, " tokens on ", P, " ranks: need at least one token per rank");
   if (pb.mask.type == MaskType::Window)
+  {
     BURST_CHECK_CONFIG(pb.mask.window >= 1, "--window ", pb.mask.window, " must be >= 1 for the window mask");
-  else
+    // As train.attention_window against train.seq_len: a longer window is the causal mask under another name.
+    BURST_CHECK_CONFIG(pb.mask.window <= pb.seq, "--window ", pb.mask.window, " exceeds the sequence of ", pb.seq,
+                       " tokens (a window covering the whole sequence is the causal mask: use --mask causal)");
+  } else
     BURST_CHECK_CONFIG(pb.mask.window == 0, "--window ", pb.mask.window, " is only meaningful with --mask window");
   if (pb.layout == LayoutKind::Document || pb.mask.type == MaskType::Document)
     BURST_CHECK_CONFIG(!pb.doc_lengths.empty() || pb.mask.type != MaskType::Document,
