@@ -10,8 +10,10 @@ targets checked on the measured numbers:
   - burst >= 1.1x ring at 2K-8K tokens per GPU (MHA, communication exposed);
   - at >= 16K tokens per GPU, per-GPU rate >= 90% of our single-GPU kernel
     rate (REF_TFLOPS: the lab's combined causal fwd + bwd rate at 32K of the
-    engine's kernels, forward and backward variant 10, runs 7 / 8:
-    3.5 / (1/567 + 2.5/512) = 527 TFLOP/s; run 6's kernels gave 410);
+    engine's default kernels on an H200, forward variant 17 and backward
+    variant 14, the ab5 call of 2026-12-07 (experiments/results/h200/
+    issue6_s23/ab5): 3.5 / (1/576.4 + 2.5/553.8) = 560 TFLOP/s; variant 10's
+    of runs 7 / 8 gave 527, run 6's kernels 410);
   - overlap (t_compute + t_comm - t_total) / t_comm reported.
 Writes DIR/multi_gpu_attention.md and prints it.
 
@@ -28,7 +30,7 @@ import tempfile
 
 import h5py
 
-REF_TFLOPS = 527.0
+REF_TFLOPS = 560.0
 
 
 def attr(g, k, default=None):
