@@ -5,12 +5,17 @@
 #include "io/h5.hpp"
 #include "io/checksum.hpp"
 #include "io/run_log.hpp"
+#include "tools/file_size_limit.hpp"
 
 #include <gtest/gtest.h>
 
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
+#include <filesystem>
 #include <fstream>
+#include <functional>
 #include <string>
 #include <unistd.h>
 
@@ -160,4 +165,100 @@ TEST(Checksum, Fnv1a64MatchesTheReferenceValues) {
   EXPECT_EQ(io::hex64(io::fnv1a64("foobar", 6)), "85944171f73967e8");
   // Running form: two pieces hash like the whole.
   EXPECT_EQ(io::fnv1a64("bar", 3, io::fnv1a64("foo", 3)), io::fnv1a64("foobar", 6));
+}
+
+// ------------------------------------------------------------ failed writes
+// A write that cannot reach the disk is an error naming the file and the
+// cause, never silence (HDF5 writes much of a file only at close) nor a
+// crash at exit (HDF5 1.10 cannot close a file whose flush failed). A file
+// size limit fails writes as a full disk does (EFBIG instead of ENOSPC).
+namespace {
+using test_tools::FileSizeLimit;
+
+std::string io_error(const std::function<void()>& fn) {
+  try {
+    fn();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::IO) << e.what();
+    return e.what();
+  }
+  return "(no error)";
+}
+
+// The library still writes and reads a file after a failed one.
+void expect_hdf5_still_works(const std::string& p) {
+  {
+    H5File f = H5File::create(p);
+    f.write("x", std::vector<double>{1, 2, 3});
+    f.close();
+  }
+  EXPECT_EQ(H5File::open(p).read<double>("x"), (std::vector<double>{1, 2, 3}));
+  std::remove(p.c_str());
+}
+}  // namespace
+
+TEST(H5, CloseOfAFileThatDoesNotFitIsAnError) {
+  const std::string p = rank_path("too_big.h5");
+  std::string err;
+  {
+    FileSizeLimit limit(16 * 1024);
+    H5File f = H5File::create(p);
+    // Small datasets stay in HDF5's caches: every write succeeds, the disk is reached only at close.
+    for (int i = 0; i < 8; ++i) f.write("d" + std::to_string(i), std::vector<float>(1024, float(i)));
+    err = io_error([&] { f.close(); });
+    EXPECT_FALSE(f.is_open());
+    EXPECT_EQ(io_error([&] { f.close(); }), "(no error)");  // closed either way; a second close is a no-op
+  }
+  EXPECT_EQ(err, "cannot write HDF5 file '" + p + "': " + std::strerror(EFBIG) + " (the file is incomplete)");
+  expect_hdf5_still_works(p);
+}
+
+TEST(H5, FailedDatasetWriteNamesTheCauseAndCloseReportsIt) {
+  const std::string p = rank_path("too_big_write.h5");
+  {
+    FileSizeLimit limit(64 * 1024);
+    H5File f = H5File::create(p);
+    // A large dataset goes to the disk at once: the write itself fails.
+    EXPECT_EQ(io_error([&] { f.write("big", std::vector<double>(100000, 1.0)); }),
+              "cannot write dataset 'big' in '" + p + "': " + std::strerror(EFBIG));
+    EXPECT_NE(io_error([&] { f.close(); }).find("cannot write HDF5 file '" + p + "': " + std::strerror(EFBIG)),
+              std::string::npos);
+  }
+  {
+    FileSizeLimit limit(64 * 1024);
+    H5File f = H5File::create(p);
+    EXPECT_THROW(f.write("big", std::vector<double>(100000, 1.0)), Error);
+    // no close(): the destructor closes without throwing (a warning on stderr at most)
+  }
+  expect_hdf5_still_works(p);
+}
+
+TEST(H5, RunLogFlushThatDoesNotFitIsAnError) {
+  const std::string p = rank_path("log_too_big.h5");
+  {
+    H5File f = H5File::create(p);
+    io::RunLog log(f);
+    log.append({{"step", 0}, {"loss", 2.5}});  // flushed: on disk before the limit
+    {
+      FileSizeLimit limit(std::filesystem::file_size(p));
+      std::string err;
+      for (int i = 1; i < 4 && err.empty(); ++i) {
+        std::vector<std::pair<std::string, double>> row = {{"step", double(i)}};
+        for (int c = 0; c < 40; ++c) row.push_back({"column_" + std::to_string(c), double(c)});  // new chunks: the file grows
+        try {
+          log.append(row);
+        } catch (const Error& e) {
+          EXPECT_EQ(e.kind(), ErrorKind::IO);
+          err = e.what();
+        }
+      }
+      EXPECT_NE(err.find("'" + p + "': " + std::strerror(EFBIG)), std::string::npos) << err;
+      EXPECT_NE(io_error([&] { f.close(); }), "(no error)");
+    }
+  }
+  // What the last successful flush wrote is still there.
+  H5File f = H5File::open(p);
+  EXPECT_EQ(f.read<double>("log/step"), (std::vector<double>{0}));
+  std::remove(p.c_str());
+  expect_hdf5_still_works(p);
 }

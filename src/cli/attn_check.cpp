@@ -123,6 +123,7 @@ template <class T> int run(Runtime& rt, const AttnCheckOptions& opt) {
       f.set_attr("/", "mask", opt.mask);
       f.set_attr("/", "ranks", std::int64_t(P));
       f.set_attr("/", "dtype", std::string(scalar_name<T>()));
+      f.close();  // a file that cannot be completed (disk full) is an error, not a silent loss
     }
   }
   MPI_Bcast(&status, 1, MPI_INT, 0, rt.world());

@@ -147,6 +147,7 @@ int cmd_bench_attention(Runtime& rt, const BenchGemmOptions& opt) {
     h.set_attr("/", "flop_convention", std::string("fwd 4 S^2 n d (x0.5 causal), bwd 2.5 x fwd"));
     h.set_attr("/", "config", cfg.dump());
     h.set_attr("/", "environment", run_environment("; "));
+    h.close();  // a file that cannot be completed (disk full) is an error, not a silent loss
     std::printf("wrote %s\n", out.c_str());
   }
   return 0;

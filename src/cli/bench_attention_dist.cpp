@@ -312,6 +312,7 @@ template <class T> int run_all(Runtime& rt, const Config& cfg, const std::string
       std::error_code ec;
       std::filesystem::remove(out, ec);
     } else {
+      h5->close();  // a file that cannot be completed (disk full) is an error, not a silent loss
       std::printf("wrote %s\n", out.c_str());
     }
     if (status != 0) std::fprintf(stderr, "bench attention: bytes handed to the transport differ from the schedule's count\n");

@@ -206,6 +206,7 @@ template <class T> static void run(Runtime& rt, const Config& cfg, const std::st
     f.set_attr("/", "check_rel_error_dx", err_dx);
     f.set_attr("/", "check_rel_error_dw_rows", err_dw);
     set_bench_provenance(f, rt, cfg);
+    f.close();  // a file that cannot be completed (disk full) is an error, not a silent loss
     std::printf("wrote %s\n", output.c_str());
   }
 }

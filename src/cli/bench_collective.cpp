@@ -237,6 +237,7 @@ int cmd_bench_collective(Runtime& rt, const BenchGemmOptions& opt) {
     f.set_attr("/", "calls_per_iteration", std::int64_t(calls));
     f.set_attr("/", "spin_steps_per_cpu_second", rate);
     f.set_attr("/", "config", cfg.dump());
+    f.close();  // a file that cannot be completed (disk full) is an error, not a silent loss
     std::printf("wrote %s\n", out.c_str());
   }
   return 0;

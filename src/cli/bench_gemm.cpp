@@ -252,6 +252,7 @@ template <class T, class TC> static void run(Runtime& rt, const Config& cfg, con
     f.set_attr("/", "threads_per_rank", std::int64_t(Kokkos::DefaultExecutionSpace::concurrency()));
     f.set_attr("/", "gemm_path", std::string(path));
     set_bench_provenance(f, rt, cfg);
+    f.close();  // a file that cannot be completed (disk full) is an error, not a silent loss
     std::printf("wrote %s\n", output.c_str());
   }
   BURST_CHECK(worst <= tol, ErrorKind::Numeric, "gemm result differs from the double-precision reference: relative error ",

@@ -195,6 +195,7 @@ template <class T> static void run(Runtime& rt, const Config& cfg, const std::st
     f.set_attr("/", "benchmark", std::string("kernels"));
     f.set_attr("/", "dtype", std::string(scalar_name<T>()));
     set_bench_provenance(f, rt, cfg);
+    f.close();  // a file that cannot be completed (disk full) is an error, not a silent loss
     std::printf("wrote %s\n", output.c_str());
   }
 }

@@ -489,6 +489,7 @@ template <class T> static int run(Runtime& rt, const Config& cfg, const std::str
     h.set_attr("/", "check_passed", std::int64_t(passed ? 1 : 0));
     h.set_attr("/", "check_error", check_error);
     set_bench_provenance(h, rt, cfg);
+    h.close();  // a file that cannot be completed (disk full) is an error, not a silent loss
     std::printf("wrote %s\n", output.c_str());
   }
   BURST_CHECK(check_error.empty(), ErrorKind::Numeric, "bench layer: the check against the double block failed to run: ",

@@ -97,6 +97,7 @@ int cmd_bench_pingpong(Runtime& rt, const BenchGemmOptions& opt) {
     f.set_attr("/", "beta_bytes_per_s", beta);
     f.set_attr("/", "ranks", std::int64_t(rt.size()));
     f.set_attr("/", "config", cfg.dump());
+    f.close();  // a file that cannot be completed (disk full) is an error, not a silent loss
     std::printf("wrote %s\n", out.c_str());
   }
   return 0;

@@ -297,6 +297,7 @@ template <class T> int run(Runtime& rt, const Config& cfg, const std::string& cl
                            "ends (embedding, layer_forward, lm_head_loss, recompute, layer_backward, embedding_backward), "
                            "optimizer = grad norm + clip + AdamW; the timed steps run without those fences"));
     set_bench_provenance(hf, rt, cfg);
+    hf.close();  // a file that cannot be completed (disk full) is an error, not a silent loss
     std::printf("wrote %s\n", output.c_str());
   }
   return 0;

@@ -213,6 +213,7 @@ int bench_attention_tiles(Runtime& rt, const Config& cfg, const std::string& out
     h5->set_attr("/", "threads", std::int64_t(Kokkos::DefaultExecutionSpace::concurrency()));
     h5->set_attr("/", "clock", std::string("CPU seconds of the process (CLOCK_PROCESS_CPUTIME_ID)"));
     set_bench_provenance(*h5, rt, cfg);
+    h5->close();  // a file that cannot be completed (disk full) is an error, not a silent loss
     std::printf("wrote %s\n", out.c_str());
   }
   return 0;

@@ -111,16 +111,22 @@ template <class T> int run_forward(const ForwardOptions& opt) {
     if (batched) x.insert(x.begin(), std::uint64_t(rows));
     return x;
   };
-  out.write("logits", logits, dims({std::uint64_t(s), std::uint64_t(mc.vocab)}));
-  if (opt.hidden_states) {
-    out.write("hidden_states", hidden, dims({std::uint64_t(L1), std::uint64_t(s), std::uint64_t(H)}));
-    out.set_attr("hidden_states", "order", std::string("embeddings, then the output of each layer; the last after the final norm (Hugging Face output_hidden_states)"));
+  try {
+    out.write("logits", logits, dims({std::uint64_t(s), std::uint64_t(mc.vocab)}));
+    if (opt.hidden_states) {
+      out.write("hidden_states", hidden, dims({std::uint64_t(L1), std::uint64_t(s), std::uint64_t(H)}));
+      out.set_attr("hidden_states", "order", std::string("embeddings, then the output of each layer; the last after the final norm (Hugging Face output_hidden_states)"));
+    }
+    out.set_attr("/", "model_config", model_to_hf_json(mc));
+    out.set_attr("/", "weights", opt.weights);
+    out.set_attr("/", "tokens", opt.tokens);
+    out.set_attr("/", "dtype", std::string(scalar_name<T>()));
+    out.close();  // incomplete (disk full): an error, and no file at --output
+  } catch (const Error&) {
+    std::error_code ec;
+    std::filesystem::remove(opt.output + ".tmp", ec);
+    throw;
   }
-  out.set_attr("/", "model_config", model_to_hf_json(mc));
-  out.set_attr("/", "weights", opt.weights);
-  out.set_attr("/", "tokens", opt.tokens);
-  out.set_attr("/", "dtype", std::string(scalar_name<T>()));
-  out.close();
   std::error_code ec;
   std::filesystem::rename(opt.output + ".tmp", opt.output, ec);
   BURST_CHECK_IO(!ec, "cannot move '", opt.output, ".tmp' to '", opt.output, "': ", ec.message());

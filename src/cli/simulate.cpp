@@ -460,6 +460,7 @@ int cmd_simulate(const SimulateOptions& o) {
       table_memory_vs_seq(f, x);
       table_sparse(f, x);
     }
+    f.close();  // a file that cannot be completed (disk full) is an error, not a silent loss
     std::printf("\nwrote %s\n", out.c_str());
     return 0;
   }
@@ -524,6 +525,7 @@ int cmd_simulate(const SimulateOptions& o) {
       f.set_attr("attention", "host_cores", x.cl.host_cores);
       f.set_attr("attention", "collectives", std::int64_t(a.fwd.collectives + a.bwd.collectives));
       f.set_attr("attention", "collective_sync_s", a.fwd.sync + a.bwd.sync);
+      f.close();
     }
     return 0;
   }
@@ -536,6 +538,7 @@ int cmd_simulate(const SimulateOptions& o) {
     f.set_attr("/", "calibration_file", x.k.file);
     write_prediction(f, "run", s, r);
     f.set_attr("run", "host_cores", x.cl.host_cores);
+    f.close();
     std::printf("wrote %s\n", o.output.c_str());
   }
   return 0;

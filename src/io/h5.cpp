@@ -4,20 +4,100 @@
 
 #include <hdf5.h>
 
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <exception>
+#include <limits>
+#include <new>
 #include <numeric>
 
 namespace burst::io {
 
 namespace {
 
-// Quiet HDF5's own error printing once: we report failures ourselves.
-void silence_hdf5() {
+// Set when a file could not be closed (HDF5 1.10 leaves such a file half
+// torn down, and H5close at exit then crashes on it): the library is left
+// to the operating system at exit instead.
+std::atomic<bool> g_file_abandoned{false};
+
+void close_library_at_exit() {
+  if (!g_file_abandoned.load()) H5close();
+}
+
+// Once, before any other HDF5 call: quiet HDF5's own error printing (we
+// report failures ourselves), and close the library at exit ourselves.
+void init_hdf5() {
   static bool done = [] {
+    H5dont_atexit();
     H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
+    std::atexit(close_library_at_exit);
     return true;
   }();
   (void)done;
+}
+
+herr_t collect_error(unsigned, const H5E_error2_t* e, void* out) {
+  auto* v = static_cast<std::vector<std::string>*>(out);
+  v->push_back(e->desc ? e->desc : "");
+  return 0;
+}
+
+// The POSIX descriptor of a file HDF5 opened with its default (sec2)
+// driver, or -1 (another driver: nothing to do at this level).
+int sec2_descriptor(hid_t file) {
+  const hid_t fapl = H5Fget_access_plist(file);
+  if (fapl < 0) return -1;
+  void* handle = nullptr;
+  const bool ok = H5Pget_driver(fapl) == H5FD_SEC2 && H5Fget_vfd_handle(file, fapl, &handle) >= 0 && handle != nullptr;
+  H5Pclose(fapl);
+  return ok ? *static_cast<int*>(handle) : -1;
+}
+
+// Disk space for every byte HDF5 has allocated in the file (its end of
+// allocation), before a flush writes the cached data and metadata there:
+// "" when reserved or when the file system cannot reserve (the flush is
+// then the test), else the cause (no space, quota, file size limit).
+std::string reserve_space(hid_t file) {
+#if defined(__linux__)
+  const int fd = sec2_descriptor(file);
+  hsize_t size = 0;
+  struct stat st;
+  if (fd < 0 || H5Fget_filesize(file, &size) < 0 || size == 0 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) return "";
+  int rc = 0;
+  do rc = ::fallocate(fd, 0, 0, off_t(size));
+  while (rc != 0 && errno == EINTR);
+  if (rc == 0 || errno == EOPNOTSUPP || errno == ENOSYS || errno == EINVAL) return "";
+  return std::strerror(errno);
+#else
+  (void)file;
+  return "";
+#endif
+}
+
+// After a failed write: what HDF5 still holds for the file goes to an
+// anonymous memory file instead, so that H5Fclose completes and frees the
+// file's state; the file on disk keeps what was written before.
+bool divert_writes(hid_t file) {
+#if defined(__linux__)
+  const int fd = sec2_descriptor(file);
+  if (fd < 0) return false;
+  const int m = memfd_create("burst-h5-discarded", MFD_CLOEXEC);
+  if (m < 0) return false;
+  const bool ok = dup2(m, fd) >= 0;
+  ::close(m);
+  return ok;
+#else
+  (void)file;
+  return false;
+#endif
 }
 
 template <class T> hid_t mem_type();
@@ -56,14 +136,37 @@ hid_t open_object(hid_t file, const std::string& obj) { return H5Oopen(file, obj
 
 }  // namespace
 
+std::string hdf5_error_cause() {
+  std::vector<std::string> descs;
+  H5Ewalk2(H5E_DEFAULT, H5E_WALK_DOWNWARD, collect_error, &descs);
+  // The sec2 driver's message carries the system's: "..., errno = 28, error message = 'No space left on device', ...".
+  for (auto it = descs.rbegin(); it != descs.rend(); ++it) {
+    const std::string key = "error message = '";
+    const size_t a = it->find(key);
+    if (a == std::string::npos) continue;
+    const size_t b = it->find('\'', a + key.size());
+    if (b != std::string::npos) return it->substr(a + key.size(), b - a - key.size());
+  }
+  for (auto it = descs.rbegin(); it != descs.rend(); ++it)
+    if (!it->empty()) return "HDF5: " + *it;
+  return "HDF5 gave no reason";
+}
+
+std::string dims_string(const Dims& d) {
+  std::string s = "[";
+  for (size_t i = 0; i < d.size(); ++i) s += (i ? ", " : "") + std::to_string(d[i]);
+  return s + "]";
+}
+
 std::string hdf5_version() {
+  init_hdf5();
   unsigned maj = 0, min = 0, rel = 0;
   H5get_libversion(&maj, &min, &rel);
   return std::to_string(maj) + "." + std::to_string(min) + "." + std::to_string(rel);
 }
 
-H5File::H5File(const std::string& path, Mode mode) : path_(path) {
-  silence_hdf5();
+H5File::H5File(const std::string& path, Mode mode) : path_(path), writable_(mode != Mode::Read) {
+  init_hdf5();
   hid_t id = -1;
   if (mode == Mode::Create) {
     id = H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
@@ -76,28 +179,81 @@ H5File::H5File(const std::string& path, Mode mode) : path_(path) {
   id_ = id;
 }
 
-H5File::~H5File() { close(); }
+namespace {
+// A destructor cannot throw: a file that could not be completed there is
+// said on stderr (unless an error is already on its way out).
+void warn_incomplete(const std::string& path, const std::string& why) {
+  if (why.empty() || std::uncaught_exceptions() > 0) return;
+  std::fprintf(stderr, "burst: warning: HDF5 file '%s' is incomplete: %s\n", path.c_str(), why.c_str());
+  std::fflush(stderr);
+}
+}  // namespace
 
-H5File::H5File(H5File&& o) noexcept : path_(std::move(o.path_)), id_(o.id_) { o.id_ = -1; }
+H5File::~H5File() { warn_incomplete(path_, close_file()); }
+
+H5File::H5File(H5File&& o) noexcept
+    : path_(std::move(o.path_)), id_(o.id_), writable_(o.writable_), flush_failed_(o.flush_failed_),
+      failed_(std::move(o.failed_)) {
+  o.id_ = -1;
+}
 
 H5File& H5File::operator=(H5File&& o) noexcept {
   if (this != &o) {
-    close();
+    warn_incomplete(path_, close_file());
     path_ = std::move(o.path_);
     id_ = o.id_;
+    writable_ = o.writable_;
+    flush_failed_ = o.flush_failed_;
+    failed_ = std::move(o.failed_);
     o.id_ = -1;
   }
   return *this;
 }
 
-void H5File::close() {
-  if (id_ >= 0) H5Fclose(id_);
+std::string H5File::close_file() noexcept {
+  if (id_ < 0) return "";
+  std::string why = failed_;
+  if (flush_failed_) {
+    g_file_abandoned = true;  // HDF5 cannot close it: left to the operating system
+  } else {
+    if (writable_ && why.empty()) why = reserve_space(id_);
+    if (!why.empty()) divert_writes(id_);
+    if (H5Fclose(id_) < 0) {
+      g_file_abandoned = true;
+      if (why.empty()) why = hdf5_error_cause();
+    }
+  }
   id_ = -1;
+  flush_failed_ = false;
+  failed_.clear();
+  return why;
+}
+
+void H5File::close() {
+  const std::string why = close_file();
+  BURST_CHECK_IO(why.empty(), "cannot write HDF5 file '", path_, "': ", why, " (the file is incomplete)");
 }
 
 void H5File::flush() {
   BURST_CHECK_IO(id_ >= 0, "flush of a closed HDF5 file '", path_, "'");
-  H5Fflush(id_, H5F_SCOPE_GLOBAL);
+  BURST_CHECK_IO(failed_.empty(), "cannot write HDF5 file '", path_, "': ", failed_, " (the file is incomplete)");
+  const std::string no_space = reserve_space(id_);
+  if (!no_space.empty()) {
+    failed_ = no_space;
+    BURST_FAIL(ErrorKind::IO, "cannot write HDF5 file '", path_, "': ", no_space, " (the file keeps what was written before)");
+  }
+  if (H5Fflush(id_, H5F_SCOPE_GLOBAL) < 0) {
+    failed_ = hdf5_error_cause();
+    flush_failed_ = true;
+    BURST_FAIL(ErrorKind::IO, "cannot write HDF5 file '", path_, "': ", failed_, " (the file is incomplete)");
+  }
+}
+
+void H5File::fail_write(const std::string& what) { write_failed(what, hdf5_error_cause()); }
+
+void H5File::write_failed(const std::string& what, const std::string& cause) {
+  if (writable_ && failed_.empty()) failed_ = cause;  // a write to a file opened for reading changed nothing
+  BURST_FAIL(ErrorKind::IO, what, " in '", path_, "': ", cause);
 }
 
 bool H5File::exists(const std::string& name) const {
@@ -116,7 +272,7 @@ void H5File::create_group(const std::string& name) {
   Handle lcpl(H5Pcreate(H5P_LINK_CREATE), H5Pclose);
   H5Pset_create_intermediate_group(lcpl, 1);
   Handle g(H5Gcreate2(id_, name.c_str(), lcpl, H5P_DEFAULT, H5P_DEFAULT), H5Gclose);
-  BURST_CHECK_IO(g.id >= 0, "cannot create group '", name, "' in '", path_, "'");
+  if (g.id < 0) fail_write("cannot create group '" + name + "'");
 }
 
 Dims H5File::dims(const std::string& dataset) const {
@@ -155,18 +311,14 @@ template <class T> void H5File::write(const std::string& name, const T* data, co
   BURST_CHECK_IO(id_ >= 0, "write of '", name, "' to a closed HDF5 file");
   std::vector<hsize_t> h(dims.begin(), dims.end());
   Handle space(H5Screate_simple(static_cast<int>(h.size()), h.data(), nullptr), H5Sclose);
-  if (exists(name)) {
-    BURST_CHECK_IO(H5Ldelete(id_, name.c_str(), H5P_DEFAULT) >= 0, "cannot replace '", name, "' in '", path_, "'");
-  }
+  if (exists(name) && H5Ldelete(id_, name.c_str(), H5P_DEFAULT) < 0) fail_write("cannot replace '" + name + "'");
   Handle lcpl(H5Pcreate(H5P_LINK_CREATE), H5Pclose);
   H5Pset_create_intermediate_group(lcpl, 1);
   Handle d(H5Dcreate2(id_, name.c_str(), mem_type<T>(), space, lcpl, H5P_DEFAULT, H5P_DEFAULT), H5Dclose);
-  BURST_CHECK_IO(d.id >= 0, "cannot create dataset '", name, "' in '", path_, "'");
+  if (d.id < 0) fail_write("cannot create dataset '" + name + "'");
   std::uint64_t n = std::accumulate(dims.begin(), dims.end(), std::uint64_t(1), std::multiplies<>());
-  if (n > 0) {
-    BURST_CHECK_IO(H5Dwrite(d, mem_type<T>(), H5S_ALL, H5S_ALL, H5P_DEFAULT, data) >= 0, "cannot write dataset '", name,
-                   "' to '", path_, "' (disk full?)");
-  }
+  if (n > 0 && H5Dwrite(d, mem_type<T>(), H5S_ALL, H5S_ALL, H5P_DEFAULT, data) < 0)
+    fail_write("cannot write dataset '" + name + "'");
   if constexpr (std::is_same_v<T, bf16>) set_attr(name, "dtype", std::string("bfloat16"));
 }
 
@@ -181,8 +333,25 @@ template <class T> std::vector<T> H5File::read(const std::string& name, Dims* ou
     BURST_CHECK_IO(stored != "string" && stored != "other", "dataset '", name, "' in '", path_, "' holds ", stored,
                    ", not numbers");
   }
-  std::uint64_t n = std::accumulate(dm.begin(), dm.end(), std::uint64_t(1), std::multiplies<>());
-  std::vector<T> out(n);
+  // The values a declared shape needs: a damaged or wrong file can declare
+  // [2^40] (or an overflowing product) in a few bytes.
+  std::uint64_t n = 1;
+  bool overflow = false;
+  for (std::uint64_t e : dm) {
+    if (e != 0 && n > std::numeric_limits<std::uint64_t>::max() / e) overflow = true;
+    n *= e;
+  }
+  overflow = overflow || n > std::numeric_limits<std::uint64_t>::max() / sizeof(T) || n > std::vector<T>().max_size();
+  BURST_CHECK_INPUT(!overflow, "dataset '", name, "' in '", path_, "' declares shape ", dims_string(dm),
+                    ": more values than this process can address (a damaged or wrong file?)");
+  const std::uint64_t bytes = n * sizeof(T);
+  std::vector<T> out;
+  try {
+    out.resize(n);
+  } catch (const std::bad_alloc&) {
+    BURST_FAIL(ErrorKind::Input, "dataset '", name, "' in '", path_, "' declares shape ", dims_string(dm), ": reading it needs ",
+               bytes, " bytes (", n, " x ", type_label<T>(), "), more than this process can allocate (a damaged or wrong file?)");
+  }
   Handle d(H5Dopen2(id_, name.c_str(), H5P_DEFAULT), H5Dclose);
   if (n > 0) {
     BURST_CHECK_IO(H5Dread(d, mem_type<T>(), H5S_ALL, H5S_ALL, H5P_DEFAULT, out.data()) >= 0, "cannot read dataset '",
@@ -226,26 +395,25 @@ void H5File::set_attr(const std::string& obj, const std::string& name, const std
   H5Tset_strpad(t, H5T_STR_NULLPAD);
   Handle s(H5Screate(H5S_SCALAR), H5Sclose);
   Handle a(H5Acreate2(o, name.c_str(), t, s, H5P_DEFAULT, H5P_DEFAULT), H5Aclose);
-  BURST_CHECK_IO(a.id >= 0, "cannot create attribute '", name, "' on '", obj, "' in '", path_, "'");
+  if (a.id < 0) fail_write("cannot create attribute '" + name + "' on '" + obj + "'");
   std::string buf = value.empty() ? std::string(1, '\0') : value;
-  H5Awrite(a, t, buf.data());
+  if (H5Awrite(a, t, buf.data()) < 0) fail_write("cannot write attribute '" + name + "' on '" + obj + "'");
 }
 
-template <class T> static void set_scalar_attr(hid_t file, const std::string& path, const std::string& obj,
-                                               const std::string& name, T value, hid_t type) {
-  Handle o = open_for_attr(file, obj, path);
+template <class T> void H5File::set_scalar_attr(const std::string& obj, const std::string& name, T value, long long type) {
+  Handle o = open_for_attr(id_, obj, path_);
   replace_attr(o, name);
   Handle s(H5Screate(H5S_SCALAR), H5Sclose);
-  Handle a(H5Acreate2(o, name.c_str(), type, s, H5P_DEFAULT, H5P_DEFAULT), H5Aclose);
-  BURST_CHECK_IO(a.id >= 0, "cannot create attribute '", name, "' on '", obj, "' in '", path, "'");
-  H5Awrite(a, type, &value);
+  Handle a(H5Acreate2(o, name.c_str(), hid_t(type), s, H5P_DEFAULT, H5P_DEFAULT), H5Aclose);
+  if (a.id < 0) fail_write("cannot create attribute '" + name + "' on '" + obj + "'");
+  if (H5Awrite(a, hid_t(type), &value) < 0) fail_write("cannot write attribute '" + name + "' on '" + obj + "'");
 }
 
 void H5File::set_attr(const std::string& obj, const std::string& name, double value) {
-  set_scalar_attr(id_, path_, obj, name, value, H5T_NATIVE_DOUBLE);
+  set_scalar_attr(obj, name, value, H5T_NATIVE_DOUBLE);
 }
 void H5File::set_attr(const std::string& obj, const std::string& name, std::int64_t value) {
-  set_scalar_attr(id_, path_, obj, name, value, H5T_NATIVE_INT64);
+  set_scalar_attr(obj, name, value, H5T_NATIVE_INT64);
 }
 
 bool H5File::has_attr(const std::string& obj, const std::string& name) const {

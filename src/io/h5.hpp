@@ -3,6 +3,19 @@
 // uint16 and bf16 (stored as uint16 with the attribute dtype = "bfloat16"),
 // attributes, and intermediate groups created on demand ("a/b/c").
 // Failures throw burst::Error(IO) naming the file and the object.
+//
+// Writing: HDF5 caches data and metadata and writes much of a file only at
+// flush() or close(), so a full disk may show only there. A file written to
+// is complete once close() (or flush()) returns; when it cannot be (disk
+// full, quota, file size limit, I/O error, an earlier failed write) they
+// throw Error(IO) naming the file and the cause ("No space left on device"),
+// the file on disk is incomplete (it keeps what the last successful flush
+// wrote), and the handle is closed all the same. Before HDF5 flushes, the
+// space for every byte it has allocated in the file is reserved
+// (fallocate), so a full disk is found before the flush and HDF5 never
+// fails one (HDF5 1.10 cannot close a file whose flush failed and crashed
+// at exit tearing it down). The destructor closes without throwing: code
+// that writes a file calls close() to learn whether it is complete.
 #pragma once
 
 #include "core/bf16.hpp"
@@ -32,8 +45,15 @@ class H5File {
   const std::string& path() const { return path_; }
   bool is_open() const { return id_ >= 0; }
   long long id() const { return id_; }
+  // Writes what HDF5 holds for the file to it (Error(IO) as close() when it cannot).
   void flush();
+  // Completes and closes the file (a no-op when closed); see the header.
   void close();
+  // For writers that call HDF5 on id() themselves (the run log): records a
+  // failed write (the file is then incomplete, close() reports it) and
+  // throws Error(IO) "<what> in '<file>': <cause>". Take `cause` from
+  // hdf5_error_cause() right after the failing call.
+  [[noreturn]] void write_failed(const std::string& what, const std::string& cause);
 
   bool exists(const std::string& name) const;  // dataset or group
   Dims dims(const std::string& dataset) const;
@@ -49,6 +69,10 @@ class H5File {
   }
   // Reads a dataset converting to T when the stored type is another number
   // type (HDF5 converts); bf16 is read only from datasets stored as bf16.
+  // A declared shape whose values cannot be held (the element count
+  // overflows, or the allocation fails: a damaged or wrong file declaring
+  // [2^40]) is Error(Input) naming the file, the dataset, the shape and the
+  // bytes; callers that know the shape they expect check dims() first.
   template <class T> std::vector<T> read(const std::string& name, Dims* dims = nullptr) const;
 
   // Attributes on the file root ("/"), a group or a dataset.
@@ -64,9 +88,24 @@ class H5File {
   void create_group(const std::string& name);
 
  private:
+  template <class T> void set_scalar_attr(const std::string& obj, const std::string& name, T value, long long type);
+  std::string close_file() noexcept;  // "" or why the file is incomplete
+  [[noreturn]] void fail_write(const std::string& what);
   std::string path_;
   long long id_ = -1;  // hid_t
+  bool writable_ = false;
+  bool flush_failed_ = false;  // HDF5 cannot close it any more: left open
+  std::string failed_;         // the first failed write's cause ("" = none)
 };
+
+// What HDF5's error stack says went wrong, innermost first: the system's
+// message when a read or write failed ("No space left on device"), else
+// HDF5's description. Call it right after the failing call (the next
+// HDF5 call clears the stack).
+std::string hdf5_error_cause();
+
+// "[2, 3]".
+std::string dims_string(const Dims& d);
 
 // The HDF5 library version, "1.10.8".
 std::string hdf5_version();

@@ -41,9 +41,10 @@ void RunLog::add_column(const std::string& name) {
   double nan = std::numeric_limits<double>::quiet_NaN();
   H5Pset_fill_value(dcpl, H5T_NATIVE_DOUBLE, &nan);
   hid_t d = H5Dcreate2(file_.id(), path.c_str(), H5T_NATIVE_DOUBLE, space, H5P_DEFAULT, dcpl, H5P_DEFAULT);
+  const std::string cause = d < 0 ? hdf5_error_cause() : "";
   H5Pclose(dcpl);
   H5Sclose(space);
-  BURST_CHECK_IO(d >= 0, "cannot create run-log column '", path, "' in '", file_.path(), "'");
+  if (d < 0) file_.write_failed("cannot create run-log column '" + path + "'", cause);
   H5Dclose(d);
   columns_.push_back(name);
   std::string all;
@@ -69,10 +70,11 @@ void RunLog::append(const std::vector<std::pair<std::string, double>>& row) {
     H5Sselect_hyperslab(fs, H5S_SELECT_SET, start, nullptr, count, nullptr);
     hid_t ms = H5Screate_simple(1, count, nullptr);
     if (ok >= 0) ok = H5Dwrite(d, H5T_NATIVE_DOUBLE, ms, fs, H5P_DEFAULT, &v);
+    const std::string cause = ok < 0 ? hdf5_error_cause() : "";
     H5Sclose(ms);
     H5Sclose(fs);
     H5Dclose(d);
-    BURST_CHECK_IO(ok >= 0, "cannot append row ", rows_, " to '", path, "' in '", file_.path(), "' (disk full?)");
+    if (ok < 0) file_.write_failed("cannot append row " + std::to_string(rows_) + " to run-log column '" + path + "'", cause);
   }
   rows_ = n;
   file_.set_attr(group_, "rows", static_cast<std::int64_t>(rows_));
@@ -87,8 +89,9 @@ void RunLog::truncate(std::uint64_t rows) {
     BURST_CHECK_IO(d >= 0, "run-log column '", path, "' vanished from '", file_.path(), "'");
     hsize_t ext[1] = {rows};
     herr_t ok = H5Dset_extent(d, ext);
+    const std::string cause = ok < 0 ? hdf5_error_cause() : "";
     H5Dclose(d);
-    BURST_CHECK_IO(ok >= 0, "cannot truncate '", path, "' in '", file_.path(), "' to ", rows, " rows");
+    if (ok < 0) file_.write_failed("cannot truncate run-log column '" + path + "' to " + std::to_string(rows) + " rows", cause);
   }
   rows_ = rows;
   file_.set_attr(group_, "rows", static_cast<std::int64_t>(rows_));

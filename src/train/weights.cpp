@@ -116,7 +116,7 @@ void save_weights(const std::string& path, const ModelConfig& mc, const std::str
                   const std::function<std::vector<double>(const ParamInfo&)>& values, const std::string& source) {
   BURST_ASSERT(dtype == "float32" || dtype == "float64", "weights are stored as float32 or float64, not ", dtype);
   const std::string tmp = path + ".tmp";
-  {
+  try {
     io::H5File f = io::H5File::create(tmp);
     for (const ParamInfo& p : llama_param_table(mc)) {
       const std::vector<double> x = values(p);
@@ -134,6 +134,11 @@ void save_weights(const std::string& path, const ModelConfig& mc, const std::str
     f.set_attr("/", "dtype", dtype);
     f.set_attr("/", "model_config", model_to_hf_json(mc));
     f.set_attr("/", "source", source);
+    f.close();  // incomplete (disk full): an error, and the earlier file at `path` stays
+  } catch (const Error&) {
+    std::error_code ec;
+    std::filesystem::remove(tmp, ec);
+    throw;
   }
   std::error_code ec;
   std::filesystem::rename(tmp, path, ec);
