@@ -12,6 +12,7 @@
 
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -21,6 +22,7 @@ namespace burst {
 
 namespace {
 Runtime* g_runtime = nullptr;
+std::atomic<int> g_abort_code{1};
 }
 
 int launcher_rank() {
@@ -90,6 +92,15 @@ std::string Runtime::hostname() const {
 }
 
 void abort_job(int code) {
+  // MPI_Abort ends this process by exit(), whose static destructors once
+  // freed Kokkos' state under a main thread still computing (the watchdog
+  // aborts from its own thread: a segfault, status 139, instead of its
+  // message's status). A handler registered now runs first and ends the
+  // process at once with the status; what stdio holds is written first.
+  g_abort_code = code;
+  std::fflush(stdout);
+  std::fflush(stderr);
+  std::atexit([] { std::_Exit(g_abort_code.load()); });
   // The message is in the pipe to the launcher, but MPI_Abort reaches the
   // launcher by another channel, and Hydra can end the job before it has
   // read the pipe (a stopped rank's peers once all aborted with nothing
@@ -97,6 +108,7 @@ void abort_job(int code) {
   // written; it only delays an abort.
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
   MPI_Abort(MPI_COMM_WORLD, code);
+  std::_Exit(code);  // should it return
 }
 
 void exit_on_error(const std::exception& e) {

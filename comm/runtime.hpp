@@ -60,7 +60,10 @@ int launcher_rank();
 // is reported by the rank that hit it and aborts the job.
 [[noreturn]] void exit_on_error(const std::exception& e);
 // MPI_Abort(MPI_COMM_WORLD, code) after a pause of 0.3 s, so that the
-// launcher forwards what this rank wrote to stdout / stderr first.
-void abort_job(int code);
+// launcher forwards what this rank wrote to stdout / stderr first. The
+// process ends with `code` without running static destructors (MPI_Abort
+// ends it by exit(), which once freed Kokkos under a main thread still
+// computing: a segfault instead of the status), from any thread.
+[[noreturn]] void abort_job(int code);
 
 }  // namespace burst

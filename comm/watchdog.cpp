@@ -51,19 +51,23 @@ void Watchdog::loop() {
     }
     if (cv_.wait_until(lk, deadline_) == std::cv_status::timeout && armed_ && !stop_ &&
         std::chrono::steady_clock::now() >= deadline_) {
+      // A step that computes for longer than the limit (a huge batch on a
+      // slow machine) looks the same from here as one that hangs: say both.
       std::fprintf(stderr,
                    "burst: error (rank %d): step %ld made no progress for %g s (watchdog, 2 x comm.timeout_s): this "
-                   "rank hangs outside communication; aborting the job\n",
+                   "rank hangs outside communication, or a single step computes for longer than that, which the "
+                   "watchdog takes for a hang; for very long steps raise comm.timeout_s (0 turns the watchdog off); "
+                   "aborting the job\n",
                    rank_, step_, timeout_s_);
       std::fflush(stderr);
       // The one MPI call made off the main thread: MPI_Abort only tells the
       // launcher to end the job, which MPICH and Open MPI allow from any
-      // thread in practice. Should it block (the main thread holds MPI) the
-      // alarm ends this process, and the launcher the others; _Exit should
-      // it return.
+      // thread in practice. Should it block (the main thread holds MPI or
+      // stdout) the alarm ends this process, and the launcher the others.
+      // abort_job ends the process with status 1 itself, without the static
+      // destructors that MPI_Abort's exit() would run under the main thread.
       alarm(10);
       abort_job(1);
-      std::_Exit(1);
     }
   }
 }

@@ -3,7 +3,9 @@
 // collectives (collectives.hpp) catch a peer that died or stalls while this
 // rank waits for it; the watchdog catches what they cannot see: this rank
 // itself stuck outside communication (a hung kernel, a blocked file system,
-// an MPI call that is not bounded).
+// an MPI call that is not bounded). It cannot tell a hang from a step that
+// only computes for longer than `timeout_s` (a huge batch): that step is
+// aborted too, and its message says to raise comm.timeout_s.
 //
 //   Watchdog wd(timeout, rank);
 //   for (...) { wd.arm(step); ...step...; }  wd.disarm();

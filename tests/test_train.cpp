@@ -9,6 +9,7 @@
 #include "io/h5.hpp"
 #include "model/config.hpp"
 #include "tools/corrupt.hpp"
+#include "tools/file_size_limit.hpp"
 #include "train/checkpoint_files.hpp"
 #include "train/trainer.hpp"
 
@@ -16,8 +17,13 @@
 
 #include <filesystem>
 
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <iterator>
+#include <memory>
 #include <string>
 #include <unistd.h>
 
@@ -225,6 +231,66 @@ TEST(Train, ResumeFallsBackToThePreviousCheckpointWhenTheNewestIsDamaged) {
   }
   MPI_Barrier(rt.world());
   if (rt.rank() == 0) std::remove(full.c_str()), std::remove(part.c_str()), remove_checkpoints(ck);
+  MPI_Barrier(rt.world());
+}
+
+// A checkpoint that cannot be written whole (a file size limit on the
+// writing rank: writes fail with EFBIG as they fail with ENOSPC on a full
+// disk) stops the run on every rank with Error(IO) naming the file and the
+// cause; its temporary file goes, the earlier checkpoint and the published
+// path stay as they were, and --resume goes on from them. (HDF5's failing
+// close was ignored: the incomplete file was renamed into place, published,
+// the good one rotated away, and the process crashed at exit.)
+TEST(Train, ACheckpointThatCannotBeWrittenKeepsTheEarlierOnes) {
+  auto& rt = Runtime::current();
+  const std::string ck = tmp("nospace.h5"), step1 = checkpoint_step_path(ck, 1), step2 = checkpoint_step_path(ck, 2);
+  const std::vector<std::string> sets = {"io.checkpoint=" + ck, "train.steps=3", "io.checkpoint_every=1", "io.keep_last=1"};
+  if (rt.rank() == 0) remove_checkpoints(ck);
+  MPI_Barrier(rt.world());
+  auto with = [&](std::vector<std::string> s, const std::string& extra) { s.push_back(extra); return s; };
+  train(rt, config(with(sets, "train.stop_after=1")), false);
+  MPI_Barrier(rt.world());
+  auto bytes = [](const std::string& f) {
+    std::ifstream in(f, std::ios::binary);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  };
+  const std::string good = rt.rank() == 0 ? bytes(step1) : "";
+  {
+    std::unique_ptr<test_tools::FileSizeLimit> limit;
+    if (rt.rank() == 0) limit = std::make_unique<test_tools::FileSizeLimit>(good.size() / 2);
+    try {
+      train(rt, config(sets), true);
+      ADD_FAILURE() << "no error";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), ErrorKind::IO);
+      EXPECT_EQ(e.exit_code(), 1);
+      EXPECT_TRUE(e.collective());  // every rank stops with it; rank 0 says it
+      if (rt.rank() == 0) {
+        EXPECT_NE(e.message().find("the checkpoint of step 2 could not be written: cannot write HDF5 file '" + step2 +
+                                   ".tmp': " + std::strerror(EFBIG)),
+                  std::string::npos)
+            << e.message();
+        EXPECT_NE(e.message().find("the earlier checkpoints are kept (the newest: '" + step1 + "')"), std::string::npos)
+            << e.message();
+      }
+    }
+  }
+  MPI_Barrier(rt.world());
+  if (rt.rank() == 0) {
+    auto files = list_step_checkpoints(ck);
+    ASSERT_EQ(files.size(), 1u);
+    EXPECT_EQ(files[0].second, step1);
+    EXPECT_EQ(bytes(step1), good);
+    EXPECT_TRUE(std::filesystem::equivalent(ck, step1));
+    EXPECT_FALSE(std::filesystem::exists(step2 + ".tmp"));
+  }
+  TrainResult r = train(rt, config(sets), true);
+  EXPECT_EQ(r.steps_done, 3);
+  MPI_Barrier(rt.world());
+  if (rt.rank() == 0) {
+    EXPECT_EQ(list_step_checkpoints(ck).at(0).first, 3);
+    remove_checkpoints(ck);
+  }
   MPI_Barrier(rt.world());
 }
 

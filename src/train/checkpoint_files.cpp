@@ -74,7 +74,11 @@ void publish_checkpoint(const std::string& step_file, const std::string& path) {
   if (ec) {  // another file system, or one without links: copy
     ec.clear();
     fs::copy_file(step_file, tmp, fs::copy_options::overwrite_existing, ec);
-    BURST_CHECK_IO(!ec, "cannot copy checkpoint '", step_file, "' to '", tmp, "': ", ec.message());
+    if (ec) {
+      std::error_code ignored;
+      fs::remove(tmp, ignored);  // a partial copy (disk full) goes; `path` still names the previous checkpoint
+      BURST_FAIL(ErrorKind::IO, "cannot copy checkpoint '", step_file, "' to '", tmp, "': ", ec.message());
+    }
   }
   fs::rename(tmp, path, ec);
   BURST_CHECK_IO(!ec, "cannot move checkpoint '", tmp, "' to '", path, "': ", ec.message());

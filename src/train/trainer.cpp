@@ -384,21 +384,34 @@ template <class T> struct TrainerImpl {
 
   // ------------------------------------------------------------ checkpoints
   // Collective: rank 0 writes (data-parallel replicas hold identical state),
-  // and nobody returns before the file is in place.
+  // and nobody returns before the file is in place. A checkpoint that could
+  // not be written (disk full, ...) stops every rank with rank 0's Error(IO);
+  // the earlier checkpoints are kept.
   void save_checkpoint(const std::string& path) {
     // Whole tensors, gathered from the ZeRO shards (collective).
     const std::vector<A> params = zero->gather_full("params"), mom = zero->gather_full("optim/m"),
                          var = zero->gather_full("optim/v");
-    if (rank == 0) write_checkpoint(path, params, mom, var);
-    barrier_bounded(comm, "checkpoint barrier");
+    std::string failed;
+    if (rank == 0) {
+      try {
+        write_checkpoint(path, params, mom, var);
+      } catch (const Error& e) {
+        if (e.kind() != ErrorKind::IO) throw;
+        failed = e.message();
+      }
+    }
+    if (allreduce_max(int(!failed.empty()), comm, "checkpoint barrier"))
+      throw Error(ErrorKind::IO, rank == 0 ? failed : "rank 0 could not write the checkpoint").set_collective();
   }
 
   // Into its step file through a temporary (a kill mid-write keeps every
-  // earlier checkpoint), then published at `path` and the old ones pruned.
+  // earlier checkpoint), read back whole (every dataset against its
+  // checksum), then published at `path` and the old ones pruned. A write
+  // that fails removes the temporary and changes nothing else.
   void write_checkpoint(const std::string& path, const std::vector<A>& params, const std::vector<A>& mom,
                         const std::vector<A>& var) {
     const std::string file = checkpoint_step_path(path, step), tmp = file + ".tmp";
-    {
+    try {
       io::H5File f = io::H5File::create(tmp);
       auto write_all = [&](const std::string& group, const std::vector<A>& flat) {
         for (const ParamInfo& p : model->params().table()) {
@@ -416,12 +429,38 @@ template <class T> struct TrainerImpl {
       f.set_attr("/", "train_dtype", std::string(scalar_name<T>()));
       f.set_attr("/", "model_config", model_to_hf_json(mc));
       f.set_attr("/", "train_config", cfg.dump());
+      f.close();
+      verify_checkpoint(tmp);
+    } catch (const Error& e) {
+      std::error_code ec;
+      std::filesystem::remove(tmp, ec);
+      const auto kept = list_step_checkpoints(path);
+      BURST_FAIL(ErrorKind::IO, "the checkpoint of step ", step, " could not be written: ", e.message(),
+                 "; the temporary file is removed and the earlier checkpoints are kept (",
+                 kept.empty() ? std::string("there are none") : "the newest: '" + kept.front().second + "'",
+                 "); make room (or fix the cause) and continue with --resume");
     }
     std::error_code ec;
     std::filesystem::rename(tmp, file, ec);
     BURST_CHECK_IO(!ec, "cannot move checkpoint '", tmp, "' to '", file, "': ", ec.message());
     publish_checkpoint(file, path);
     prune_checkpoints(path, cfg.get_int("io.keep_last"), step);
+  }
+
+  // A written checkpoint read back as --resume reads it: the attributes and
+  // every dataset, each against its checksum (Error(IO) naming the first
+  // that fails).
+  void verify_checkpoint(const std::string& file) {
+    io::H5File f = io::H5File::open(file);
+    BURST_CHECK_IO(f.has_attr("/", "format_version") && f.attr_int("/", "format_version") == kCheckpointFormat &&
+                       f.has_attr("/", "step") && f.attr_int("/", "step") == step,
+                   "checkpoint '", file, "' read back without its format_version or step");
+    for (const char* group : {"params", "optim/m", "optim/v"})
+      for (const ParamInfo& p : model->params().table()) {
+        const std::vector<A> x = read_checked<A>(f, std::string(group) + "/" + p.name);
+        BURST_CHECK_IO(long(x.size()) == p.size, "checkpoint '", file, "' read back with ", x.size(), " values in ", group,
+                       "/", p.name, ", written ", p.size);
+      }
   }
 
   // Throws Error(IO) when the file is damaged (unreadable, a dataset missing
@@ -794,6 +833,7 @@ template <class T> struct TrainerImpl {
       }
     }
     watchdog.disarm();
+    if (logf) logf->close();  // a run log that cannot be completed is an error, not a silent loss
     res.steps_done = step;
     return res;
   }
