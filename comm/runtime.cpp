@@ -12,6 +12,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -22,8 +23,78 @@ namespace burst {
 
 namespace {
 Runtime* g_runtime = nullptr;
+// MPI_COMM_WORLD's private duplicate, made first thing by every path that
+// starts MPI (so that the processes' MPI_Comm_dup match): the start-up
+// handshake and the agreement on a collective error use it alone.
+MPI_Comm g_agree = MPI_COMM_NULL;
+bool g_owns_mpi = false;
 std::atomic<int> g_abort_code{1};
+
+// MPI (unless already up) and the agreement communicator.
+void start_mpi(int* argc, char*** argv) {
+  int inited = 0;
+  MPI_Initialized(&inited);
+  if (!inited) {
+    int provided = 0;
+    MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided);
+    g_owns_mpi = true;
+  }
+  if (g_agree == MPI_COMM_NULL) MPI_Comm_dup(MPI_COMM_WORLD, &g_agree);
 }
+
+void finish_mpi() {
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (finalized) return;
+  if (g_agree != MPI_COMM_NULL) MPI_Comm_free(&g_agree);
+  if (g_owns_mpi) MPI_Finalize();
+}
+
+// The start-up handshake, every process's first collective after start_mpi
+// (the runtime's and startup_error's alike): which ranks failed before the
+// runtime, and the first whose command digest differs from rank 0's.
+struct Handshake {
+  int size = 1;
+  int first_failed = 0;   // size when none failed
+  bool all_failed = false;
+  int first_differs = 0;  // size when every digest is rank 0's
+};
+Handshake startup_handshake(bool failed, std::uint64_t digest) {
+  Handshake h;
+  int rank = 0;
+  MPI_Comm_rank(g_agree, &rank);
+  MPI_Comm_size(g_agree, &h.size);
+  std::uint64_t root = digest;
+  MPI_Bcast(&root, 1, MPI_UINT64_T, 0, g_agree);
+  const int mine[3] = {failed ? rank : h.size, failed ? 1 : 0, digest != root ? rank : h.size};
+  int all[3] = {0, 0, 0};
+  MPI_Allreduce(mine, all, 3, MPI_INT, MPI_MIN, g_agree);
+  h.first_failed = all[0];
+  h.all_failed = all[1] == 1;
+  h.first_differs = all[2];
+  return h;
+}
+
+// Whether every rank arrives here, each with an error it takes for
+// collective: an MPI_Ibarrier on the agreement communicator, waited for at
+// most 10 s (comm.timeout_s when shorter; ranks that found the same bad input
+// arrive within moments of each other).
+bool every_rank_failed() {
+  if (g_agree == MPI_COMM_NULL) return true;  // MPI started without a Runtime: no agreement (the old rule)
+  double limit = 10;
+  if (comm_timeout() > 0) limit = std::min(limit, std::max(1.0, comm_timeout()));
+  MPI_Request req;
+  MPI_Ibarrier(g_agree, &req);
+  const auto start = std::chrono::steady_clock::now();
+  for (;;) {
+    int done = 0;
+    MPI_Test(&req, &done, MPI_STATUS_IGNORE);
+    if (done) return true;
+    if (std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() > limit) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+}
+}  // namespace
 
 int launcher_rank() {
   for (const char* v : {"PMI_RANK", "OMPI_COMM_WORLD_RANK", "PMIX_RANK", "SLURM_PROCID", "MPI_LOCALRANKID"}) {
@@ -32,14 +103,50 @@ int launcher_rank() {
   return 0;
 }
 
-Runtime::Runtime(int* argc, char*** argv) {
+int launcher_size() {
+  for (const char* v : {"PMI_SIZE", "OMPI_COMM_WORLD_SIZE", "SLURM_STEP_NUM_TASKS"}) {
+    if (const char* s = std::getenv(v)) return std::max(1, std::atoi(s));
+  }
+  return 1;
+}
+
+int startup_error(int* argc, char*** argv, std::uint64_t command_digest, int code, const std::string& message,
+                  const std::function<void()>& report) {
+  if (launcher_size() <= 1) {
+    if (launcher_rank() == 0) report();
+    return code;
+  }
+  start_mpi(argc, argv);
+  const Handshake h = startup_handshake(true, command_digest);
+  int rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  if (h.all_failed) {
+    if (rank == 0) report();
+  } else if (code == 0) {
+    report();  // --help or --version on some ranks only
+  } else {
+    std::fprintf(stderr, "burst: error (rank %d): %s\n", rank, message.c_str());
+  }
+  std::fflush(stdout);
+  std::fflush(stderr);
+  finish_mpi();
+  return h.all_failed || code != 0 ? code : 2;
+}
+
+Runtime::Runtime(int* argc, char*** argv, std::uint64_t command_digest) {
   BURST_ASSERT(g_runtime == nullptr, "only one Runtime may exist");
-  int inited = 0;
-  MPI_Initialized(&inited);
-  if (!inited) {
-    int provided = 0;
-    MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided);
-    owns_mpi_ = true;
+  start_mpi(argc, argv);
+  {
+    const Handshake h = startup_handshake(false, command_digest);
+    if (h.first_failed < h.size) {
+      // Ranks that failed before the runtime said why (startup_error); this
+      // one leaves with them, quietly, instead of waiting for them.
+      std::fflush(stdout);
+      finish_mpi();
+      std::exit(2);
+    }
+    BURST_CHECK_CONFIG(h.first_differs == h.size, "the ranks were started with different arguments or configuration files "
+                       "(rank ", h.first_differs, " differs from rank 0); every rank must run the same command");
   }
   // Reorder the world so that each node's ranks are contiguous.
   int ni = 0, nc = 1;
@@ -73,11 +180,7 @@ Runtime::~Runtime() {
   Kokkos::finalize();
   if (world_ != MPI_COMM_NULL) MPI_Comm_free(&world_);
   g_runtime = nullptr;
-  if (owns_mpi_) {
-    int finalized = 0;
-    MPI_Finalized(&finalized);
-    if (!finalized) MPI_Finalize();
-  }
+  finish_mpi();
 }
 
 Runtime& Runtime::current() {
@@ -113,7 +216,7 @@ void abort_job(int code) {
 
 void exit_on_error(const std::exception& e) {
   const auto* be = dynamic_cast<const Error*>(&e);
-  const bool collective = be && be->collective();
+  bool collective = be && be->collective();
   int rank = launcher_rank(), size = 1, inited = 0, finalized = 0;
   MPI_Initialized(&inited);
   MPI_Finalized(&finalized);
@@ -122,7 +225,14 @@ void exit_on_error(const std::exception& e) {
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
   }
-  const std::string msg = be ? be->message() : e.what();
+  std::string msg = be ? be->message() : e.what();
+  // Bad input that only some ranks found (their environment, a file only
+  // they read) would leave the others waiting in their next collective for
+  // this rank, and rank 0 may not be among those that can say why.
+  if (collective && mpi_up && size > 1 && !every_rank_failed()) {
+    collective = false;
+    msg += " (not every rank stopped on this error: aborting the job)";
+  }
   if (!collective || rank == 0) {
     if (size > 1 && !collective) std::fprintf(stderr, "burst: error (rank %d): %s\n", rank, msg.c_str());
     else std::fprintf(stderr, "burst: error: %s\n", msg.c_str());

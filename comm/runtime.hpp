@@ -13,13 +13,19 @@
 
 #include <mpi.h>
 
+#include <cstdint>
+#include <functional>
 #include <string>
 
 namespace burst {
 
 class Runtime {
  public:
-  Runtime(int* argc, char*** argv);
+  // command_digest: this process's command line and the files it names
+  // (cli::command_digest); the ranks compare theirs first thing, and a
+  // difference is bad input (status 2) on every rank. Every rank passing 0
+  // (the test binaries) compares nothing.
+  Runtime(int* argc, char*** argv, std::uint64_t command_digest = 0);
   ~Runtime();
   Runtime(const Runtime&) = delete;
   Runtime& operator=(const Runtime&) = delete;
@@ -47,17 +53,36 @@ class Runtime {
   int hw_local_rank_ = 0, hw_local_size_ = 1;
   int device_id_ = -1, device_count_ = 0;
   int node_cores_ = 0;
-  bool owns_mpi_ = false;
 };
 
 // The launcher's rank before MPI is up (PMI_RANK, OMPI_COMM_WORLD_RANK,
 // SLURM_PROCID, PMIX_RANK), or 0. Used to print CLI errors once.
 int launcher_rank();
+// The number of processes the launcher started (PMI_SIZE,
+// OMPI_COMM_WORLD_SIZE, SLURM_STEP_NUM_TASKS), or 1.
+int launcher_size();
+
+// An error found before the runtime (a CLI11 parse error, an unknown
+// subcommand), with `message` its text and `report` what rank 0 prints for
+// it when every rank has it (CLI11's own wording): returns the exit status.
+// Alone (launcher_size() 1) it only reports on launcher rank 0, as the error
+// is the same everywhere. Under a launcher of several processes it starts
+// MPI and takes part in the runtime's start-up handshake (the first
+// collective of every process): when every rank failed, rank 0 reports and
+// all return `code`; when only some did, each of those prints
+// "burst: error (rank N): message" and every rank ends with `code` (or 2),
+// so the others never wait for a rank that is gone.
+int startup_error(int* argc, char*** argv, std::uint64_t command_digest, int code, const std::string& message,
+                  const std::function<void()>& report);
 
 // Print an error and leave: a collective error (bad input, the same on every
 // rank, status 2; or a fault every rank found at once, Error::collective) is
 // reported by rank 0 and ends with its status on every rank; any other error
-// is reported by the rank that hit it and aborts the job.
+// is reported by the rank that hit it and aborts the job. Whether a
+// collective error really was found by every rank is agreed first (an
+// MPI_Ibarrier of the failing ranks, at most 10 s, or comm.timeout_s when
+// shorter): a rank whose peers do not all arrive (bad input on one rank only:
+// its environment, a file it alone read) reports it as its own and aborts.
 [[noreturn]] void exit_on_error(const std::exception& e);
 // MPI_Abort(MPI_COMM_WORLD, code) after a pause of 0.3 s, so that the
 // launcher forwards what this rank wrote to stdout / stderr first. The

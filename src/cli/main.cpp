@@ -10,14 +10,63 @@
 
 #include <CLI/CLI.hpp>
 
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
-#include <string>
+#include <fstream>
+#include <iterator>
 #include <memory>
+#include <string>
+
+namespace {
+
+// What this process was asked to run: its arguments after the program name
+// and the contents of the files given to --config (one file under two
+// spellings, or two copies of it, are the same), FNV-1a. The ranks compare it
+// at start-up (burst::Runtime): ranks started with different arguments
+// would otherwise meet in collectives of different sizes (a raw MPI error)
+// or wait for each other forever.
+std::uint64_t command_digest(int argc, char** argv) {
+  std::uint64_t h = 1469598103934665603ull;
+  const auto mix = [&h](const std::string& s) {
+    for (const char c : std::to_string(s.size()) + ":" + s) {
+      h ^= static_cast<unsigned char>(c);
+      h *= 1099511628211ull;
+    }
+  };
+  const auto mix_file = [&mix](const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    mix(in ? std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()) : "unreadable " + path);
+  };
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--config" && i + 1 < argc) {
+      mix(a);
+      mix_file(argv[++i]);
+    } else if (a.rfind("--config=", 0) == 0) {
+      mix("--config");
+      mix_file(a.substr(9));
+    } else {
+      mix(a);
+    }
+  }
+  return h;
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   using namespace burst;
   select_blas_core(argv);  // may re-exec with OPENBLAS_CORETYPE set (core/blas_core.hpp)
+  const std::uint64_t digest = command_digest(argc, argv);
+  // An error before the runtime: reported once when every rank has it, else
+  // by the ranks that have it, without leaving the others waiting (runtime.hpp).
+  const auto early_error = [&](int code, const std::string& message, const std::function<void()>& report) {
+    return startup_error(&argc, &argv, digest, code, message, report);
+  };
+  const auto early_message = [&](const std::string& message) {
+    return early_error(2, message, [&] { std::fprintf(stderr, "burst: error: %s\n", message.c_str()); });
+  };
   CLI::App app{"BurstEngine: distributed training of transformers on sequences of 1M+ tokens"};
   app.set_version_flag("--version", BURST_VERSION);
   app.require_subcommand(1);
@@ -161,7 +210,7 @@ int main(int argc, char** argv) {
     BURST_CHECK_CONFIG(opt->count() == 0 || value != 0, opt->get_name(), " 0 must be >= 1", note);
   };
   // An unknown subcommand word of `parent` named with the known ones (CLI11
-  // says only "A subcommand is required" for `burst bench WORD`).
+  // says only "A subcommand is required" for `burst bench WORD`), or "".
   const auto unknown_word = [](CLI::App* parent, const char* word, const char* kind, const char* help) {
     std::string names;
     bool known = false;
@@ -169,22 +218,19 @@ int main(int argc, char** argv) {
       known = known || sc->get_name() == word;
       names += (names.empty() ? "" : ", ") + sc->get_name();
     }
-    if (!known && launcher_rank() == 0)
-      std::fprintf(stderr, "burst: error: unknown %s '%s' (known: %s; see %s)\n", kind, word, names.c_str(), help);
-    return !known;
+    return known ? std::string() : str_cat("unknown ", kind, " '", word, "' (known: ", names, "; see ", help, ")");
   };
   if (argc > 1 && argv[1][0] != '-') {
-    if (unknown_word(&app, argv[1], "subcommand", "--help")) return 2;
-    if (std::string(argv[1]) == "bench" && argc > 2 && argv[2][0] != '-' &&
-        unknown_word(bench, argv[2], "bench subcommand", "burst bench --help"))
-      return 2;
+    std::string unknown = unknown_word(&app, argv[1], "subcommand", "--help");
+    if (unknown.empty() && std::string(argv[1]) == "bench" && argc > 2 && argv[2][0] != '-')
+      unknown = unknown_word(bench, argv[2], "bench subcommand", "burst bench --help");
+    if (!unknown.empty()) return early_message(unknown);
   }
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    // Every rank parses the same line; rank 0 speaks for all.
-    if (launcher_rank() == 0) app.exit(e);
-    return e.get_exit_code() == 0 ? 0 : 2;
+    // CLI11 says it its way (rank 0 for all when every rank has it).
+    return early_error(e.get_exit_code() == 0 ? 0 : 2, e.what(), [&] { app.exit(e); });
   }
 
   // The model needs no runtime (no MPI, no Kokkos).
@@ -202,16 +248,13 @@ int main(int argc, char** argv) {
   // The runtime lives outside the try block so that an error is handled
   // while MPI is still up (a failing rank must be able to abort the job).
   if (*chk && ranks_per_node != 0) {
-    if (ranks_per_node < 1) {
-      if (launcher_rank() == 0) std::fprintf(stderr, "burst: error: --ranks-per-node %d must be >= 1\n", ranks_per_node);
-      return 2;
-    }
+    if (ranks_per_node < 1) return early_message(str_cat("--ranks-per-node ", ranks_per_node, " must be >= 1"));
     setenv("BURST_GPUS_PER_NODE", std::to_string(ranks_per_node).c_str(), 1);  // read by the runtime's topology
   }
   std::unique_ptr<Runtime> rt;
   int rc = 0;
   try {
-    rt = std::make_unique<Runtime>(&argc, &argv);
+    rt = std::make_unique<Runtime>(&argc, &argv, digest);  // the ranks compare their digests first
     cli::check_run_environment();  // BURST_FA_*, BURST_ROPE_CUDA: closed lists (cli/environment.hpp)
     if (*info) rc = cli::cmd_info(*rt);
     else if (*gemm) rc = cli::cmd_bench_gemm(*rt, gemm_opt);
