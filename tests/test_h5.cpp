@@ -7,6 +7,8 @@
 #include "io/run_log.hpp"
 #include "tools/file_size_limit.hpp"
 
+#include <hdf5.h>
+
 #include <gtest/gtest.h>
 
 #include <cerrno>
@@ -102,6 +104,46 @@ TEST(H5, ErrorsNameTheFileAndObject) {
   std::ofstream(txt) << "hello";
   EXPECT_EQ(msg([&] { H5File::open(txt); }), "'" + txt + "' is not an HDF5 file (missing, unreadable or another format)");
   std::remove(txt.c_str());
+  std::remove(p.c_str());
+}
+
+// A dataset declaring more values than fit (a few bytes of a chunked file
+// can declare [2^40]): Error(Input) naming the file, the dataset, the shape
+// and the bytes, never std::bad_alloc naming nothing (or, for a product
+// that overflows, a buffer too small for what HDF5 then writes into it).
+TEST(H5, AHugeDeclaredShapeIsAnInputErrorNamingIt) {
+  const std::string p = rank_path("huge.h5");
+  auto declare = [&](const char* name, std::vector<hsize_t> dims) {
+    H5File f = H5File::open(p, H5File::Mode::ReadWrite);
+    std::vector<hsize_t> chunk(dims.size(), 1);
+    hid_t s = H5Screate_simple(int(dims.size()), dims.data(), nullptr), pl = H5Pcreate(H5P_DATASET_CREATE);
+    H5Pset_chunk(pl, int(chunk.size()), chunk.data());
+    hid_t d = H5Dcreate2(hid_t(f.id()), name, H5T_STD_I32LE, s, H5P_DEFAULT, pl, H5P_DEFAULT);
+    ASSERT_GE(d, 0);
+    H5Dclose(d), H5Pclose(pl), H5Sclose(s);
+    f.close();
+  };
+  H5File::create(p).close();
+  declare("tokens", {hsize_t(1) << 40});
+  declare("square", {hsize_t(1) << 40, hsize_t(1) << 40});
+  H5File f = H5File::open(p);
+  auto input_error = [](const std::function<void()>& fn) {
+    try {
+      fn();
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), ErrorKind::Input) << e.what();
+      EXPECT_EQ(e.exit_code(), 2);
+      return std::string(e.what());
+    }
+    return std::string("(no error)");
+  };
+  EXPECT_EQ(input_error([&] { f.read<std::int64_t>("tokens"); }),
+            "dataset 'tokens' in '" + p + "' declares shape [1099511627776]: reading it needs 8796093022208 bytes "
+            "(1099511627776 x int64), more than this process can allocate (a damaged or wrong file?)");
+  EXPECT_EQ(input_error([&] { f.read<float>("square"); }),
+            "dataset 'square' in '" + p + "' declares shape [1099511627776, 1099511627776]: more values than this process "
+            "can address (a damaged or wrong file?)");
+  EXPECT_EQ(f.dims("tokens"), (io::Dims{std::uint64_t(1) << 40}));  // the shape itself reads fine, for callers to check
   std::remove(p.c_str());
 }
 

@@ -15,6 +15,9 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <limits>
+#include <new>
+#include <numeric>
 
 namespace burst::cli {
 
@@ -52,11 +55,17 @@ template <class T> int run_forward(const ForwardOptions& opt) {
   const std::string tdt = tf.dtype("tokens");
   BURST_CHECK_INPUT(tdt == "int32" || tdt == "int64" || tdt == "uint8" || tdt == "uint16", "tokens file '", opt.tokens,
                     "': dataset 'tokens' holds ", tdt, ", not integers (int32, int64, uint8, uint16)");
-  io::Dims td;
-  const std::vector<std::int64_t> tok = tf.read<std::int64_t>("tokens", &td);
-  BURST_CHECK_INPUT((td.size() == 1 || td.size() == 2) && tok.size() > 0, "tokens file '", opt.tokens,
-                    "': dataset 'tokens' must be [s] or [b, s] and not empty, got ", td.size(), " dimension(s), ",
-                    tok.size(), " values");
+  // The shape before the values (a file declaring [2^40] tokens is named, not allocated).
+  const io::Dims td = tf.dims("tokens");
+  const double ntok = td.empty() ? 0 : std::accumulate(td.begin(), td.end(), 1.0, [](double a, std::uint64_t b) { return a * double(b); });
+  BURST_CHECK_INPUT((td.size() == 1 || td.size() == 2) && ntok > 0, "tokens file '", opt.tokens,
+                    "': dataset 'tokens' must be [s] or [b, s] and not empty, got ", io::dims_string(td));
+  // The logits (and hidden states) those tokens need, before anything is read or allocated.
+  const double out_bytes = double(ntok) * double(mc.vocab + (opt.hidden_states ? (mc.layers + 1) * mc.hidden : 0)) * sizeof(T);
+  BURST_CHECK_INPUT(out_bytes <= double(std::numeric_limits<std::int64_t>::max()), "tokens file '", opt.tokens,
+                    "': dataset 'tokens' declares ", io::dims_string(td), ": its logits would need ", out_bytes,
+                    " bytes, beyond what a process can address");
+  const std::vector<std::int64_t> tok = tf.read<std::int64_t>("tokens");
   const long rows = td.size() == 2 ? long(td[0]) : 1, s = long(td.back());
   for (size_t i = 0; i < tok.size(); ++i)
     BURST_CHECK_INPUT(tok[i] >= 0 && tok[i] < mc.vocab, "tokens file '", opt.tokens, "': token ", tok[i], " at row ",
@@ -78,10 +87,17 @@ template <class T> int run_forward(const ForwardOptions& opt) {
   LlamaModel<T, Mem> model(mc, std::make_shared<LocalAttention<T, Mem>>(1.0 / std::sqrt(double(mc.head_dim))));
   load_weights(opt.weights, mc, model.params());
 
-  io::H5File out = io::H5File::create(opt.output + ".tmp");
-  std::vector<T> logits(std::size_t(rows * s * mc.vocab)), hidden;
+  std::vector<T> logits, hidden;
   const long L1 = mc.layers + 1, H = mc.hidden;
-  if (opt.hidden_states) hidden.resize(std::size_t(rows * L1 * s * H));
+  try {
+    logits.resize(std::size_t(rows * s * mc.vocab));
+    if (opt.hidden_states) hidden.resize(std::size_t(rows * L1 * s * H));
+  } catch (const std::bad_alloc&) {
+    BURST_FAIL(ErrorKind::Input, "tokens file '", opt.tokens, "': dataset 'tokens' is ", io::dims_string(td), ": its logits",
+               opt.hidden_states ? " and hidden states" : "", " need ", std::int64_t(out_bytes),
+               " bytes, more than this process can allocate");
+  }
+  io::H5File out = io::H5File::create(opt.output + ".tmp");
   Kokkos::View<std::int32_t*, Layout, Mem> t("act/tokens", s), lab("act/labels", s);
   Kokkos::View<long*, Layout, Mem> pos("act/positions", s);
   auto ht = Kokkos::create_mirror_view(t);

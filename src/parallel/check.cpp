@@ -25,10 +25,12 @@ Tensors make_inputs(const AttnProblem& pb, const std::string& input, unsigned lo
     }
     auto load = [&](const char* name, long heads) {
       BURST_CHECK_INPUT(f.exists(name), "--input ", input, ": no dataset '", name, "'");
-      io::Dims dims;
-      auto x = f.read<double>(name, &dims);
+      // The shape before the values: a file declaring [2^34, 4, 16] in a few bytes is refused, not allocated.
+      const io::Dims dims = f.dims(name);
       BURST_CHECK_INPUT(dims == io::Dims({std::uint64_t(S), std::uint64_t(heads), std::uint64_t(d)}), "--input ", input,
-                        ": dataset '", name, "' is not [", S, ", ", heads, ", ", d, "] (--seq, heads, --head-dim)");
+                        ": dataset '", name, "' is ", io::dims_string(dims), ", not [", S, ", ", heads, ", ", d,
+                        "] (--seq, heads, --head-dim)");
+      auto x = f.read<double>(name);
       // A NaN or inf input makes every output non-finite: nothing to check.
       for (size_t i = 0; i < x.size(); ++i)
         BURST_CHECK_INPUT(std::isfinite(x[i]), "--input ", input, ": dataset '", name, "' holds ", x[i], " at index ", i,

@@ -479,8 +479,14 @@ template <class T> struct TrainerImpl {
     auto read_all = [&](const std::string& group) {
       std::vector<A> flat(static_cast<size_t>(model->params().size()));
       for (const ParamInfo& p : model->params().table()) {
-        std::vector<A> x = read_checked<A>(f, group + "/" + p.name);
-        BURST_CHECK_INPUT(long(x.size()) == p.size, "checkpoint '", path, "': ", group, "/", p.name, " has ", x.size(),
+        const std::string name = group + "/" + p.name;
+        if (f.exists(name)) {  // the shape before the values (a damaged file may declare [2^40])
+          const io::Dims d = f.dims(name);
+          BURST_CHECK_INPUT(d == io::Dims(p.shape.begin(), p.shape.end()), "checkpoint '", path, "': ", name, " is ",
+                            io::dims_string(d), ", expected ", io::dims_string(io::Dims(p.shape.begin(), p.shape.end())));
+        }
+        std::vector<A> x = read_checked<A>(f, name);
+        BURST_CHECK_INPUT(long(x.size()) == p.size, "checkpoint '", path, "': ", name, " has ", x.size(),
                           " values, expected ", p.size);
         std::copy(x.begin(), x.end(), flat.begin() + p.offset);
       }

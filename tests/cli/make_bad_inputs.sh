@@ -45,3 +45,8 @@ import struct
 open('big_id.bin', 'wb').write(struct.pack('<400H', *([5] * 300 + [100] + [6] * 99)))
 open('short.bin', 'wb').write(struct.pack('<10H', *range(10)))
 "
+# HDF5 files of a few bytes declaring datasets of 2^40 tokens, or a q of
+# [2^34, 4, 16] (chunked, nothing written): named, never allocated.
+"$tool" declare huge_tokens.h5 tokens int32 1099511627776
+"$tool" declare huge_q.h5 q float64 17179869184 4 16
+for t in k v do; do "$tool" declare huge_q.h5 $t float64 32 4 16; done

@@ -2,11 +2,16 @@
 //   ckpt_tool flip FILE DATASET          flip a byte of DATASET's raw data
 //   ckpt_tool set-int FILE ATTR VALUE    set an integer attribute on "/"
 //   ckpt_tool write-ints FILE DATASET V...  a new file with a 1-D int32 dataset
+//   ckpt_tool declare FILE DATASET TYPE D0 [D1...]  add a chunked dataset (TYPE int32 or
+//                                        float64) of that shape to FILE (created if
+//                                        missing) with no data written: a few bytes that
+//                                        declare, say, [2^40] values
 #include "tools/corrupt.hpp"
 
 #include <hdf5.h>
 
 #include <cstdio>
+#include <algorithm>
 #include <cstdlib>
 #include <string>
 #include <vector>
@@ -41,6 +46,25 @@ int main(int argc, char** argv) {
     H5Dclose(d), H5Sclose(s), H5Fclose(f);
     return ok < 0 ? 1 : 0;
   }
-  std::fprintf(stderr, "usage: ckpt_tool flip FILE DATASET | ckpt_tool set-int FILE ATTR VALUE | ckpt_tool write-ints FILE DATASET V...\n");
+  if (cmd == "declare" && argc >= 6) {
+    const std::string type = argv[4];
+    if (type != "int32" && type != "float64") return 2;
+    std::vector<hsize_t> dims, chunk;
+    for (int i = 5; i < argc; ++i) dims.push_back(hsize_t(std::strtoull(argv[i], nullptr, 10)));
+    for (size_t i = 0; i < dims.size(); ++i) chunk.push_back(i + 1 == dims.size() ? std::min<hsize_t>(dims[i], 1024) : 1);
+    H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
+    hid_t f = H5Fis_hdf5(argv[2]) > 0 ? H5Fopen(argv[2], H5F_ACC_RDWR, H5P_DEFAULT)
+                                      : H5Fcreate(argv[2], H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+    if (f < 0) return 1;
+    hid_t s = H5Screate_simple(int(dims.size()), dims.data(), nullptr);
+    hid_t p = H5Pcreate(H5P_DATASET_CREATE);
+    H5Pset_chunk(p, int(chunk.size()), chunk.data());
+    hid_t d = H5Dcreate2(f, argv[3], type == "int32" ? H5T_STD_I32LE : H5T_IEEE_F64LE, s, H5P_DEFAULT, p, H5P_DEFAULT);
+    const bool ok = d >= 0;
+    if (ok) H5Dclose(d);
+    H5Pclose(p), H5Sclose(s);
+    return H5Fclose(f) >= 0 && ok ? 0 : 1;
+  }
+  std::fprintf(stderr, "usage: ckpt_tool flip FILE DATASET | ckpt_tool set-int FILE ATTR VALUE | ckpt_tool write-ints FILE DATASET V... | ckpt_tool declare FILE DATASET TYPE D0 [D1...]\n");
   return 2;
 }
