@@ -525,6 +525,58 @@ TEST(Train, StartsFromGivenWeights) {
   EXPECT_ANY_THROW(train(rt, config({"model.init_from=/nonexistent/weights.h5"}), false));
 }
 
+// No output replaces an input, io.overwrite or not (it replaces an earlier
+// run's outputs): io.run_log or io.checkpoint (its step files included) the
+// same file as model.init_from, data.path or model.config is refused before
+// anything runs, naming both keys and the path, and the input is untouched.
+// The same file under another name (a hard link, a symlink, "./") counts.
+// (The weights file became a run log, status 0.)
+TEST(Train, OutputsNeverReplaceInputs) {
+  auto& rt = Runtime::current();
+  const std::string w = tmp("in_weights.h5"), tokens = tmp("in_tokens.h5"), link = tmp("in_weights_link.h5");
+  train(rt, config({"io.checkpoint=" + w, "train.steps=1"}), false);  // w: a checkpoint, and weights to start from
+  if (rt.rank() == 0) {
+    std::vector<std::int32_t> ids(400);
+    for (size_t i = 0; i < ids.size(); ++i) ids[i] = std::int32_t(i % 60);
+    io::H5File f = io::H5File::create(tokens);
+    f.write("tokens", ids);
+    f.close();
+    std::remove(link.c_str());
+    std::filesystem::create_symlink(w, link);
+  }
+  MPI_Barrier(rt.world());
+  auto bytes = [](const std::string& f) {
+    std::ifstream in(f, std::ios::binary);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  };
+  const std::string w_before = rt.rank() == 0 ? bytes(w) : "", tokens_before = rt.rank() == 0 ? bytes(tokens) : "";
+  auto refused = [&](const std::vector<std::string>& sets, const std::string& says) {
+    try {
+      train(rt, config(sets), false);
+      ADD_FAILURE() << "no error for " << says;
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), ErrorKind::Config);
+      EXPECT_NE(e.message().find(says), std::string::npos) << e.message();
+    }
+  };
+  refused({"model.init_from=" + w, "io.run_log=" + w}, "io.run_log = '" + w + "' is the same file as model.init_from = '" + w + "'");
+  refused({"model.init_from=" + link, "io.run_log=" + w}, "is the same file as model.init_from = '" + link + "'");
+  refused({"data.task=h5", "data.path=" + tokens, "io.run_log=" + tokens},
+          "io.run_log = '" + tokens + "' is the same file as data.path = '" + tokens + "'");
+  refused({"model.init_from=" + w, "io.checkpoint=" + w},
+          "model.init_from = '" + w + "' is one of the checkpoint's files (io.checkpoint = '" + w + "'");
+  refused({"model.init_from=" + checkpoint_step_path(w, 1), "io.checkpoint=" + w}, "is one of the checkpoint's files");
+  refused({"model.init_from=" + w, "io.checkpoint=" + w}, "the run would overwrite that input");
+  refused({"model.config=" + tokens, "io.run_log=" + tokens}, "is the same file as model.config");
+  MPI_Barrier(rt.world());
+  if (rt.rank() == 0) {
+    EXPECT_EQ(bytes(w), w_before);
+    EXPECT_EQ(bytes(tokens), tokens_before);
+    remove_checkpoints(w), std::remove(tokens.c_str()), std::remove(link.c_str());
+  }
+  MPI_Barrier(rt.world());
+}
+
 TEST(Train, NoPEAndSlidingWindowLayersKeepTheLossTraceUnderSequenceParallelism) {
   // Layer 0 a sliding window of 5 tokens with RoPE, layer 1 global with no
   // rotary embedding (NoPE): under cp = all ranks, burst and ring, each

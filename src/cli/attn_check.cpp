@@ -13,6 +13,7 @@
 #include "cli/commands.hpp"
 #include "comm/communicator.hpp"
 #include "core/error.hpp"
+#include "core/output_path.hpp"
 #include "io/h5.hpp"
 #include "kernels/attention.hpp"
 #include "parallel/check.hpp"
@@ -60,7 +61,13 @@ template <class T> int run(Runtime& rt, const AttnCheckOptions& opt) {
                      " x heads ", std::max(opt.heads, opt.kv_heads), " x --head-dim ", opt.head_dim, " = ", elems,
                      " elements per tensor is beyond attn-check's ", kMaxCheckElems,
                      " (every rank holds the whole problem in double, the reference runs on one rank)");
-  if (!opt.output.empty()) check_bench_output(rt, opt.output, opt.output);
+  if (!opt.output.empty()) {
+    // The results never replace the inputs (rank 0 writes them: its verdict for every rank).
+    check_problem_on_root(rt.world(), rt.rank() == 0 && same_file(opt.output, opt.input)
+                                          ? "--output '" + opt.output + "' is the --input file: the results would replace q, k, v and do"
+                                          : "");
+    check_bench_output(rt, opt.output, opt.output);
+  }
   validate_attention(ao, pb, P, rt.topology().ranks_per_node);
   const Tensors in = make_inputs(pb, opt.input, opt.seed);
   const CheckResult r = check_attention<T>(ao, pb, rt.world(), rt.topology(), in);

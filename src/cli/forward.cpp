@@ -7,6 +7,7 @@
 //   after the final norm).
 #include "cli/commands.hpp"
 #include "core/error.hpp"
+#include "core/output_path.hpp"
 #include "io/h5.hpp"
 #include "kernels/cross_entropy.hpp"
 #include "model/llama.hpp"
@@ -35,9 +36,7 @@ template <class T> int run_forward(const ForwardOptions& opt) {
   BURST_CHECK_INPUT(out_dir.empty() || std::filesystem::is_directory(out_dir), "--output '", opt.output,
                     "': the directory '", out_dir.string(), "' does not exist");
   {  // the output must not replace an input or a checkpoint (forward writes through a rename)
-    namespace fs = std::filesystem;
-    std::error_code ec;
-    const auto same = [&](const std::string& in) { return fs::exists(opt.output, ec) && fs::equivalent(opt.output, in, ec); };
+    const auto same = [&](const std::string& in) { return same_file(opt.output, in); };
     BURST_CHECK_CONFIG(!same(opt.weights), "--output '", opt.output, "' is the --weights file: the logits would replace the weights");
     BURST_CHECK_CONFIG(!same(opt.tokens), "--output '", opt.output, "' is the --tokens file: the logits would replace the tokens");
     const std::string p = overwrite_problem("--output", opt.output);

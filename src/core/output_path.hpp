@@ -30,6 +30,22 @@ inline std::string output_path_problem(const std::string& what, const std::strin
   return "";
 }
 
+// `a` and `b` name the same file: by identity (device and inode, so hard
+// links and symlinks count) when both exist, else by their normalised
+// absolute paths (an output not written yet). Empty paths name no file.
+inline bool same_file(const std::string& a, const std::string& b) {
+  namespace fs = std::filesystem;
+  if (a.empty() || b.empty()) return false;
+  std::error_code e1, e2;
+  if (fs::exists(a, e1) && fs::exists(b, e2)) {
+    const bool eq = fs::equivalent(a, b, e1);
+    if (!e1) return eq;
+  }
+  const fs::path ca = fs::weakly_canonical(a, e1), cb = fs::weakly_canonical(b, e2);
+  if (!e1 && !e2) return ca == cb;
+  return fs::absolute(a, e1).lexically_normal() == fs::absolute(b, e2).lexically_normal();
+}
+
 inline void check_output_path(const std::string& what, const std::string& path) {
   const std::string p = output_path_problem(what, path);
   BURST_CHECK_CONFIG(p.empty(), p);

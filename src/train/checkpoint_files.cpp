@@ -1,6 +1,7 @@
 #include "train/checkpoint_files.hpp"
 
 #include "core/error.hpp"
+#include "core/output_path.hpp"
 #include "io/checksum.hpp"
 
 #include <algorithm>
@@ -97,14 +98,6 @@ void prune_checkpoints(const std::string& path, long keep_last, long step) {
 }
 
 namespace {
-// `a` and `b` name the same file (both may not exist yet).
-bool same_file(const std::string& a, const std::string& b) {
-  std::error_code ec1, ec2;
-  const fs::path ca = fs::weakly_canonical(a, ec1), cb = fs::weakly_canonical(b, ec2);
-  if (!ec1 && !ec2) return ca == cb;
-  return fs::path(a).lexically_normal() == fs::path(b).lexically_normal();
-}
-
 // `file` is `path`, one of its step files, or one of their ".tmp" names.
 bool is_checkpoint_file(const std::string& file, const std::string& path) {
   std::string f = file;
@@ -140,6 +133,21 @@ std::string run_outputs_problem(const std::string& checkpoint, const std::string
   return "a new run (no --resume) would replace " + list +
          " of an earlier run: continue that run with --resume, write to other paths (io.run_log, io.checkpoint), or set "
          "io.overwrite = true to replace them";
+}
+
+std::string outputs_replace_inputs_problem(const std::string& checkpoint, const std::string& run_log,
+                                           const std::vector<std::pair<std::string, std::string>>& inputs) {
+  for (const auto& [key, in] : inputs) {
+    if (in.empty()) continue;
+    if (same_file(run_log, in))
+      return "io.run_log = '" + run_log + "' is the same file as " + key + " = '" + in +
+             "': the run log would overwrite that input; write the run log elsewhere";
+    if (!checkpoint.empty() && is_checkpoint_file(in, checkpoint))
+      return key + " = '" + in + "' is one of the checkpoint's files (io.checkpoint = '" + checkpoint +
+             "', its step files <stem>.stepNNNNNNNN<ext> and their .tmp names, which the run writes, replaces and "
+             "removes): the run would overwrite that input; write the checkpoints elsewhere or copy the input first";
+  }
+  return "";
 }
 
 void remove_checkpoint_files(const std::string& path) {

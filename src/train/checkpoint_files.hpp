@@ -45,6 +45,14 @@ void prune_checkpoints(const std::string& path, long keep_last, long step);
 //   long run's log and its newer checkpoints.
 std::string run_outputs_problem(const std::string& checkpoint, const std::string& run_log, bool resume, bool overwrite);
 
+// What is wrong when a run's output would replace one of its inputs ("" when
+// nothing): io.run_log the same file as an input (by identity when both
+// exist, core/output_path.hpp), or an input one of io.checkpoint's files.
+// io.overwrite allows replacing an earlier run's outputs, never inputs.
+// `inputs`: (config key, path) pairs; empty paths are skipped.
+std::string outputs_replace_inputs_problem(const std::string& checkpoint, const std::string& run_log,
+                                           const std::vector<std::pair<std::string, std::string>>& inputs);
+
 // Removes `path` and its step files (and their ".tmp" leftovers): a new run
 // with io.overwrite = true starts from none of the old run's files, so that a
 // kill before its first checkpoint cannot leave --resume the old run's.

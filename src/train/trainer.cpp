@@ -196,6 +196,16 @@ template <class T> struct TrainerImpl {
   TrainerImpl(Runtime& r, const Config& c, MPI_Comm cm) : rt(r), cfg(c), comm(cm) {
     MPI_Comm_rank(comm, &rank);
     MPI_Comm_size(comm, &size);
+    {  // no output replaces an input (rank 0 writes the outputs: its verdict for all), before anything is read
+      const std::string task = cfg.get_string("data.task");
+      const bool data_file = task == "text" || task == "bin" || task == "h5";
+      check_problem_on_root(comm, rank == 0 ? outputs_replace_inputs_problem(
+                                                  cfg.get_string("io.checkpoint"), cfg.get_string("io.run_log"),
+                                                  {{"model.init_from", cfg.get_string("model.init_from")},
+                                                   {"data.path", data_file ? cfg.get_string("data.path") : ""},
+                                                   {"model.config", cfg.get_string("model.config")}})
+                                            : "");
+    }
     mesh = Mesh::make(comm, rt.world(), int(cfg.get_int("parallel.cp")));
     BURST_CHECK_CONFIG(cfg.get_int("train.batch") % mesh->dp == 0, "train.batch = ", cfg.get_int("train.batch"),
                        " sequences must divide evenly over the ", mesh->dp, " data-parallel replicas (", size,
