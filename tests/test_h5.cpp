@@ -178,6 +178,52 @@ TEST(H5, RunLogAppendsFillsNewColumnsAndResumes) {
   std::remove(p.c_str());
 }
 
+// --resume appends to a run log only: one HDF5 cannot read (a damaged,
+// truncated file) or one that is not a run log (a checkpoint copied there)
+// is named with what to do (was: "cannot open ... for writing", read as a
+// permissions problem, or the log silently appended into the checkpoint).
+TEST(H5, RunLogIsRecognisedBeforeItIsContinued) {
+  const std::string legacy = rank_path("legacy_log.h5"), marked = rank_path("marked_log.h5"), ck = rank_path("ck_as_log.h5"),
+                    cut = rank_path("cut_log.h5");
+  {
+    H5File f = H5File::create(legacy);  // a log as written before the content attribute
+    io::RunLog log(f);
+    for (int i = 0; i < 50; ++i) log.append({{"step", double(i)}, {"loss", 1.0}});
+    f.close();
+  }
+  {
+    H5File f = H5File::create(marked);
+    f.set_attr("/", "content", std::string(io::kRunLogContent));
+    io::RunLog log(f);
+    f.close();
+  }
+  {
+    H5File f = H5File::create(ck);  // what a checkpoint holds
+    f.write("params/w", std::vector<float>{1, 2});
+    f.set_attr("/", "format_version", std::int64_t(2));
+    f.close();
+  }
+  EXPECT_TRUE(io::is_run_log(H5File::open(legacy)));
+  EXPECT_TRUE(io::is_run_log(H5File::open(marked)));
+  EXPECT_FALSE(io::is_run_log(H5File::open(ck)));
+  EXPECT_EQ(io::resume_run_log_problem(legacy), "");
+  EXPECT_EQ(io::resume_run_log_problem(marked), "");
+  EXPECT_EQ(io::resume_run_log_problem(rank_path("no_such_log.h5")), "");  // a new log
+  EXPECT_NE(io::resume_run_log_problem(ck).find("the existing io.run_log = '" + ck +
+                                                "' is not a run log (it is a checkpoint or weights file of this engine): "
+                                                "--resume would append the log into it: move it away or set io.run_log"),
+            std::string::npos)
+      << io::resume_run_log_problem(ck);
+  std::filesystem::copy_file(legacy, cut, std::filesystem::copy_options::overwrite_existing);
+  std::filesystem::resize_file(cut, std::filesystem::file_size(cut) / 2);
+  EXPECT_NE(io::resume_run_log_problem(cut).find("the existing run log '" + cut +
+                                                 "' (io.run_log) is not a readable HDF5 file (damaged? "),
+            std::string::npos)
+      << io::resume_run_log_problem(cut);
+  EXPECT_NE(io::resume_run_log_problem(cut).find("move it away or set io.run_log to a new path"), std::string::npos);
+  for (const auto& p : {legacy, marked, ck, cut}) std::remove(p.c_str());
+}
+
 TEST(H5, RunLogTruncateDropsTheRowsAfterACheckpoint) {
   const std::string p = rank_path("log_trunc.h5");
   {

@@ -174,7 +174,8 @@ H5File::H5File(const std::string& path, Mode mode) : path_(path), writable_(mode
   } else {
     BURST_CHECK_IO(H5Fis_hdf5(path.c_str()) > 0, "'", path, "' is not an HDF5 file (missing, unreadable or another format)");
     id = H5Fopen(path.c_str(), mode == Mode::Read ? H5F_ACC_RDONLY : H5F_ACC_RDWR, H5P_DEFAULT);
-    BURST_CHECK_IO(id >= 0, "cannot open HDF5 file '", path, "'", mode == Mode::Read ? "" : " for writing");
+    BURST_CHECK_IO(id >= 0, "cannot open HDF5 file '", path, "'", mode == Mode::Read ? "" : " for writing", " (",
+                   hdf5_error_cause(), ")");
   }
   id_ = id;
 }

@@ -6,12 +6,36 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <limits>
 
 namespace burst::io {
 
 namespace {
 constexpr hsize_t kChunk = 256;
+}
+
+bool is_run_log(const H5File& f) {
+  if (f.has_attr("/", "content")) return f.attr_string("/", "content") == kRunLogContent;
+  return f.exists("log") && f.has_attr("log", "rows") && !f.has_attr("/", "format_version");
+}
+
+std::string resume_run_log_problem(const std::string& path, const std::string& key) {
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) return "";
+  const std::string move_on = ": move it away or set " + key +
+                              " to a new path (the resumed run then starts a new log at the checkpoint's step)";
+  try {
+    const H5File f = H5File::open(path);
+    if (is_run_log(f)) return "";
+    const bool checkpoint = f.has_attr("/", "format_version");
+    return "the existing " + key + " = '" + path + "' is not a run log (" +
+           (checkpoint ? std::string("it is a checkpoint or weights file of this engine") : "no content = \"run_log\" attribute, no log/rows") +
+           "): --resume would append the log into it" + move_on;
+  } catch (const Error& e) {
+    return "the existing run log '" + path + "' (" + key + ") is not a readable HDF5 file (damaged? " + e.message() + ")" +
+           move_on;
+  }
 }
 
 RunLog::RunLog(H5File& file, const std::string& group) : file_(file), group_(group) {

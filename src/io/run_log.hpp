@@ -13,6 +13,21 @@
 
 namespace burst::io {
 
+// The root attribute that says a file is a run log (the trainer sets it):
+// content = "run_log", as weights files carry content = "weights".
+constexpr const char* kRunLogContent = "run_log";
+
+// Whether `f` is a run log of this engine, to append to: content =
+// "run_log" at the root, or (logs written before the attribute) a "log"
+// group with its "rows" attribute and no checkpoint format_version.
+bool is_run_log(const H5File& f);
+
+// What is wrong with continuing (--resume) the run log at `path` ("" when
+// nothing, or when there is no file yet): a file HDF5 cannot read (damaged,
+// truncated) or one that is not a run log (a checkpoint copied there, any
+// other file) is named, with what to do, instead of being appended to.
+std::string resume_run_log_problem(const std::string& path, const std::string& key = "io.run_log");
+
 class RunLog {
  public:
   // Opens (creating if needed) the group in an open file; continues after

@@ -713,6 +713,12 @@ template <class T> struct TrainerImpl {
       const bool overwrite = cfg.get_bool("io.overwrite");
       check_problem_on_root(comm, rank == 0 ? run_outputs_problem(ckpt, lp, resume, overwrite) : "");
       if (rank == 0 && overwrite && !resume && !ckpt.empty()) remove_checkpoint_files(ckpt);
+      // A run log to continue must be one (readable, and a run log, not a checkpoint copied there): bad input.
+      try {
+        check_problem_on_root(comm, rank == 0 && resume && !lp.empty() ? io::resume_run_log_problem(lp) : "");
+      } catch (const Error& e) {
+        throw Error(ErrorKind::Input, e.message());
+      }
     }
     if (resume) {
       BURST_CHECK_CONFIG(!ckpt.empty(), "--resume needs io.checkpoint");
@@ -736,6 +742,7 @@ template <class T> struct TrainerImpl {
         const auto first_rerun = std::find_if(logged.begin(), logged.end(), [&](double x) { return x >= double(step); });
         log->truncate(std::uint64_t(first_rerun - logged.begin()));
       }
+      logf->set_attr("/", "content", std::string(io::kRunLogContent));  // what --resume checks before appending
       logf->set_attr("/", "model", mc.describe());
       logf->set_attr("/", "config", cfg.dump());
       logf->set_attr("/", "flop_convention", std::string("paper (ALGORITHMS.md section 9), forward + backward"));
@@ -748,6 +755,7 @@ template <class T> struct TrainerImpl {
       logf->set_attr("/", "activation", cfg.get_string("train.activation"));
       logf->set_attr("/", "loss_chunk", cfg.get_int("train.loss_chunk"));
       logf->set_attr("/", "zero", cfg.get_int("train.zero"));
+      logf->flush();  // a run killed before its first row still leaves a run log --resume recognises
     }
     if (rank == 0) {
       std::printf("model %s\n", mc.describe().c_str());

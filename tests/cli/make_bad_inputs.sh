@@ -50,3 +50,7 @@ open('short.bin', 'wb').write(struct.pack('<10H', *range(10)))
 "$tool" declare huge_tokens.h5 tokens int32 1099511627776
 "$tool" declare huge_q.h5 q float64 17179869184 4 16
 for t in k v do; do "$tool" declare huge_q.h5 $t float64 32 4 16; done
+# Run logs to continue (--resume): a damaged (truncated) one, and a copy of a
+# checkpoint given as the run log.
+cp notckpt/ck.h5 damaged_log.h5 && truncate -s $(($(stat -c %s damaged_log.h5) / 2)) damaged_log.h5
+cp good/ck.h5 checkpoint_as_log.h5
