@@ -170,7 +170,8 @@ H5File::H5File(const std::string& path, Mode mode) : path_(path), writable_(mode
   hid_t id = -1;
   if (mode == Mode::Create) {
     id = H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
-    BURST_CHECK_IO(id >= 0, "cannot create HDF5 file '", path, "' (is the directory there and writable?)");
+    BURST_CHECK_IO(id >= 0, "cannot create HDF5 file '", path, "': ", hdf5_error_cause(),
+                   " (is the directory there and writable, with room?)");
   } else {
     BURST_CHECK_IO(H5Fis_hdf5(path.c_str()) > 0, "'", path, "' is not an HDF5 file (missing, unreadable or another format)");
     id = H5Fopen(path.c_str(), mode == Mode::Read ? H5F_ACC_RDONLY : H5F_ACC_RDWR, H5P_DEFAULT);
@@ -219,6 +220,8 @@ std::string H5File::close_file() noexcept {
   } else {
     if (writable_ && why.empty()) why = reserve_space(id_);
     if (!why.empty()) divert_writes(id_);
+    // Fails when even the diversion cannot take the writes (a file size
+    // limit holds for the memory file too): the file is then abandoned.
     if (H5Fclose(id_) < 0) {
       g_file_abandoned = true;
       if (why.empty()) why = hdf5_error_cause();
