@@ -54,7 +54,7 @@ int configure_wait_mode(MPI_Comm world) {
   MPI_Comm_free(&node);
   const int cores = CPU_COUNT(&all);
   const char* env = std::getenv("BURST_WAIT");
-  const std::string want = env ? env : "auto";
+  const std::string want = env && *env ? env : "auto";  // empty: unset, as every BURST_* switch
   // Every rank agrees before any throws (the environment may differ between
   // ranks: one that stopped alone would leave the others waiting unbounded).
   const int bad = want == "auto" || want == "spin" || want == "yield" || want == "nap" ? 0 : 1;

@@ -383,7 +383,7 @@ std::unique_ptr<Communicator> Communicator::mpi(MPI_Comm comm, const std::string
 
 std::unique_ptr<Communicator> Communicator::create(MPI_Comm comm, const std::string& group) {
   const char* env = std::getenv("BURST_COMM");
-  const std::string want = env ? env : "auto";
+  const std::string want = env && *env ? env : "auto";  // empty: unset, as every BURST_* switch
   // Every rank of the group agrees before any throws (the environment may
   // differ between ranks: one that stopped alone left the others waiting).
   const int code = want == "auto" ? 0 : want == "mpi" ? 1 : want == "nccl" ? 2 : 3;
