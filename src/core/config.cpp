@@ -395,7 +395,9 @@ Config ConfigSchema::parse_file(const std::string& path) const {
   BURST_CHECK_CONFIG(in.good(), "cannot open config file '", path, "': no such file or not readable");
   std::ostringstream ss;
   ss << in.rdbuf();
-  return parse_string(ss.str(), path);
+  Config cfg = parse_string(ss.str(), path);
+  cfg.file_ = path;
+  return cfg;
 }
 
 void ConfigSchema::apply_override(Config& cfg, const std::string& assignment) const {

@@ -29,9 +29,13 @@ class Config {
   const std::map<std::string, ConfigValue>& values() const { return values_; }
   // key = value lines, sorted, for logs and HDF5 attributes.
   std::string dump() const;
+  // The TOML file the values were read from (ConfigSchema::parse_file / load), "" if none: an input no output
+  // may replace.
+  const std::string& file() const { return file_; }
 
  private:
   friend class ConfigSchema;
+  std::string file_;
   const ConfigValue& at(const std::string& key) const;
   std::map<std::string, ConfigValue> values_;
   std::map<std::string, std::string> origin_;

@@ -203,7 +203,8 @@ template <class T> struct TrainerImpl {
                                                   cfg.get_string("io.checkpoint"), cfg.get_string("io.run_log"),
                                                   {{"model.init_from", cfg.get_string("model.init_from")},
                                                    {"data.path", data_file ? cfg.get_string("data.path") : ""},
-                                                   {"model.config", cfg.get_string("model.config")}})
+                                                   {"model.config", cfg.get_string("model.config")},
+                                                   {"--config", cfg.file()}})
                                             : "");
     }
     mesh = Mesh::make(comm, rt.world(), int(cfg.get_int("parallel.cp")));
