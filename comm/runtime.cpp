@@ -233,6 +233,9 @@ void exit_on_error(const std::exception& e) {
     collective = false;
     msg += " (not every rank stopped on this error: aborting the job)";
   }
+  // Without MPI (burst simulate under a launcher of several processes)
+  // nothing is agreed: each process speaks for itself, with its rank.
+  if (!mpi_up && launcher_size() > 1) collective = false, size = launcher_size();
   if (!collective || rank == 0) {
     if (size > 1 && !collective) std::fprintf(stderr, "burst: error (rank %d): %s\n", rank, msg.c_str());
     else std::fprintf(stderr, "burst: error: %s\n", msg.c_str());

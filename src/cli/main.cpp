@@ -62,6 +62,13 @@ int main(int argc, char** argv) {
   // An error before the runtime: reported once when every rank has it, else
   // by the ranks that have it, without leaving the others waiting (runtime.hpp).
   const auto early_error = [&](int code, const std::string& message, const std::function<void()>& report) {
+    if (argc > 1 && std::string(argv[1]) == "simulate") {
+      // simulate never starts MPI: no handshake (ranks running it would never join one, and a failing rank
+      // would wait in it for ever); each process speaks for itself, with its rank when it is not rank 0.
+      if (launcher_rank() == 0 || code == 0) report();
+      else std::fprintf(stderr, "burst: error (rank %d): %s\n", launcher_rank(), message.c_str());
+      return code;
+    }
     return startup_error(&argc, &argv, digest, code, message, report);
   };
   const auto early_message = [&](const std::string& message) {

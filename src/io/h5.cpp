@@ -74,12 +74,25 @@ std::string reserve_space(hid_t file) {
   int rc = 0;
   do rc = ::fallocate(fd, 0, 0, off_t(size));
   while (rc != 0 && errno == EINTR);
-  if (rc == 0 || errno == EOPNOTSUPP || errno == ENOSYS || errno == EINVAL) return "";
-  return std::strerror(errno);
+  // Only a lack of space is the flush's failure foretold; any other refusal
+  // (no fallocate on this file system, EPERM from a sandbox's seccomp
+  // filter, a FUSE mount) means the space cannot be reserved ahead, and the
+  // flush itself is then the test.
+  if (rc != 0 && (errno == ENOSPC || errno == EDQUOT || errno == EFBIG)) return std::strerror(errno);
+  return "";
 #else
   (void)file;
   return "";
 #endif
+}
+
+// The machine's physical memory in bytes, 0 if unknown.
+std::uint64_t physical_memory_bytes() {
+#if defined(_SC_PHYS_PAGES) && defined(_SC_PAGE_SIZE)
+  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
+  if (pages > 0 && page > 0) return std::uint64_t(pages) * std::uint64_t(page);
+#endif
+  return 0;
 }
 
 // After a failed write: what HDF5 still holds for the file goes to an
@@ -349,6 +362,13 @@ template <class T> std::vector<T> H5File::read(const std::string& name, Dims* ou
   BURST_CHECK_INPUT(!overflow, "dataset '", name, "' in '", path_, "' declares shape ", dims_string(dm),
                     ": more values than this process can address (a damaged or wrong file?)");
   const std::uint64_t bytes = n * sizeof(T);
+  // More than the machine's memory is refused before the allocation: with
+  // overcommit (vm.overcommit_memory = 1) an impossible size does not throw
+  // bad_alloc, zero-filling it gets the process killed instead.
+  const std::uint64_t phys = physical_memory_bytes();
+  BURST_CHECK_INPUT(phys == 0 || bytes <= phys, "dataset '", name, "' in '", path_, "' declares shape ", dims_string(dm),
+                    ": reading it needs ", bytes, " bytes (", n, " x ", type_label<T>(), "), more than this machine's ", phys,
+                    " bytes of memory (a damaged or wrong file?)");
   std::vector<T> out;
   try {
     out.resize(n);

@@ -64,7 +64,25 @@ void RunLog::add_column(const std::string& name) {
   H5Pset_chunk(dcpl, 1, chunk);
   double nan = std::numeric_limits<double>::quiet_NaN();
   H5Pset_fill_value(dcpl, H5T_NATIVE_DOUBLE, &nan);
+  // Chunks allocated in the file when the column is created or extended,
+  // not at the flush after their first write, so the flush's space
+  // reservation covers them (a full disk is then found before the flush
+  // grows the file), and never filled on allocation (that would write at
+  // the extension, past the reservation): every row within the extent is
+  // written by append, and the rows before a late column with NaN below.
+  H5Pset_alloc_time(dcpl, H5D_ALLOC_TIME_EARLY);
+  H5Pset_fill_time(dcpl, H5D_FILL_TIME_NEVER);
   hid_t d = H5Dcreate2(file_.id(), path.c_str(), H5T_NATIVE_DOUBLE, space, H5P_DEFAULT, dcpl, H5P_DEFAULT);
+  if (d >= 0 && rows_ > 0) {  // a column added after rows were logged: NaN there
+    const std::vector<double> nans(rows_, nan);
+    if (H5Dwrite(d, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, nans.data()) < 0) {
+      const std::string cause = hdf5_error_cause();
+      H5Dclose(d);
+      H5Pclose(dcpl);
+      H5Sclose(space);
+      file_.write_failed("cannot write the earlier rows of run-log column '" + path + "'", cause);
+    }
+  }
   const std::string cause = d < 0 ? hdf5_error_cause() : "";
   H5Pclose(dcpl);
   H5Sclose(space);
