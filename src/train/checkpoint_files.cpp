@@ -1,5 +1,6 @@
 #include "train/checkpoint_files.hpp"
 
+#include "core/durable.hpp"
 #include "core/error.hpp"
 #include "core/output_path.hpp"
 #include "io/checksum.hpp"
@@ -81,8 +82,13 @@ void publish_checkpoint(const std::string& step_file, const std::string& path) {
       BURST_FAIL(ErrorKind::IO, "cannot copy checkpoint '", step_file, "' to '", tmp, "': ", ec.message());
     }
   }
-  fs::rename(tmp, path, ec);
-  BURST_CHECK_IO(!ec, "cannot move checkpoint '", tmp, "' to '", path, "': ", ec.message());
+  try {
+    rename_durably(tmp, path);  // a copy's data on the disk before the name
+  } catch (const Error&) {
+    std::error_code ignored;
+    fs::remove(tmp, ignored);  // `path` still names the previous checkpoint
+    throw;
+  }
 }
 
 void prune_checkpoints(const std::string& path, long keep_last, long step) {

@@ -2,8 +2,9 @@
 //   dir/ckpt.step00000012.h5   one per checkpoint, the last io.keep_last kept
 //   dir/ckpt.h5                the newest of them (a hard link, or a copy
 //                              where links are not possible), for tools
-// Each is written to "<name>.tmp" and renamed, so a kill at any moment
-// leaves every published file whole. Every dataset carries an FNV-1a 64
+// Each is written to "<name>.tmp", synced to disk and renamed (the
+// directory synced: core/durable.hpp), so a kill or a power loss at any
+// moment leaves every published file whole. Every dataset carries an FNV-1a 64
 // checksum of its bytes (attribute "fnv1a64"), checked when it is read, so
 // a damaged file is refused naming the dataset and --resume falls back to
 // the previous checkpoint.
@@ -27,7 +28,7 @@ std::vector<std::pair<long, std::string>> list_step_checkpoints(const std::strin
 std::vector<std::string> resume_candidates(const std::string& path);
 
 // Points `path` at `step_file` atomically (link or copy to a temporary,
-// then rename).
+// synced to disk, then renamed; the directory synced).
 void publish_checkpoint(const std::string& step_file, const std::string& path);
 
 // Keeps the keep_last newest step files up to `step`; removes the older ones

@@ -2,6 +2,7 @@
 
 #include "comm/collectives.hpp"
 #include "comm/watchdog.hpp"
+#include "core/durable.hpp"
 #include "core/error.hpp"
 #include "core/memory.hpp"
 #include "core/signals.hpp"
@@ -417,8 +418,10 @@ template <class T> struct TrainerImpl {
 
   // Into its step file through a temporary (a kill mid-write keeps every
   // earlier checkpoint), read back whole (every dataset against its
-  // checksum), then published at `path` and the old ones pruned. A write
-  // that fails removes the temporary and changes nothing else.
+  // checksum) and synced to the disk, renamed (the directory synced: a power
+  // loss leaves the new file whole or the old ones), then published at
+  // `path` and the old ones pruned. A write that fails removes the temporary
+  // and changes nothing else.
   void write_checkpoint(const std::string& path, const std::vector<A>& params, const std::vector<A>& mom,
                         const std::vector<A>& var) {
     const std::string file = checkpoint_step_path(path, step), tmp = file + ".tmp";
@@ -442,6 +445,7 @@ template <class T> struct TrainerImpl {
       f.set_attr("/", "train_config", cfg.dump());
       f.close();
       verify_checkpoint(tmp);
+      fsync_file(tmp);
     } catch (const Error& e) {
       std::error_code ec;
       std::filesystem::remove(tmp, ec);
@@ -454,6 +458,7 @@ template <class T> struct TrainerImpl {
     std::error_code ec;
     std::filesystem::rename(tmp, file, ec);
     BURST_CHECK_IO(!ec, "cannot move checkpoint '", tmp, "' to '", file, "': ", ec.message());
+    fsync_parent_dir(file);  // the new name on the disk before ck.h5 moves to it and older files go
     publish_checkpoint(file, path);
     prune_checkpoints(path, cfg.get_int("io.keep_last"), step);
   }

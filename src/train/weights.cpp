@@ -1,5 +1,6 @@
 #include "train/weights.hpp"
 
+#include "core/durable.hpp"
 #include "core/error.hpp"
 #include "core/output_path.hpp"
 #include "io/h5.hpp"
@@ -140,9 +141,13 @@ void save_weights(const std::string& path, const ModelConfig& mc, const std::str
     std::filesystem::remove(tmp, ec);
     throw;
   }
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-  BURST_CHECK_IO(!ec, "cannot move '", tmp, "' to '", path, "': ", ec.message());
+  try {
+    rename_durably(tmp, path);  // the data on the disk before the name: a crash leaves the old file or the new one
+  } catch (const Error&) {
+    std::error_code ec;
+    std::filesystem::remove(tmp, ec);
+    throw;
+  }
 }
 
 template void load_weights<float, DeviceMem>(const std::string&, const ModelConfig&, FlatTensors<float, DeviceMem>&);

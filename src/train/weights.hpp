@@ -63,7 +63,7 @@ template <class A>
 std::vector<A> load_weights_flat(const std::string& path, const ModelConfig& mc, const std::vector<ParamInfo>& table, long n);
 
 // Writes a params-only weights file (format 2, checksums, content =
-// "weights") through "<path>.tmp" and a rename. values(p) gives each
+// "weights") through "<path>.tmp", synced and renamed (core/durable.hpp). values(p) gives each
 // tensor's values in table order; dtype "float32" or "float64".
 void save_weights(const std::string& path, const ModelConfig& mc, const std::string& dtype,
                   const std::function<std::vector<double>(const ParamInfo&)>& values, const std::string& source);
