@@ -294,6 +294,37 @@ TEST(Train, ACheckpointThatCannotBeWrittenKeepsTheEarlierOnes) {
   MPI_Barrier(rt.world());
 }
 
+// io.verify_checkpoint: every mode writes, checks and publishes the
+// checkpoints (the checks themselves: test_checkpoint.cpp); another value
+// is bad input naming the allowed ones.
+TEST(Train, EveryCheckpointVerificationPublishesTheCheckpoints) {
+  auto& rt = Runtime::current();
+  for (const char* how : {"structure", "checksum", "off"}) {
+    const std::string ck = tmp(std::string("verify_") + how + ".h5");
+    TrainResult r = train(rt, config({"io.checkpoint=" + ck, "train.steps=2", "io.checkpoint_every=1",
+                                      std::string("io.verify_checkpoint=") + how}), false);
+    EXPECT_EQ(r.steps_done, 2);
+    MPI_Barrier(rt.world());
+    if (rt.rank() == 0) {
+      const auto files = list_step_checkpoints(ck);
+      ASSERT_EQ(files.size(), 2u) << how;
+      EXPECT_TRUE(std::filesystem::equivalent(ck, files[0].second)) << how;
+      EXPECT_FALSE(std::filesystem::exists(files[0].second + ".tmp")) << how;
+      remove_checkpoints(ck);
+    }
+    MPI_Barrier(rt.world());
+  }
+  try {
+    config({"io.verify_checkpoint=full"});
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.exit_code(), 2);
+    EXPECT_NE(e.message().find("io.verify_checkpoint = \"full\" at --set is not allowed: must be one of structure, checksum, off"),
+              std::string::npos)
+        << e.message();
+  }
+}
+
 TEST(Train, NonFiniteSkipDropsTheStepWithoutAnUpdate) {
   auto& rt = Runtime::current();
   const std::string log = tmp("skip_log.h5"), a = tmp("skip_a.h5"), b = tmp("skip_b.h5");

@@ -5,6 +5,8 @@
 #include "core/output_path.hpp"
 #include "io/checksum.hpp"
 
+#include <hdf5.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
@@ -198,6 +200,56 @@ template <class T> std::vector<T> read_checked(const io::H5File& f, const std::s
   BURST_CHECK_IO(got == want, "dataset '", name, "' in checkpoint '", f.path(), "' fails its checksum (fnv1a64 ", got,
                  ", stored ", want, "): the file is damaged");
   return out;
+}
+
+CheckpointVerify parse_checkpoint_verify(const std::string& s) {
+  if (s == "structure") return CheckpointVerify::Structure;
+  if (s == "checksum") return CheckpointVerify::Checksum;
+  if (s == "off") return CheckpointVerify::Off;
+  BURST_FAIL(ErrorKind::Config, "io.verify_checkpoint = '", s, "': expected structure, checksum or off");
+}
+
+namespace {
+// The bytes HDF5 allocated in the file for `name`'s data and where they
+// start (HADDR_UNDEF unless contiguous and allocated): metadata only.
+std::pair<std::uint64_t, std::uint64_t> storage_of(const io::H5File& f, const std::string& name) {
+  const hid_t d = H5Dopen2(hid_t(f.id()), name.c_str(), H5P_DEFAULT);
+  BURST_CHECK_IO(d >= 0, "checkpoint '", f.path(), "': '", name, "' is not a dataset");
+  const std::uint64_t bytes = H5Dget_storage_size(d);
+  const std::uint64_t offset = H5Dget_offset(d);
+  H5Dclose(d);
+  return {bytes, offset};
+}
+}  // namespace
+
+void verify_datasets(const io::H5File& f, const std::vector<DatasetSpec>& expected, CheckpointVerify how) {
+  if (how == CheckpointVerify::Off) return;
+  std::error_code ec;
+  const std::uint64_t file_bytes = fs::file_size(f.path(), ec);
+  BURST_CHECK_IO(!ec, "checkpoint '", f.path(), "': cannot read its size: ", ec.message());
+  for (const DatasetSpec& e : expected) {
+    const std::string& name = e.name;
+    BURST_CHECK_IO(f.exists(name), "checkpoint '", f.path(), "' has no dataset '", name, "'");
+    const io::Dims d = f.dims(name);
+    BURST_CHECK_IO(d == e.dims, "checkpoint '", f.path(), "': dataset '", name, "' is ", io::dims_string(d), ", written as ",
+                   io::dims_string(e.dims));
+    const std::string dt = f.dtype(name);
+    BURST_CHECK_IO(dt == e.dtype, "checkpoint '", f.path(), "': dataset '", name, "' holds ", dt, ", written as ", e.dtype);
+    const std::uint64_t elem = e.dtype == "float64" ? 8 : e.dtype == "float32" ? 4 : 0;
+    BURST_ASSERT(elem > 0, "checkpoint datasets are float32 or float64, not ", e.dtype);
+    const std::uint64_t want = std::accumulate(e.dims.begin(), e.dims.end(), elem, std::multiplies<>());
+    const auto [bytes, offset] = storage_of(f, name);
+    BURST_CHECK_IO(bytes == want, "checkpoint '", f.path(), "': dataset '", name, "' has ", bytes,
+                   " bytes stored in the file, its shape needs ", want, ": the file is incomplete");
+    BURST_CHECK_IO(offset == HADDR_UNDEF || offset + bytes <= file_bytes, "checkpoint '", f.path(), "': dataset '", name,
+                   "' ends at byte ", offset + bytes, ", past the end of the file (", file_bytes, " bytes): the file is truncated");
+    BURST_CHECK_IO(f.has_attr(name, "fnv1a64") && f.attr_string(name, "fnv1a64").size() == 16, "dataset '", name,
+                   "' in checkpoint '", f.path(), "' has no checksum");
+    if (how == CheckpointVerify::Checksum) {
+      if (e.dtype == "float32") read_checked<float>(f, name);
+      else read_checked<double>(f, name);
+    }
+  }
 }
 
 template void write_checked<float>(io::H5File&, const std::string&, const float*, const io::Dims&);

@@ -59,6 +59,31 @@ std::string outputs_replace_inputs_problem(const std::string& checkpoint, const 
 // kill before its first checkpoint cannot leave --resume the old run's.
 void remove_checkpoint_files(const std::string& path);
 
+// io.verify_checkpoint: how a written checkpoint is checked before it is
+// renamed into place.
+//   structure (default): reopened; every dataset present with its shape and
+//     type, its storage in the file exactly its bytes (and within the file),
+//     its checksum attribute present. Metadata only: the cost does not grow
+//     with the model (a 7B fp32 checkpoint is ~84 GB; hashing it back at
+//     ~0.8 GB/s took minutes while the other ranks waited).
+//   checksum: the structure, then every dataset read back whole against its
+//     checksum (the data as the disk returns it; slow for large models).
+//   off: nothing beyond HDF5's own close (which reports a failed write).
+enum class CheckpointVerify { Off, Structure, Checksum };
+// "off", "structure" or "checksum" (Error(Config) otherwise).
+CheckpointVerify parse_checkpoint_verify(const std::string& s);
+
+// A dataset a checkpoint must hold.
+struct DatasetSpec {
+  std::string name;   // "params/model.norm.weight"
+  io::Dims dims;
+  std::string dtype;  // "float32" or "float64" (H5File::dtype)
+};
+
+// Checks `expected` in the open file `f` as `how` says (Off: nothing).
+// Error(IO) naming the file and the first dataset that fails.
+void verify_datasets(const io::H5File& f, const std::vector<DatasetSpec>& expected, CheckpointVerify how);
+
 // A dataset and its checksum attribute.
 template <class T> void write_checked(io::H5File& f, const std::string& name, const T* data, const io::Dims& dims);
 

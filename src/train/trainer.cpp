@@ -114,6 +114,11 @@ ConfigSchema train_schema() {
                "a new run (no --resume) may replace an earlier run's io.run_log, io.checkpoint and step files "
                "(false: it refuses to start, naming them)")
       .integer("io.checkpoint_every", 0, 0, 1 << 30, "steps between checkpoints (0 = only at the end)")
+      .string("io.verify_checkpoint", "structure", {"structure", "checksum", "off"},
+              "how a written checkpoint is checked before it is renamed into place: structure (reopened; every "
+              "dataset's shape, type, stored bytes and checksum attribute: metadata only, the same cost at any model "
+              "size), checksum (also every dataset read back against its checksum: minutes for a large model, while "
+              "the other ranks wait within comm.timeout_s) or off (HDF5's close alone)")
       .integer("io.keep_last", 2, 1, 1000,
                "checkpoints kept as <checkpoint stem>.stepNNNNNNNN.h5; --resume falls back to an older one when the newest is damaged")
       .real("comm.timeout_s", 300, 0, 1e7,
@@ -417,11 +422,11 @@ template <class T> struct TrainerImpl {
   }
 
   // Into its step file through a temporary (a kill mid-write keeps every
-  // earlier checkpoint), read back whole (every dataset against its
-  // checksum) and synced to the disk, renamed (the directory synced: a power
-  // loss leaves the new file whole or the old ones), then published at
-  // `path` and the old ones pruned. A write that fails removes the temporary
-  // and changes nothing else.
+  // earlier checkpoint), checked (io.verify_checkpoint) and synced to the
+  // disk, renamed (the directory synced: a power loss leaves the new file
+  // whole or the old ones), then published at `path` and the old ones
+  // pruned. A write that fails removes the temporary and changes nothing
+  // else.
   void write_checkpoint(const std::string& path, const std::vector<A>& params, const std::vector<A>& mom,
                         const std::vector<A>& var) {
     const std::string file = checkpoint_step_path(path, step), tmp = file + ".tmp";
@@ -463,20 +468,22 @@ template <class T> struct TrainerImpl {
     prune_checkpoints(path, cfg.get_int("io.keep_last"), step);
   }
 
-  // A written checkpoint read back as --resume reads it: the attributes and
-  // every dataset, each against its checksum (Error(IO) naming the first
-  // that fails).
+  // A written checkpoint reopened and checked as io.verify_checkpoint says
+  // (checkpoint_files.hpp): its root attributes and every dataset's
+  // structure, or also every dataset against its checksum (Error(IO) naming
+  // the first that fails).
   void verify_checkpoint(const std::string& file) {
+    const CheckpointVerify how = parse_checkpoint_verify(cfg.get_string("io.verify_checkpoint"));
+    if (how == CheckpointVerify::Off) return;
     io::H5File f = io::H5File::open(file);
     BURST_CHECK_IO(f.has_attr("/", "format_version") && f.attr_int("/", "format_version") == kCheckpointFormat &&
                        f.has_attr("/", "step") && f.attr_int("/", "step") == step,
                    "checkpoint '", file, "' read back without its format_version or step");
+    std::vector<DatasetSpec> expected;
     for (const char* group : {"params", "optim/m", "optim/v"})
-      for (const ParamInfo& p : model->params().table()) {
-        const std::vector<A> x = read_checked<A>(f, std::string(group) + "/" + p.name);
-        BURST_CHECK_IO(long(x.size()) == p.size, "checkpoint '", file, "' read back with ", x.size(), " values in ", group,
-                       "/", p.name, ", written ", p.size);
-      }
+      for (const ParamInfo& p : model->params().table())
+        expected.push_back({std::string(group) + "/" + p.name, io::Dims(p.shape.begin(), p.shape.end()), scalar_name<A>()});
+    verify_datasets(f, expected, how);
   }
 
   // Throws Error(IO) when the file is damaged (unreadable, a dataset missing
