@@ -325,6 +325,54 @@ TEST(Train, EveryCheckpointVerificationPublishesTheCheckpoints) {
   }
 }
 
+// A whole checkpoint that a rank refuses after reading it (a tensor of
+// another shape: Error(Input)) ends the run on every rank with the same
+// collective error, agreed before anyone throws: one message and status 2.
+// (Each rank threw its own at once; ranks that reached it more than 10 s
+// apart, after long reads, missed the exit's agreement and aborted the job
+// with a line each. When only one rank refused it, the others waited in the
+// checkpoint agreement until comm.timeout_s and aborted.)
+TEST(Train, ACheckpointTheRanksRefuseEndsTheRunWithOneAgreedError) {
+  auto& rt = Runtime::current();
+  const std::string good = tmp("refuse_good.h5"), bad = tmp("refuse_bad.h5");
+  train(rt, config({"io.checkpoint=" + good, "train.steps=1"}), false);
+  MPI_Barrier(rt.world());
+  if (rt.rank() == 0) {
+    std::filesystem::copy_file(good, bad, std::filesystem::copy_options::overwrite_existing);
+    io::H5File f = io::H5File::open(bad, io::H5File::Mode::ReadWrite);
+    f.write("params/model.norm.weight", std::vector<double>{1, 2, 3}, {3});
+    f.close();
+  }
+  MPI_Barrier(rt.world());
+  auto refused = [&](const std::string& ck) -> Error {
+    try {
+      train(rt, config({"io.checkpoint=" + ck, "train.steps=2", "comm.timeout_s=60"}), true);
+    } catch (const Error& e) {
+      return e;
+    }
+    ADD_FAILURE() << "no error";
+    return Error(ErrorKind::Internal, "");
+  };
+  // Every rank reads the bad file.
+  Error e = refused(bad);
+  EXPECT_EQ(e.kind(), ErrorKind::Input);
+  EXPECT_EQ(e.exit_code(), 2);
+  EXPECT_TRUE(e.collective());
+  const std::string want = "checkpoint '" + bad + "': params/model.norm.weight is [3], expected [";
+  EXPECT_EQ(e.message().rfind(want, 0), 0u) << e.message();
+  // Only the last rank reads it (the others a good one): every rank raises
+  // that rank's error, naming it.
+  const int last = rt.size() - 1;
+  e = refused(rt.rank() == last ? bad : good);
+  EXPECT_EQ(e.kind(), ErrorKind::Input);
+  EXPECT_TRUE(e.collective());
+  const std::string who = last == 0 ? "" : "rank " + std::to_string(last) + ": ";
+  EXPECT_EQ(e.message().rfind(who + want, 0), 0u) << e.message();
+  MPI_Barrier(rt.world());
+  if (rt.rank() == 0) remove_checkpoints(good), std::remove(bad.c_str());
+  MPI_Barrier(rt.world());
+}
+
 TEST(Train, NonFiniteSkipDropsTheStepWithoutAnUpdate) {
   auto& rt = Runtime::current();
   const std::string log = tmp("skip_log.h5"), a = tmp("skip_a.h5"), b = tmp("skip_b.h5");

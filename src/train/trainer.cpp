@@ -522,25 +522,67 @@ template <class T> struct TrainerImpl {
     step = long(f.attr_int("/", "step"));
   }
 
+  // The outcome of a step every rank took on its own (reading a
+  // checkpoint), agreed over `comm`: every rank calls it, failed or not
+  // (collective, bounded by comm.timeout_s). The graver failure wins (a
+  // damaged file, Error(IO), is less grave than any other: --resume falls
+  // back from it), and among equals the lowest rank's; its kind and message
+  // ("rank k: ..." when k is not rank 0) go to every rank, so that all raise
+  // the same error at once and the job ends with one message and its status
+  // (an error raised alone, or minutes apart after long reads, missed the
+  // exit's 10 s agreement: a line per rank and MPI_Abort).
+  struct Outcome {
+    int gravity = 0;  // 0 done, 1 Error(IO), 2 any other Error
+    ErrorKind kind = ErrorKind::Internal;
+    std::string message;
+  };
+  Outcome agree(const Outcome& mine, const char* what) {
+    struct {
+      int gravity, rank;
+    } in{mine.gravity, rank}, out{0, 0};
+    MPI_Request req;
+    MPI_Iallreduce(&in, &out, 1, MPI_2INT, MPI_MAXLOC, comm, &req);
+    wait_bounded(req, what, std::int64_t(sizeof in));
+    Outcome o;
+    o.gravity = out.gravity;
+    if (o.gravity == 0) return o;
+    const int root = out.rank;
+    int head[2] = {int(mine.kind), int(mine.message.size())};
+    MPI_Ibcast(head, 2, MPI_INT, root, comm, &req);
+    wait_bounded(req, what, std::int64_t(sizeof head));
+    o.kind = ErrorKind(head[0]);
+    std::string msg = rank == root ? mine.message : std::string(size_t(head[1]), ' ');
+    if (head[1] > 0) {
+      MPI_Ibcast(&msg[0], head[1], MPI_CHAR, root, comm, &req);
+      wait_bounded(req, what, head[1]);
+    }
+    o.message = root == 0 ? msg : "rank " + std::to_string(root) + ": " + msg;
+    return o;
+  }
+
   // The newest checkpoint every rank reads whole; a damaged one is reported
-  // and the previous one tried. Another model or format stops the run.
+  // and the previous one tried. Another model or format stops the run. The
+  // ranks agree on each attempt, whatever it threw, before any goes on.
   void resume_from(const std::string& path) {
     const std::vector<std::string> cands = resume_candidates(path);
     if (cands.empty() && rank == 0) std::printf("no checkpoint at %s: starting from step 0\n", path.c_str());
     std::string failures;
     for (size_t i = 0; i < cands.size(); ++i) {
-      std::string why;
+      Outcome mine;
       try {
         load_checkpoint(cands[i]);
       } catch (const Error& e) {
-        if (e.kind() != ErrorKind::IO) throw;
-        why = e.message();
+        mine = {e.kind() == ErrorKind::IO ? 1 : 2, e.kind(), e.message()};
+      } catch (const std::exception& e) {  // (std::bad_alloc, ...): as grave, agreed all the same
+        mine = {2, ErrorKind::Internal, std::string("reading checkpoint '") + cands[i] + "': " + e.what()};
       }
-      if (allreduce_min(int(why.empty()), comm, "checkpoint agreement")) {
+      const Outcome all = agree(mine, "checkpoint agreement");
+      if (all.gravity == 0) {
         if (rank == 0) std::printf("resumed from checkpoint '%s' at step %ld\n", cands[i].c_str(), step);
         return;
       }
-      if (why.empty()) why = "another rank could not read it";
+      if (all.gravity == 2) throw Error(all.kind, all.message).set_collective();
+      const std::string& why = all.message;
       failures += (failures.empty() ? "" : "; ") + why;
       if (rank == 0 && i + 1 < cands.size()) {  // the last one's failure is in the error below
         std::fprintf(stderr, "burst: warning: %s; falling back to the previous checkpoint '%s'\n", why.c_str(),

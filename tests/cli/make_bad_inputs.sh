@@ -20,13 +20,15 @@ printf '{"vocab_size": 64, "hidden_size": 32, "num_hidden_layers": 1, "num_atten
 # Checkpoints, each alone in its directory (--resume also looks for step files).
 small=(--set train.seq_len=32 --set train.batch=2 --set data.digits=2 --set train.steps=1 --set train.eval_sequences=2
        --set io.overwrite=true)  # a rerun of the setup replaces its own files
-mkdir -p good other corrupt old text notckpt
+mkdir -p good other corrupt old text notckpt shape
 "$burst" train "${small[@]}" --set io.checkpoint=good/ck.h5 --set io.run_log=notckpt/ck.h5 > /dev/null
 "$burst" train "${small[@]}" --set io.checkpoint=other/ck.h5 --set model.config=other.json > /dev/null
 rm -f good/ck.step* other/ck.step*
 cp good/ck.h5 corrupt/ck.h5 && "$tool" flip corrupt/ck.h5 params/model.layers.1.self_attn.o_proj.weight
 cp good/ck.h5 old/ck.h5 && "$tool" set-int old/ck.h5 format_version 1
 echo "not a checkpoint" > text/ck.h5
+# Whole and of this model, but a tensor of the wrong shape: every rank refuses it.
+cp good/ck.h5 shape/ck.h5 && "$tool" reshape shape/ck.h5 params/model.norm.weight 3
 # The newest checkpoint damaged, the previous one whole: --resume falls back
 # (one directory per rank count, as the resumed runs write into them).
 for np in 1 4; do

@@ -6,6 +6,9 @@
 //                                        float64) of that shape to FILE (created if
 //                                        missing) with no data written: a few bytes that
 //                                        declare, say, [2^40] values
+//   ckpt_tool reshape FILE DATASET D0 [D1...]  replace DATASET by a float32 dataset of
+//                                        that shape (zeros, written, no checksum): a whole
+//                                        file whose tensor has the wrong shape
 #include "tools/corrupt.hpp"
 
 #include <hdf5.h>
@@ -65,6 +68,21 @@ int main(int argc, char** argv) {
     H5Pclose(p), H5Sclose(s);
     return H5Fclose(f) >= 0 && ok ? 0 : 1;
   }
-  std::fprintf(stderr, "usage: ckpt_tool flip FILE DATASET | ckpt_tool set-int FILE ATTR VALUE | ckpt_tool write-ints FILE DATASET V... | ckpt_tool declare FILE DATASET TYPE D0 [D1...]\n");
+  if (cmd == "reshape" && argc >= 5) {
+    std::vector<hsize_t> dims;
+    hsize_t n = 1;
+    for (int i = 4; i < argc; ++i) dims.push_back(hsize_t(std::strtoull(argv[i], nullptr, 10))), n *= dims.back();
+    hid_t f = H5Fopen(argv[2], H5F_ACC_RDWR, H5P_DEFAULT);
+    if (f < 0) return 1;
+    if (H5Lexists(f, argv[3], H5P_DEFAULT) > 0) H5Ldelete(f, argv[3], H5P_DEFAULT);
+    const std::vector<float> zeros(n, 0.0f);
+    hid_t s = H5Screate_simple(int(dims.size()), dims.data(), nullptr);
+    hid_t d = H5Dcreate2(f, argv[3], H5T_IEEE_F32LE, s, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    const bool ok = d >= 0 && H5Dwrite(d, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, zeros.data()) >= 0;
+    if (d >= 0) H5Dclose(d);
+    H5Sclose(s);
+    return H5Fclose(f) >= 0 && ok ? 0 : 1;
+  }
+  std::fprintf(stderr, "usage: ckpt_tool flip FILE DATASET | ckpt_tool set-int FILE ATTR VALUE | ckpt_tool write-ints FILE DATASET V... | ckpt_tool declare FILE DATASET TYPE D0 [D1...] | ckpt_tool reshape FILE DATASET D0 [D1...]\n");
   return 2;
 }
