@@ -73,9 +73,11 @@ int configure_wait_mode(MPI_Comm world) {
 void set_comm_timeout(double seconds) { g_timeout_s = seconds; }
 double comm_timeout() { return g_timeout_s; }
 
-void wait_bounded(MPI_Request& req, const char* what, std::int64_t bytes) { wait_all_bounded(&req, 1, what, bytes); }
+void wait_bounded(MPI_Request& req, const char* what, std::int64_t bytes, const char* why) {
+  wait_all_bounded(&req, 1, what, bytes, why);
+}
 
-void wait_all_bounded(MPI_Request* reqs, int n, const char* what, std::int64_t bytes) {
+void wait_all_bounded(MPI_Request* reqs, int n, const char* what, std::int64_t bytes, const char* why) {
   if (n == 0) return;
   const double limit = g_timeout_s;
   using clock = std::chrono::steady_clock;
@@ -100,8 +102,8 @@ void wait_all_bounded(MPI_Request* reqs, int n, const char* what, std::int64_t b
       // message for this rank and calls MPI_Abort; the run log is flushed
       // row by row and checkpoints are whole files, so nothing written is lost).
       exit_on_error(Error(ErrorKind::Comm,
-                          str_cat(what, " (", bytes, " bytes) on rank ", rank, " waited ", limit,
-                                  " s (comm.timeout_s) for the other ranks: one of them died, stalls or took another path"),
+                          str_cat(what, " (", bytes, " bytes) on rank ", rank, " waited ", limit, " s (comm.timeout_s) ",
+                                  why ? why : "for the other ranks: one of them died, stalls or took another path"),
                           __FILE__, __LINE__));
     }
     if (waited < poll_s) {

@@ -77,10 +77,13 @@ int configure_wait_mode(MPI_Comm world);
 // Completes `req`, or after comm_timeout() seconds ends the job with
 // Error(Comm)'s message and MPI_Abort (exit_on_error), without unwinding:
 // the request cannot be cancelled and MPI may still write into its buffers.
-// `what` names the collective in the message ("gradient all-reduce").
-void wait_bounded(MPI_Request& req, const char* what, std::int64_t bytes);
+// `what` names the collective in the message ("gradient all-reduce");
+// `why`, when given, says what the wait most likely means instead of the
+// generic "one of them died, stalls or took another path" (the ranks that
+// wait for rank 0 to write a checkpoint).
+void wait_bounded(MPI_Request& req, const char* what, std::int64_t bytes, const char* why = nullptr);
 // The same for n requests at once (point-to-point transfers of a ring).
-void wait_all_bounded(MPI_Request* reqs, int n, const char* what, std::int64_t bytes);
+void wait_all_bounded(MPI_Request* reqs, int n, const char* what, std::int64_t bytes, const char* why = nullptr);
 
 void barrier_bounded(MPI_Comm comm, const char* what = "barrier");
 
@@ -153,10 +156,10 @@ template <class T> void gather_host(const T* send, T* recv, std::int64_t count, 
   wait_bounded(req, what, count * std::int64_t(sizeof(T)));
 }
 
-template <class T> T allreduce_op(T x, MPI_Op op, MPI_Comm comm, const char* what) {
+template <class T> T allreduce_op(T x, MPI_Op op, MPI_Comm comm, const char* what, const char* why = nullptr) {
   MPI_Request req;
   MPI_Iallreduce(MPI_IN_PLACE, &x, 1, mpi_type<T>(), op, comm, &req);
-  wait_bounded(req, what, std::int64_t(sizeof(T)));
+  wait_bounded(req, what, std::int64_t(sizeof(T)), why);
   return x;
 }
 

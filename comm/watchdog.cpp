@@ -24,11 +24,15 @@ Watchdog::~Watchdog() {
   thread_.join();
 }
 
-void Watchdog::arm(long step) {
+void Watchdog::arm(long step) { arm_for(step, false); }
+void Watchdog::arm_checkpoint(long step) { arm_for(step, true); }
+
+void Watchdog::arm_for(long step, bool checkpoint) {
   if (!thread_.joinable()) return;
   {
     std::lock_guard<std::mutex> lk(mu_);
     armed_ = true;
+    checkpoint_ = checkpoint;
     step_ = step;
     deadline_ = std::chrono::steady_clock::now() + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
                                                        std::chrono::duration<double>(timeout_s_));
@@ -53,12 +57,20 @@ void Watchdog::loop() {
         std::chrono::steady_clock::now() >= deadline_) {
       // A step that computes for longer than the limit (a huge batch on a
       // slow machine) looks the same from here as one that hangs: say both.
-      std::fprintf(stderr,
-                   "burst: error (rank %d): step %ld made no progress for %g s (watchdog, 2 x comm.timeout_s): this "
-                   "rank hangs outside communication, or a single step computes for longer than that, which the "
-                   "watchdog takes for a hang; for very long steps raise comm.timeout_s (0 turns the watchdog off); "
-                   "aborting the job\n",
-                   rank_, step_, timeout_s_);
+      if (checkpoint_)
+        std::fprintf(stderr,
+                     "burst: error (rank %d): writing the checkpoint of step %ld made no progress for %g s (watchdog, 2 "
+                     "x comm.timeout_s): the file system blocks, or the checkpoint takes longer than that to write, "
+                     "which the watchdog takes for a hang; comm.timeout_s must exceed a checkpoint's write time (raise "
+                     "it for a large model or a slow file system; 0 turns the watchdog off); aborting the job\n",
+                     rank_, step_, timeout_s_);
+      else
+        std::fprintf(stderr,
+                     "burst: error (rank %d): step %ld made no progress for %g s (watchdog, 2 x comm.timeout_s): this "
+                     "rank hangs outside communication, or a single step computes for longer than that, which the "
+                     "watchdog takes for a hang; for very long steps raise comm.timeout_s (0 turns the watchdog off); "
+                     "aborting the job\n",
+                     rank_, step_, timeout_s_);
       std::fflush(stderr);
       // The one MPI call made off the main thread: MPI_Abort only tells the
       // launcher to end the job, which MPICH and Open MPI allow from any

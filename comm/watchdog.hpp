@@ -27,15 +27,19 @@ class Watchdog {
   Watchdog& operator=(const Watchdog&) = delete;
 
   void arm(long step);  // a step begins: the deadline is now + timeout
+  // Rank 0 writes the checkpoint of step `step` (the steps done): the
+  // deadline is now + timeout, and the message names the checkpoint.
+  void arm_checkpoint(long step);
   void disarm();
 
  private:
   void loop();
+  void arm_for(long step, bool checkpoint);
   double timeout_s_;
   int rank_;
   std::mutex mu_;
   std::condition_variable cv_;
-  bool stop_ = false, armed_ = false;
+  bool stop_ = false, armed_ = false, checkpoint_ = false;
   long step_ = 0;
   std::chrono::steady_clock::time_point deadline_;
   std::thread thread_;

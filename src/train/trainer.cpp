@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <map>
 #include <cmath>
 #include <csignal>
@@ -31,6 +32,7 @@
 #include <filesystem>
 #include <limits>
 #include <sstream>
+#include <thread>
 
 namespace burst {
 
@@ -131,7 +133,9 @@ ConfigSchema train_schema() {
       .string("debug.fault", "none", {"none", "kill", "stop", "hang"},
               "for tests: at debug.fault_step, rank debug.fault_rank SIGKILLs or SIGSTOPs itself or hangs, mid-step")
       .integer("debug.fault_rank", 0, 0, 1 << 20, "for tests: the rank of debug.fault")
-      .integer("debug.fault_step", 0, 0, 100000000, "for tests: the step of debug.fault");
+      .integer("debug.fault_step", 0, 0, 100000000, "for tests: the step of debug.fault")
+      .real("debug.checkpoint_delay_s", 0, 0, 3600,
+            "for tests: rank 0 takes this much longer to write each checkpoint (a slow file system)");
   data::add_data_schema(s);
   s.rule([](const Config& c) -> std::string {
     if (c.get_real("train.min_lr") > c.get_real("train.lr"))
@@ -198,6 +202,7 @@ template <class T> struct TrainerImpl {
   std::unique_ptr<LlamaModel<T, Mem>> model;
   std::unique_ptr<ZeroState<T>> zero;  // the optimizer's state and where gradients go
   long step = 0;
+  Watchdog* step_watchdog = nullptr;  // run()'s, while it trains
 
   TrainerImpl(Runtime& r, const Config& c, MPI_Comm cm) : rt(r), cfg(c), comm(cm) {
     MPI_Comm_rank(comm, &rank);
@@ -410,6 +415,7 @@ template <class T> struct TrainerImpl {
                          var = zero->gather_full("optim/v");
     std::string failed;
     if (rank == 0) {
+      if (step_watchdog) step_watchdog->arm_checkpoint(step);  // the write gets its own bound, and a message that names it
       try {
         write_checkpoint(path, params, mom, var);
       } catch (const Error& e) {
@@ -417,7 +423,12 @@ template <class T> struct TrainerImpl {
         failed = e.message();
       }
     }
-    if (allreduce_max(int(!failed.empty()), comm, "checkpoint barrier"))
+    // The other ranks wait here while rank 0 writes, bounded by
+    // comm.timeout_s: a timeout most likely means a write longer than that.
+    const std::string why = "for rank 0 to write the checkpoint of step " + std::to_string(step) +
+                            ": rank 0 may still be writing it (comm.timeout_s must exceed a checkpoint's write time: "
+                            "raise it for a large model or a slow file system), or it died or stalls";
+    if (allreduce_op(int(!failed.empty()), MPI_MAX, comm, "checkpoint barrier", rank == 0 ? nullptr : why.c_str()))
       throw Error(ErrorKind::IO, rank == 0 ? failed : "rank 0 could not write the checkpoint").set_collective();
   }
 
@@ -449,6 +460,8 @@ template <class T> struct TrainerImpl {
       f.set_attr("/", "model_config", model_to_hf_json(mc));
       f.set_attr("/", "train_config", cfg.dump());
       f.close();
+      if (const double delay = cfg.get_real("debug.checkpoint_delay_s"); delay > 0)
+        std::this_thread::sleep_for(std::chrono::duration<double>(delay));
       verify_checkpoint(tmp);
       fsync_file(tmp);
     } catch (const Error& e) {
@@ -837,6 +850,11 @@ template <class T> struct TrainerImpl {
     const long stop_at = stop_after > 0 ? std::min(steps, start + stop_after) : steps;
     StopSignals signals;
     Watchdog watchdog(2 * cfg.get_real("comm.timeout_s"), rank);
+    step_watchdog = &watchdog;
+    struct Forget {  // the watchdog goes with this scope
+      Watchdog*& w;
+      ~Forget() { w = nullptr; }
+    } forget{step_watchdog};
     while (step < stop_at) {
       watchdog.arm(step);
       PhaseTimes times;
