@@ -138,13 +138,13 @@ TEST(H5, AHugeDeclaredShapeIsAnInputErrorNamingIt) {
     }
     return std::string("(no error)");
   };
-  // 8 TiB: refused against the machine's memory before any allocation (with overcommit an allocation of it
+  // 8 TiB: refused against the memory this process may use before any allocation (with overcommit an allocation of it
   // would not fail, zero-filling it would get the process killed).
   const std::string huge = input_error([&] { f.read<std::int64_t>("tokens"); });
   const std::string head = "dataset 'tokens' in '" + p + "' declares shape [1099511627776]: reading it needs "
-                           "8796093022208 bytes (1099511627776 x int64), more than this machine's ";
+                           "8796093022208 bytes (1099511627776 x int64), more than the ";
   EXPECT_EQ(huge.rfind(head, 0), 0u) << huge;
-  EXPECT_NE(huge.find(" bytes of memory (a damaged or wrong file?)"), std::string::npos) << huge;
+  EXPECT_NE(huge.find(" bytes of memory this process may use (a damaged or wrong file?)"), std::string::npos) << huge;
   EXPECT_EQ(input_error([&] { f.read<float>("square"); }),
             "dataset 'square' in '" + p + "' declares shape [1099511627776, 1099511627776]: more values than this process "
             "can address (a damaged or wrong file?)");

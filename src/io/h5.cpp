@@ -6,6 +6,7 @@
 
 #include <fcntl.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -86,13 +87,28 @@ std::string reserve_space(hid_t file) {
 #endif
 }
 
-// The machine's physical memory in bytes, 0 if unknown.
+// The memory this process may have, in bytes, 0 if unknown: the machine's
+// physical memory, or less where a container's memory limit (cgroup v2
+// memory.max, v1 memory.limit_in_bytes) or RLIMIT_AS says so.
 std::uint64_t physical_memory_bytes() {
+  std::uint64_t m = 0;
+  const auto at_most = [&](std::uint64_t v) {
+    if (v > 0 && (m == 0 || v < m)) m = v;
+  };
 #if defined(_SC_PHYS_PAGES) && defined(_SC_PAGE_SIZE)
   const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
-  if (pages > 0 && page > 0) return std::uint64_t(pages) * std::uint64_t(page);
+  if (pages > 0 && page > 0) at_most(std::uint64_t(pages) * std::uint64_t(page));
 #endif
-  return 0;
+  for (const char* f : {"/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"}) {
+    if (FILE* in = std::fopen(f, "r")) {
+      unsigned long long v = 0;
+      if (std::fscanf(in, "%llu", &v) == 1) at_most(v);  // "max" (no limit) reads as nothing
+      std::fclose(in);
+    }
+  }
+  struct rlimit as;
+  if (getrlimit(RLIMIT_AS, &as) == 0 && as.rlim_cur != RLIM_INFINITY) at_most(std::uint64_t(as.rlim_cur));
+  return m;
 }
 
 // After a failed write: what HDF5 still holds for the file goes to an
@@ -362,13 +378,13 @@ template <class T> std::vector<T> H5File::read(const std::string& name, Dims* ou
   BURST_CHECK_INPUT(!overflow, "dataset '", name, "' in '", path_, "' declares shape ", dims_string(dm),
                     ": more values than this process can address (a damaged or wrong file?)");
   const std::uint64_t bytes = n * sizeof(T);
-  // More than the machine's memory is refused before the allocation: with
+  // More than the memory this process may have is refused before the allocation: with
   // overcommit (vm.overcommit_memory = 1) an impossible size does not throw
   // bad_alloc, zero-filling it gets the process killed instead.
   const std::uint64_t phys = physical_memory_bytes();
   BURST_CHECK_INPUT(phys == 0 || bytes <= phys, "dataset '", name, "' in '", path_, "' declares shape ", dims_string(dm),
-                    ": reading it needs ", bytes, " bytes (", n, " x ", type_label<T>(), "), more than this machine's ", phys,
-                    " bytes of memory (a damaged or wrong file?)");
+                    ": reading it needs ", bytes, " bytes (", n, " x ", type_label<T>(), "), more than the ", phys,
+                    " bytes of memory this process may use (a damaged or wrong file?)");
   std::vector<T> out;
   try {
     out.resize(n);

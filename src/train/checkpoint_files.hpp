@@ -61,8 +61,11 @@ void remove_checkpoint_files(const std::string& path);
 
 // io.verify_checkpoint: how a written checkpoint is checked before it is
 // renamed into place.
-//   structure (default): reopened; every dataset present with its shape and
-//     type, its storage in the file exactly its bytes (and within the file),
+//   structure (default): reopened (HDF5 refuses a file shorter than the space
+//     it allocated: a truncated file fails here); every dataset present with
+//     its shape and type, its storage allocated (exactly its bytes, within
+//     the file: for these contiguous datasets allocated at their first write,
+//     so this confirms the writes reached HDF5, not the bytes on the disk),
 //     its checksum attribute present. Metadata only: the cost does not grow
 //     with the model (a 7B fp32 checkpoint is ~84 GB; hashing it back at
 //     ~0.8 GB/s took minutes while the other ranks waited).

@@ -576,8 +576,33 @@ template <class T> struct TrainerImpl {
   // The newest checkpoint every rank reads whole; a damaged one is reported
   // and the previous one tried. Another model or format stops the run. The
   // ranks agree on each attempt, whatever it threw, before any goes on.
+  // Rank 0's strings on every rank (bounded like every collective here).
+  std::vector<std::string> from_rank0(const std::vector<std::string>& mine, const char* what) {
+    std::string joined;
+    if (rank == 0)
+      for (const std::string& x : mine) joined += x + '\0';
+    long n = long(joined.size());
+    MPI_Request req;
+    MPI_Ibcast(&n, 1, MPI_LONG, 0, comm, &req);
+    wait_bounded(req, what, std::int64_t(sizeof n));
+    joined.resize(size_t(n));
+    if (n > 0) {
+      MPI_Ibcast(&joined[0], int(n), MPI_CHAR, 0, comm, &req);
+      wait_bounded(req, what, n);
+    }
+    std::vector<std::string> out;
+    for (size_t b = 0, e; b < joined.size(); b = e + 1) out.push_back(joined.substr(b, (e = joined.find('\0', b)) - b));
+    return out;
+  }
+
   void resume_from(const std::string& path) {
-    const std::vector<std::string> cands = resume_candidates(path);
+    // Every rank tries rank 0's candidates in rank 0's order: each listing
+    // its own directory (node-local storage, a file system still settling)
+    // could differ, and the ranks would then load different checkpoints at
+    // the same attempt or leave the loop at different attempts. A rank that
+    // cannot read one of them fails that attempt (falling back, as for a
+    // damaged file).
+    const std::vector<std::string> cands = from_rank0(resume_candidates(path), "checkpoint list");
     if (cands.empty() && rank == 0) std::printf("no checkpoint at %s: starting from step 0\n", path.c_str());
     std::string failures;
     for (size_t i = 0; i < cands.size(); ++i) {
@@ -591,6 +616,18 @@ template <class T> struct TrainerImpl {
       }
       const Outcome all = agree(mine, "checkpoint agreement");
       if (all.gravity == 0) {
+        // The same name may hold different files on different nodes: the steps must agree.
+        long lo = step, hi = step;
+        MPI_Request req[2];
+        MPI_Iallreduce(&step, &lo, 1, MPI_LONG, MPI_MIN, comm, &req[0]);
+        wait_bounded(req[0], "checkpoint step agreement", std::int64_t(sizeof step));
+        MPI_Iallreduce(&step, &hi, 1, MPI_LONG, MPI_MAX, comm, &req[1]);
+        wait_bounded(req[1], "checkpoint step agreement", std::int64_t(sizeof step));
+        if (lo != hi)
+          throw Error(ErrorKind::Input, "checkpoint '" + cands[i] + "' holds different steps on different ranks (" +
+                                            std::to_string(lo) + " to " + std::to_string(hi) +
+                                            "): every rank must read the same checkpoint (a shared file system)")
+              .set_collective();
         if (rank == 0) std::printf("resumed from checkpoint '%s' at step %ld\n", cands[i].c_str(), step);
         return;
       }
