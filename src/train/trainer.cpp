@@ -573,9 +573,6 @@ template <class T> struct TrainerImpl {
     return o;
   }
 
-  // The newest checkpoint every rank reads whole; a damaged one is reported
-  // and the previous one tried. Another model or format stops the run. The
-  // ranks agree on each attempt, whatever it threw, before any goes on.
   // Rank 0's strings on every rank (bounded like every collective here).
   std::vector<std::string> from_rank0(const std::vector<std::string>& mine, const char* what) {
     std::string joined;
@@ -595,6 +592,9 @@ template <class T> struct TrainerImpl {
     return out;
   }
 
+  // The newest checkpoint every rank reads whole; a damaged one is reported
+  // and the previous one tried. Another model or format stops the run. The
+  // ranks agree on each attempt, whatever it threw, before any goes on.
   void resume_from(const std::string& path) {
     // Every rank tries rank 0's candidates in rank 0's order: each listing
     // its own directory (node-local storage, a file system still settling)
@@ -617,12 +617,8 @@ template <class T> struct TrainerImpl {
       const Outcome all = agree(mine, "checkpoint agreement");
       if (all.gravity == 0) {
         // The same name may hold different files on different nodes: the steps must agree.
-        long lo = step, hi = step;
-        MPI_Request req[2];
-        MPI_Iallreduce(&step, &lo, 1, MPI_LONG, MPI_MIN, comm, &req[0]);
-        wait_bounded(req[0], "checkpoint step agreement", std::int64_t(sizeof step));
-        MPI_Iallreduce(&step, &hi, 1, MPI_LONG, MPI_MAX, comm, &req[1]);
-        wait_bounded(req[1], "checkpoint step agreement", std::int64_t(sizeof step));
+        const long lo = allreduce_min(step, comm, "checkpoint step agreement"),
+                   hi = allreduce_max(step, comm, "checkpoint step agreement");
         if (lo != hi)
           throw Error(ErrorKind::Input, "checkpoint '" + cands[i] + "' holds different steps on different ranks (" +
                                             std::to_string(lo) + " to " + std::to_string(hi) +
