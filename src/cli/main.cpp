@@ -6,6 +6,7 @@
 #include "core/blas_core.hpp"
 #include "core/config.hpp"
 #include "core/error.hpp"
+#include "io/checksum.hpp"
 #include "train/trainer.hpp"
 
 #include <CLI/CLI.hpp>
@@ -27,12 +28,10 @@ namespace {
 // would otherwise meet in collectives of different sizes (a raw MPI error)
 // or wait for each other forever.
 std::uint64_t command_digest(int argc, char** argv) {
-  std::uint64_t h = 1469598103934665603ull;
+  std::uint64_t h = burst::io::kFnv1a64Offset;
   const auto mix = [&h](const std::string& s) {
-    for (const char c : std::to_string(s.size()) + ":" + s) {
-      h ^= static_cast<unsigned char>(c);
-      h *= 1099511628211ull;
-    }
+    const std::string framed = std::to_string(s.size()) + ":" + s;
+    h = burst::io::fnv1a64(framed.data(), framed.size(), h);
   };
   const auto mix_file = [&mix](const std::string& path) {
     std::ifstream in(path, std::ios::binary);
