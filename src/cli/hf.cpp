@@ -4,6 +4,7 @@
 // the same on both sides, so the conversion is a copy with a dtype change.
 #include "cli/commands.hpp"
 #include "core/error.hpp"
+#include "io/h5.hpp"
 #include "io/safetensors.hpp"
 #include "train/weights.hpp"
 
@@ -13,7 +14,6 @@
 #include <filesystem>
 #include <fstream>
 #include <set>
-#include <sstream>
 
 namespace fs = std::filesystem;
 
@@ -22,13 +22,6 @@ namespace burst::cli {
 namespace {
 void require_one_rank(const Runtime& rt, const char* cmd) {
   BURST_CHECK_CONFIG(rt.size() == 1, "burst ", cmd, " runs on one process, not ", rt.size(), " ranks");
-}
-
-std::string shape_str(const std::vector<std::uint64_t>& s) {
-  std::ostringstream os;
-  os << "[";
-  for (size_t i = 0; i < s.size(); ++i) os << (i ? ", " : "") << s[i];
-  return os.str() + "]";
 }
 
 // A tensor of the checkpoint the model does not use: a rotary buffer that
@@ -67,7 +60,7 @@ int cmd_import_hf(Runtime& rt, const ImportHfOptions& opt) {
     const io::StTensor& t = st.tensor(p.name);
     const std::vector<std::uint64_t> want(p.shape.begin(), p.shape.end());
     BURST_CHECK_INPUT(t.shape == want, "tensor '", p.name, "' in '", st.file_of(p.name).path(), "' has shape ",
-                      shape_str(t.shape), ", but ", cfg_path, " needs ", shape_str(want));
+                      io::dims_string(t.shape), ", but ", cfg_path, " needs ", io::dims_string(want));
     any_f64 = any_f64 || t.dtype == io::StDtype::F64;
     wanted.insert(p.name);
   }
