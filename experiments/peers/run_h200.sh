@@ -41,6 +41,12 @@
 #   PART=18 OUT=$OUT BUDGET=590                      build, bench kernels (the LSE merges, the ring forward's step merged in
 #                                                    the epilogue / as a partial), the tests of the merges, the uncounted
 #                                                    attention calls and the ring packets, the 1B step at 32K
+#   PART=21 OUT=$OUT BUDGET=560                      the merge compiled out of the plain forward (2026-12-07): the lab's A/B of
+#                                                    forward 17 (no merge code) against 19 (17 with the merge epilogue compiled
+#                                                    in, the engine's forward before) beside cuDNN, while the engine builds
+#   PART=22 OUT=$OUT BUDGET=560 (after 21, warm)     the tests of that code (every attention ctest, the ring's merge over MPI
+#                                                    staging, bench kernels' ring step), then the figures of record: the 1B
+#                                                    step, the torch block, the engine's blocks, compare.py
 #   PART=12 then PART=13 (same warm machine)         the timed call (whole build, bench kernels, the block with
 #                                                   the CUDA / portable RoPE, the 1B step, gemm beta 1), then every gpu test
 #                                                   (after the torch block when the card is not an H200)
@@ -128,6 +134,49 @@ ncu_block() {
   head -n 30 "$OUT/ncu_layer_${m}_summary.txt"
   gzip -f "$csv"
 }
+if [ "$PART" = 21 ]; then
+  # The plain forward without the merge code (flash_fwd_tma_ws.cuh's MERGE
+  # template flag; the merging instantiations in flash_fwd_wgmma_merge_d*.cu):
+  # ptxas gives variant 17 44 / 76 B of spill stores / loads without it, 44 /
+  # 96 with it. The lab times 17 against 19 (17 with the merge epilogue
+  # compiled in, p.merge 0: the engine's plain forward of 2026-12-06 / 07) in
+  # the same rounds as cuDNN, while the engine builds on the CPU beside it
+  # (both variants see the same host load; PART 22 uses the build).
+  ( build_everything > "$OUT/build_bg.log" 2>&1 ) &
+  bpid=$!
+  step "lab A/B: forward 17 (no merge code) vs 19 (merge compiled in), cuDNN in the same rounds" 300 \
+    env PACK=1 OUT="$OUT/ab6" FWD=17,19 BWD= PEERS=1 ROUNDS=3 SIZES=4096,8192,16384,32768 S=32768 NCU=1 \
+    experiments/kernels/flash_attn/ab_h200.sh
+  wait $bpid
+  tail -n 8 "$OUT/build_bg.log"
+  [ -x build-cuda/burst ] && echo "engine built: build-cuda/burst"
+  part_done
+fi
+if [ "$PART" = 22 ]; then
+  # Right after PART 21 on the same warm machine (its build-cuda kept; built
+  # again if not): the tests of the merge now compiled separately (every
+  # attention kernel ctest incl. the merging epilogue on each kernel variant,
+  # the ring family over MPI staging at 2 and 4 ranks, test_kernels_cuda's
+  # merges), bench kernels' ring step (merged / partial at 2K and 8K), then
+  # the figures of record: the 1B step, the torch block, the engine's blocks,
+  # compare.py.
+  build=$(pwd)/build-cuda
+  [ -x "$build/burst" ] || build_everything
+  if [ -x "$build/burst" ]; then
+    step "tests of the merge split (attention kernels, the ring's merge over MPI staging)" 200 bash -c "cd '$build' && ctest -j 6 \
+      --output-on-failure -R 'test_kernels_cuda_np1|test_kernels_attention_cuda|test_dist_attention_np[24]' \
+      > '$OUT/tests_merge.log' 2>&1; rc=\$?; tail -n 20 '$OUT/tests_merge.log'; exit \$rc"
+    step "bench kernels (ring_fwd_step merged / partial, attn_fwd_plain; 2K block)" 40 "$build/burst" bench kernels \
+      --set bench.adam_params=1024 --output "$OUT/kernels_bf16.h5"
+    step "bench kernels (8K block)" 40 "$build/burst" bench kernels --set bench.attn_block=8192 \
+      --set bench.adam_params=1024 --output "$OUT/kernels_bf16_block8k.h5"
+    step_1b "${STEP_TOKENS:-[32768,131072]}" 60 " (default kernels)"
+    torch_block 90
+    for m in 1B 7B; do layer32k " (default kernels)" 30 "layer_${m}_bf16.h5"; done
+    step "compare.py (ours against the peers on this card)" 30 python3 experiments/peers/compare.py "$OUT"
+  fi
+  part_done h5
+fi
 if [ "$PART" = 20 ]; then
   # Does the choice of cuBLASLt algorithm matter for the block's GEMMs (the
   # engine takes the heuristic's first; the 7B block's GEMM phase runs at

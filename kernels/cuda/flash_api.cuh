@@ -65,6 +65,12 @@ cudaError_t fwd_d128(const FwdParams& p, cudaStream_t st);
 enum WgKind { kWgCpAsync = 0, kWgTma = 1, kWgTma12 = 2, kWgTma176 = 3, kWgTma80 = 4 };
 cudaError_t fwd_wgmma_d64(const FwdParams& p, int kind, cudaStream_t st);
 cudaError_t fwd_wgmma_d128(const FwdParams& p, int kind, cudaStream_t st);
+// The TMA forwards (kWgTma, kWgTma12, kWgTma176) with the merging epilogue
+// (p.merge: the ring forward's step), in their own files so the plain ones
+// above carry no merge code and both build in parallel; fwd_wgmma_d* call
+// them when p.merge is set.
+cudaError_t fwd_wgmma_merge_d64(const FwdParams& p, int kind, cudaStream_t st);
+cudaError_t fwd_wgmma_merge_d128(const FwdParams& p, int kind, cudaStream_t st);
 cudaError_t bwd_wgmma_d64(const BwdParams& p, int kind, cudaStream_t st);
 cudaError_t bwd_wgmma_d128(const BwdParams& p, int kind, cudaStream_t st);
 cudaError_t bwd_d64(const BwdParams& p, cudaStream_t st);

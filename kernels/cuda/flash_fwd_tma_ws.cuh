@@ -230,7 +230,7 @@ template <int MODE> struct FwdTmaWsRegs {
   static constexpr int producer = (MODE & 3) == 2 ? 24 : 56, consumer = (MODE & 3) == 2 ? 240 : 224;
 };
 
-template <int D, int BC, int NST, bool POS, int MODE>
+template <int D, int BC, int NST, bool POS, int MODE, bool MERGE = false>
 __global__ void __launch_bounds__(384, 1)
     flash_fwd_tma_ws_kernel(const __grid_constant__ FwdParams p, const __grid_constant__ CUtensorMap tm_q,
                             const __grid_constant__ CUtensorMap tm_k, const __grid_constant__ CUtensorMap tm_v) {
@@ -458,7 +458,7 @@ __global__ void __launch_bounds__(384, 1)
   }
 
   // ---- epilogue: O / l, lse = (m + log2 l) ln 2
-  write_o_lse<D>(p, o, m, l, row0, h, t);
+  write_o_lse<D, MERGE>(p, o, m, l, row0, h, t);
 }
 
 // ------------------------------------------------------------ host side
@@ -477,10 +477,11 @@ inline cudaError_t make_tile_map(CUtensorMap* map, const __nv_bfloat16* ptr, int
   return r == CUDA_SUCCESS ? cudaSuccess : cudaErrorInvalidValue;
 }
 
-template <int D, int BC, int NST, bool POS, int MODE>
+template <int D, int BC, int NST, bool POS, int MODE, bool MERGE>
 cudaError_t launch_fwd_tma_ws_t(const FwdParams& p, cudaStream_t st) {
   using Tr = TmaWsTraits<D, BC, NST>;
-  auto kern = flash_fwd_tma_ws_kernel<D, BC, NST, POS, MODE>;
+  if (p.merge && !MERGE) return cudaErrorInvalidValue;  // this instantiation has no merging epilogue
+  auto kern = flash_fwd_tma_ws_kernel<D, BC, NST, POS, MODE, MERGE>;
   static cudaError_t attr = cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)Tr::smem_bytes);
   if (attr != cudaSuccess) return attr;
   CUtensorMap tq, tk, tv;
@@ -498,11 +499,13 @@ cudaError_t launch_fwd_tma_ws_t(const FwdParams& p, cudaStream_t st) {
 // MODE: 0 = variant 7, 1 = variant 8 (trap-free waits), 2 = variant 9 (+ intra-warpgroup overlap);
 // 2 | kFwdDiet with NST = 3 = variant 12; 2 | kFwdDiet | kFwdSoftIL with NST = 3 = variant 14; | kFwdPolyExp = 15;
 // 2 | kFwdDiet | kFwdNoPingPong with NST = 3 = variant 16; BC = 176, NST = 2, 2 | kFwdDiet = variant 17,
-// | kFwdNoPingPong = variant 18.
-template <int D, int BC, int NST, int MODE = 0>
+// | kFwdNoPingPong = variant 18. MERGE: the epilogue that merges into a
+// running (O, lse) when p.merge is set (the engine's ring forward,
+// flash_forward_merge); without it the launch refuses p.merge.
+template <int D, int BC, int NST, int MODE = 0, bool MERGE = false>
 cudaError_t launch_fwd_tma_ws(const FwdParams& p, cudaStream_t st) {
-  return p.mask.kind >= kMaskWindow ? launch_fwd_tma_ws_t<D, BC, NST, true, MODE>(p, st)
-                                    : launch_fwd_tma_ws_t<D, BC, NST, false, MODE>(p, st);
+  return p.mask.kind >= kMaskWindow ? launch_fwd_tma_ws_t<D, BC, NST, true, MODE, MERGE>(p, st)
+                                    : launch_fwd_tma_ws_t<D, BC, NST, false, MODE, MERGE>(p, st);
 }
 
 }  // namespace dev

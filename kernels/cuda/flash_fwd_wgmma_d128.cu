@@ -17,6 +17,9 @@
 
 namespace burst { namespace fa { namespace dev {
 cudaError_t fwd_wgmma_d128(const FwdParams& p, int kind, cudaStream_t st) {
+  // The ring's merging forward: the TMA kernels' merge instantiations
+  // (flash_fwd_wgmma_merge_d128.cu); the ones here have no merge code.
+  if (p.merge && kind != kWgCpAsync) return fwd_wgmma_merge_d128(p, kind, st);
   if (kind == kWgTma12) return launch_fwd_tma_ws<128, 128, 3, 2 | kFwdDiet>(p, st);  // lab variant 12
   if (kind == kWgTma176) return launch_fwd_tma_ws<128, 176, 2, 2 | kFwdDiet>(p, st);  // lab variant 17
   return kind == kWgTma ? launch_fwd_tma_ws<128, 128, 3, 2>(p, st) : launch_fwd_wgmma<128, 128, false>(p, st);

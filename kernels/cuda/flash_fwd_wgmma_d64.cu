@@ -14,6 +14,9 @@
 
 namespace burst { namespace fa { namespace dev {
 cudaError_t fwd_wgmma_d64(const FwdParams& p, int kind, cudaStream_t st) {
+  // The ring's merging forward: the TMA kernels' merge instantiations
+  // (flash_fwd_wgmma_merge_d64.cu); the ones here have no merge code.
+  if (p.merge && kind != kWgCpAsync) return fwd_wgmma_merge_d64(p, kind, st);
   // kWgTma12: variant 9 (the default here, 2 stages) with variant 12's changes
   if (kind == kWgTma12) return launch_fwd_tma_ws<64, 128, 2, 2 | kFwdDiet>(p, st);
   return kind == kWgTma ? launch_fwd_tma_ws<64, 128, 2, 2>(p, st) : launch_fwd_wgmma<64, 128, false>(p, st);

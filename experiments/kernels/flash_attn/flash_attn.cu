@@ -21,7 +21,8 @@ const char* kFwdNames128[] = {"fwd BR128 BC64 8w (Q in regs)", "fwd BR128 BC32 4
                               "fwd wgmma_tma_ws 3 stages diet interleaved softmax quarter exp2 on FMA",
                               "fwd wgmma_tma_ws 3 stages descriptor diet no ping-pong",
                               "fwd wgmma_tma_ws BC176 2 stages descriptor diet",
-                              "fwd wgmma_tma_ws BC176 2 stages descriptor diet no ping-pong"};
+                              "fwd wgmma_tma_ws BC176 2 stages descriptor diet no ping-pong",
+                              "fwd wgmma_tma_ws BC176 2 stages descriptor diet, merge epilogue compiled in"};
 const char* kFwdNames64[] = {"fwd BR128 BC64 8w (Q in regs)", "fwd BR128 BC32 4w MT2 (Q in smem)",
                              "fwd BR64 BC64 4w x2/SM (Q in regs)", "fwd BR128 BC64 4w MT2 (Q in smem)",
                              "fwd wgmma BR128 BC128 2WG", "fwd wgmma BR128 BC128 2WG overlap",

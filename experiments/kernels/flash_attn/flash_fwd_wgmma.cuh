@@ -265,8 +265,11 @@ template <int D> __device__ __forceinline__ void rescale_o(float (&o)[D / 2], co
 // (m + log2 l) ln 2 for this thread's rows row0 and row0 + 8 of head h (l
 // summed over the quad first); rows past sq write nothing, an empty row O = 0
 // and lse = -inf. With p.merge, merged into the running (O, lse) instead
-// (an empty row leaves them as they are).
-template <int D>
+// (an empty row leaves them as they are). MERGE = false compiles the merge
+// out: the plain forward of the TMA kernels (flash_fwd_tma_ws.cuh) is then the
+// code it was before the merge existed (44 / 76 B of spill stores / loads in
+// variant 17 against 44 / 96 with the branch, ptxas 13.0), and p.merge must be 0.
+template <int D, bool MERGE = true>
 __device__ __forceinline__ void write_o_lse(const FwdParams& p, const float (&o)[D / 2], const float (&m)[2],
                                             const float (&l)[2], int row0, int h, int t) {
 #pragma unroll
@@ -275,12 +278,13 @@ __device__ __forceinline__ void write_o_lse(const FwdParams& p, const float (&o)
     lsum += __shfl_xor_sync(0xffffffffu, lsum, 1);
     lsum += __shfl_xor_sync(0xffffffffu, lsum, 2);
     const int i = row0 + hf * 8;
-    const float lold = p.merge ? fwd_merge_lse_old(p, i, h, t) : -INFINITY;
+    const bool merge = MERGE && p.merge;
+    const float lold = merge ? fwd_merge_lse_old(p, i, h, t) : -INFINITY;
     if (i >= p.sq) continue;
     const bool empty = !(lsum > 0.f);
-    if (p.merge && empty) continue;  // no key seen: the running (O, lse) stay
+    if (merge && empty) continue;  // no key seen: the running (O, lse) stay
     const size_t rowbase = ((size_t)i * p.n + h) * D + 2 * t;
-    if (p.merge) {
+    if (merge) {
       // Every load of the running O before any store: one memory round trip
       // per row, not one per vector (interleaved, a store could alias the
       // next load for all the compiler knows, and each load waited alone:
