@@ -1,22 +1,28 @@
 // The checkpoint path's pieces on their own: the verification of a written
 // checkpoint before it is renamed into place (io.verify_checkpoint), and the
-// fsync helpers every rename-into-place writer uses (core/durable.hpp).
+// fsync helpers and the TempPath guard every rename-into-place writer uses
+// (core/durable.hpp).
 #include "core/durable.hpp"
 #include "core/error.hpp"
 #include "io/h5.hpp"
 #include "tools/corrupt.hpp"
+#include "tools/unreadable_dir.hpp"
 #include "train/checkpoint_files.hpp"
 
 #include <gtest/gtest.h>
 #include <hdf5.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <numeric>
+#include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 using namespace burst;
@@ -172,5 +178,154 @@ TEST(Durable, SyncsFilesAndDirectoriesAndNamesWhatIsMissing) {
   err = error_of([&] { rename_durably(missing, target); });
   EXPECT_TRUE(has(err, "file '" + missing + "'") && has(err, enoent)) << err;
   EXPECT_TRUE(fs::exists(target));  // untouched
+  fs::remove_all(dir);
+}
+
+namespace {
+std::string contents(const std::string& file) {
+  std::ifstream in(file);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+// The names in `dir`, sorted.
+std::vector<std::string> listing(const std::string& dir) {
+  std::vector<std::string> out;
+  for (auto& e : fs::directory_iterator(dir)) out.push_back(e.path().filename().string());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+}  // namespace
+
+// TempPath: the temporary goes on an exception, the new file is in place
+// after publish, and nothing else is left; a leftover ".tmp" of a killed
+// write is replaced.
+TEST(Durable, TempPathRemovesTheTemporaryUnlessPublished) {
+  const std::string dir = tmp("temppath"), target = dir + "/out.bin";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  std::ofstream(target) << "old";
+  try {
+    TempPath t(target);
+    EXPECT_EQ(t.path(), target + ".tmp");
+    std::ofstream(t.path()) << "partial";
+    throw std::runtime_error("the write failed");
+  } catch (const std::runtime_error&) {
+  }
+  EXPECT_EQ(listing(dir), std::vector<std::string>{"out.bin"});
+  EXPECT_EQ(contents(target), "old");
+  {
+    TempPath t(target);  // unpublished, no exception: removed all the same
+    std::ofstream(t.path()) << "unused";
+  }
+  EXPECT_EQ(listing(dir), std::vector<std::string>{"out.bin"});
+  std::ofstream(target + ".tmp") << "leftover of a killed write";
+  {
+    TempPath t(target);
+    EXPECT_FALSE(fs::exists(t.path()));
+    std::ofstream(t.path()) << "new";
+    EXPECT_FALSE(t.in_place());
+    t.publish();
+    EXPECT_TRUE(t.in_place());
+  }
+  EXPECT_EQ(listing(dir), std::vector<std::string>{"out.bin"});
+  EXPECT_EQ(contents(target), "new");
+  // A rename that fails (the target is a non-empty directory): named, and the temporary still goes.
+  fs::create_directories(dir + "/blocked/inside");
+  try {
+    TempPath t(dir + "/blocked");
+    std::ofstream(t.path()) << "x";
+    t.publish();
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::IO);
+    EXPECT_TRUE(has(e.message(), "cannot move '" + dir + "/blocked.tmp' to '" + dir + "/blocked'")) << e.message();
+  }
+  EXPECT_EQ(listing(dir), (std::vector<std::string>{"blocked", "out.bin"}));
+  fs::remove_all(dir);
+}
+
+// A staging directory: removed with what it holds unless published; publish
+// moves its files into the directory by name, replacing files of the same
+// name, and leaves the other files there alone.
+TEST(Durable, StagingDirectoryIsRemovedOrMovedIntoPlace) {
+  const std::string dir = tmp("staging");
+  fs::remove_all(dir);
+  fs::create_directories(dir + "/.stage/leftover");  // of a killed run: replaced
+  std::ofstream(dir + "/a.bin") << "old a";
+  std::ofstream(dir + "/keep.txt") << "kept";
+  try {
+    TempPath s = TempPath::staging_dir(dir, ".stage");
+    EXPECT_EQ(s.path(), dir + "/.stage");
+    EXPECT_TRUE(listing(s.path()).empty());
+    std::ofstream(s.path() + "/a.bin") << "new a";
+    throw std::runtime_error("the export failed");
+  } catch (const std::runtime_error&) {
+  }
+  EXPECT_EQ(listing(dir), (std::vector<std::string>{"a.bin", "keep.txt"}));
+  EXPECT_EQ(contents(dir + "/a.bin"), "old a");
+  {
+    TempPath s = TempPath::staging_dir(dir, ".stage");
+    std::ofstream(s.path() + "/a.bin") << "new a";
+    std::ofstream(s.path() + "/b.bin") << "new b";
+    s.publish();
+    EXPECT_TRUE(s.in_place());
+  }
+  EXPECT_EQ(listing(dir), (std::vector<std::string>{"a.bin", "b.bin", "keep.txt"}));
+  EXPECT_EQ(contents(dir + "/a.bin"), "new a");
+  EXPECT_EQ(contents(dir + "/b.bin"), "new b");
+  EXPECT_EQ(contents(dir + "/keep.txt"), "kept");
+  fs::remove_all(dir);
+}
+
+// The rename done, the directory sync failing: the message says that the
+// new file is in place under its final name but may not survive a crash,
+// and in_place() tells that failure from a failed write (the trainer then
+// neither moves io.checkpoint nor prunes).
+TEST(Durable, AFailedDirectorySyncAfterTheRenameSaysTheFileIsInPlace) {
+  const std::string dir = tmp("unreadable"), target = dir + "/out.bin";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  auto fails = [&](auto&& f) -> std::string {
+    try {
+      f();
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), ErrorKind::IO);
+      return e.message();
+    }
+    ADD_FAILURE() << "no error";
+    return "";
+  };
+  auto said = [&](const std::string& err, const std::string& what) {
+    const std::string cause = "cannot open directory '" + dir + "' to sync it to disk: " + std::strerror(EACCES);
+    EXPECT_TRUE(has(err, what + ", but " + cause)) << err;
+    EXPECT_TRUE(has(err, "may not survive a crash or power loss")) << err;
+  };
+  {
+    test_tools::UnreadableDir unreadable(dir);
+    if (!unreadable.ok()) GTEST_SKIP() << "cannot make a directory that this process cannot read";
+    std::ofstream(target + ".tmp") << "one";
+    said(fails([&] { rename_durably(target + ".tmp", target); }), "'" + target + "' is in place under its final name");
+    EXPECT_EQ(contents(target), "one");
+    EXPECT_FALSE(fs::exists(target + ".tmp"));
+    {
+      TempPath t(target);
+      std::ofstream(t.path()) << "two";
+      said(fails([&] { t.publish(); }), "'" + target + "' is in place under its final name");
+      EXPECT_TRUE(t.in_place());
+    }
+    EXPECT_EQ(contents(target), "two");
+    EXPECT_FALSE(fs::exists(target + ".tmp"));
+    {
+      TempPath s = TempPath::staging_dir(dir, ".stage");
+      std::ofstream(s.path() + "/b.bin") << "b";
+      std::ofstream(s.path() + "/a.bin") << "a";
+      said(fails([&] { s.publish(); }),
+           "the files moved into '" + dir + "' (a.bin, b.bin) are in place under their final names");
+      EXPECT_TRUE(s.in_place());
+    }
+  }
+  EXPECT_EQ(listing(dir), (std::vector<std::string>{"a.bin", "b.bin", "out.bin"}));  // no temporary, no stage
+  EXPECT_EQ(contents(dir + "/a.bin"), "a");
+  EXPECT_EQ(contents(dir + "/b.bin"), "b");
   fs::remove_all(dir);
 }

@@ -10,6 +10,7 @@
 #include "model/config.hpp"
 #include "tools/corrupt.hpp"
 #include "tools/file_size_limit.hpp"
+#include "tools/unreadable_dir.hpp"
 #include "train/checkpoint_files.hpp"
 #include "train/trainer.hpp"
 
@@ -292,6 +293,65 @@ TEST(Train, ACheckpointThatCannotBeWrittenKeepsTheEarlierOnes) {
     remove_checkpoints(ck);
   }
   MPI_Barrier(rt.world());
+}
+
+// A checkpoint renamed into place whose directory cannot be synced after
+// the rename (here: rank 0 cannot read the directory, tools/unreadable_dir.hpp):
+// the run stops saying that the new step file is in place but may not
+// survive a crash; io.checkpoint is not moved to it and no older checkpoint
+// is pruned (io.keep_last = 1 would remove step 1's).
+TEST(Train, ACheckpointWhoseDirectoryCannotBeSyncedPrunesNothing) {
+  auto& rt = Runtime::current();
+  const std::string dir = tmp("unsynced"), ck = dir + "/ck.h5", step1 = checkpoint_step_path(ck, 1),
+                    step2 = checkpoint_step_path(ck, 2);
+  const std::vector<std::string> sets = {"io.checkpoint=" + ck, "train.steps=3", "io.checkpoint_every=1", "io.keep_last=1"};
+  if (rt.rank() == 0) {
+    std::filesystem::remove_all(dir);
+    std::filesystem::create_directories(dir);
+  }
+  MPI_Barrier(rt.world());
+  auto with = [&](std::vector<std::string> s, const std::string& extra) { s.push_back(extra); return s; };
+  train(rt, config(with(sets, "train.stop_after=1")), false);
+  MPI_Barrier(rt.world());
+  int ok = 1;
+  {
+    // --resume finds the checkpoint through ck.h5 itself: rank 0 cannot list the step files now.
+    std::unique_ptr<test_tools::UnreadableDir> unreadable;
+    if (rt.rank() == 0) {
+      unreadable = std::make_unique<test_tools::UnreadableDir>(dir);
+      ok = unreadable->ok();
+    }
+    MPI_Bcast(&ok, 1, MPI_INT, 0, rt.world());
+    if (ok) {
+      try {
+        train(rt, config(sets), true);
+        ADD_FAILURE() << "no error";
+      } catch (const Error& e) {
+        EXPECT_EQ(e.kind(), ErrorKind::IO);
+        EXPECT_TRUE(e.collective());
+        if (rt.rank() == 0) {
+          const std::string cause = "cannot open directory '" + dir + "' to sync it to disk: " + std::strerror(EACCES);
+          EXPECT_NE(e.message().find("the checkpoint of step 2: '" + step2 + "' is in place under its final name, but " +
+                                     cause + ": it may not survive a crash or power loss; '" + ck +
+                                     "' is not moved to it and the older checkpoints are kept (none removed)"),
+                    std::string::npos)
+              << e.message();
+        }
+      }
+    }
+  }
+  MPI_Barrier(rt.world());
+  if (rt.rank() == 0) {
+    if (ok) {
+      EXPECT_EQ(list_step_checkpoints(ck).size(), 2u);
+      EXPECT_TRUE(std::filesystem::exists(step1) && std::filesystem::exists(step2));
+      EXPECT_TRUE(std::filesystem::equivalent(ck, step1));
+      EXPECT_FALSE(std::filesystem::exists(step2 + ".tmp"));
+    }
+    std::filesystem::remove_all(dir);
+  }
+  MPI_Barrier(rt.world());
+  if (!ok) GTEST_SKIP() << "cannot make a directory that rank 0 cannot read";
 }
 
 // io.verify_checkpoint: every mode writes, checks and publishes the

@@ -3,6 +3,7 @@
 // from our HDF5 weights (train/weights.hpp). Tensor names and shapes are
 // the same on both sides, so the conversion is a copy with a dtype change.
 #include "cli/commands.hpp"
+#include "core/durable.hpp"
 #include "core/error.hpp"
 #include "io/h5.hpp"
 #include "io/safetensors.hpp"
@@ -105,52 +106,46 @@ int cmd_export_hf(Runtime& rt, const ExportHfOptions& opt) {
   }
   // Everything is written into a staging directory beside the outputs first;
   // only when every file is complete are an earlier export's model files
-  // (which would mix with this one) removed and the new ones moved in. A
-  // failure on the way (a damaged checkpoint, a full disk) leaves the
-  // directory as it was.
-  const fs::path out_dir(opt.output), stage = out_dir / ".burst-export.tmp";
-  fs::remove_all(stage, ec);
-  fs::create_directories(stage, ec);
-  BURST_CHECK_IO(fs::is_directory(stage), "cannot create the staging directory '", stage.string(), "'");
-  std::vector<std::string> written;
+  // (which would mix with this one) removed and the new ones moved in, each
+  // synced to the disk first and the directory after. A failure on the way
+  // (a damaged checkpoint, a full disk) leaves the directory as it was, and
+  // the staging directory goes on every way out.
+  const fs::path out_dir(opt.output);
+  TempPath stage = TempPath::staging_dir(opt.output, ".burst-export.tmp");
+  const fs::path staged(stage.path());
   const std::size_t ns = shards.size();
-  try {
-    nlohmann::json weight_map = nlohmann::json::object();
-    for (std::size_t s = 0; s < ns; ++s) {
-      char name[64];
-      if (ns == 1) std::snprintf(name, sizeof name, "model.safetensors");
-      else std::snprintf(name, sizeof name, "model-%05zu-of-%05zu.safetensors", s + 1, ns);
-      std::vector<io::StTensorSpec> specs;
-      for (std::size_t i : shards[s]) {
-        specs.push_back({table[i].name, dt, std::vector<std::uint64_t>(table[i].shape.begin(), table[i].shape.end())});
-        weight_map[table[i].name] = name;
-      }
-      io::write_safetensors((stage / name).string(), specs, {{"format", "pt"}}, [&](std::size_t k) {
-        const std::vector<double> x = w.read(table[shards[s][k]]);
-        return io::st_encode(dt, x.data(), x.size());
-      });
-      written.push_back(name);
+  nlohmann::json weight_map = nlohmann::json::object();
+  for (std::size_t s = 0; s < ns; ++s) {
+    char name[64];
+    if (ns == 1) std::snprintf(name, sizeof name, "model.safetensors");
+    else std::snprintf(name, sizeof name, "model-%05zu-of-%05zu.safetensors", s + 1, ns);
+    std::vector<io::StTensorSpec> specs;
+    for (std::size_t i : shards[s]) {
+      specs.push_back({table[i].name, dt, std::vector<std::uint64_t>(table[i].shape.begin(), table[i].shape.end())});
+      weight_map[table[i].name] = name;
     }
-    if (ns > 1) {
-      const nlohmann::json index = {{"metadata", {{"total_size", total}}}, {"weight_map", weight_map}};
-      std::ofstream out((stage / "model.safetensors.index.json").string());
-      out << index.dump(2) << "\n";
-      BURST_CHECK_IO(out.good(), "cannot write the index in '", stage.string(), "'");
-      written.push_back("model.safetensors.index.json");
-    }
-    nlohmann::json cfg = nlohmann::json::parse(model_to_hf_json(mc));
-    cfg["torch_dtype"] = dt == io::StDtype::BF16 ? "bfloat16" : dt == io::StDtype::F16 ? "float16" : dt == io::StDtype::F32 ? "float32" : "float64";
-    {
-      std::ofstream out((stage / "config.json").string());
-      out << cfg.dump(2) << "\n";
-      BURST_CHECK_IO(out.good(), "cannot write config.json in '", stage.string(), "'");
-    }
-    written.push_back("config.json");
-  } catch (...) {
-    fs::remove_all(stage, ec);
-    throw;
+    io::write_safetensors((staged / name).string(), specs, {{"format", "pt"}}, [&](std::size_t k) {
+      const std::vector<double> x = w.read(table[shards[s][k]]);
+      return io::st_encode(dt, x.data(), x.size());
+    });
+  }
+  if (ns > 1) {
+    const nlohmann::json index = {{"metadata", {{"total_size", total}}}, {"weight_map", weight_map}};
+    std::ofstream out((staged / "model.safetensors.index.json").string());
+    out << index.dump(2) << "\n";
+    out.close();  // the buffered text written now: a full disk shows here, not as an empty file
+    BURST_CHECK_IO(!out.fail(), "cannot write the index in '", stage.path(), "'");
+  }
+  nlohmann::json cfg = nlohmann::json::parse(model_to_hf_json(mc));
+  cfg["torch_dtype"] = dt == io::StDtype::BF16 ? "bfloat16" : dt == io::StDtype::F16 ? "float16" : dt == io::StDtype::F32 ? "float32" : "float64";
+  {
+    std::ofstream out((staged / "config.json").string());
+    out << cfg.dump(2) << "\n";
+    out.close();
+    BURST_CHECK_IO(!out.fail(), "cannot write config.json in '", stage.path(), "'");
   }
   long replaced = 0;
+  ec.clear();
   for (fs::directory_iterator it(out_dir, ec), end; !ec && it != end; it.increment(ec)) {
     const std::string n = it->path().filename().string();
     if (n == "model.safetensors" || n == "model.safetensors.index.json" ||
@@ -161,12 +156,7 @@ int cmd_export_hf(Runtime& rt, const ExportHfOptions& opt) {
       ++replaced;
     }
   }
-  for (const std::string& n : written) {
-    std::error_code mv;
-    fs::rename(stage / n, out_dir / n, mv);
-    BURST_CHECK_IO(!mv, "cannot move '", (stage / n).string(), "' to '", (out_dir / n).string(), "': ", mv.message());
-  }
-  fs::remove_all(stage, ec);
+  stage.publish();  // the staged files into out_dir by name, the directory synced (the removals with them)
   if (replaced > 0)
     std::printf("replaced %ld model file(s) of an earlier export in %s (config.json rewritten)\n", replaced, opt.output.c_str());
   std::printf("exported %zu tensors (%s) from %s%s to %s: %zu file(s), %s, %llu bytes\n", table.size(), mc.describe().c_str(),

@@ -5,10 +5,13 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <utility>
+#include <vector>
 
 namespace burst {
 
@@ -36,11 +39,88 @@ void fsync_dir(const std::string& dir) { fsync_path(dir.empty() ? "." : dir, O_R
 
 void fsync_parent_dir(const std::string& path) { fsync_dir(std::filesystem::path(path).parent_path().string()); }
 
-void rename_durably(const std::string& from, const std::string& to) {
-  fsync_file(from);
+namespace {
+void rename_file(const std::string& from, const std::string& to) {
   if (std::rename(from.c_str(), to.c_str()) != 0)
     BURST_FAIL(ErrorKind::IO, "cannot move '", from, "' to '", to, "': ", std::strerror(errno));
-  fsync_parent_dir(to);
+}
+
+// fsync_dir after a rename into `dir`: a failure must not read as a failed
+// write (the new file is there, and the old one gone), nor as durable.
+// `what`: "'<file>' is in place under its final name"; `it`: "it", "they".
+void sync_renamed(const std::string& dir, const std::string& what, const char* it = "it") {
+  try {
+    fsync_dir(dir);
+  } catch (const Error& e) {
+    BURST_FAIL(ErrorKind::IO, what, ", but ", e.message(), ": ", it, " may not survive a crash or power loss");
+  }
+}
+
+std::string parent_of(const std::string& path) { return std::filesystem::path(path).parent_path().string(); }
+}  // namespace
+
+void rename_durably(const std::string& from, const std::string& to) {
+  fsync_file(from);
+  rename_file(from, to);
+  sync_renamed(parent_of(to), "'" + to + "' is in place under its final name");
+}
+
+TempPath::TempPath(std::string final_path, std::string suffix) : TempPath(final_path, final_path + suffix, false) {}
+
+TempPath TempPath::staging_dir(const std::string& dir, const std::string& name) {
+  return TempPath(dir, (std::filesystem::path(dir) / name).string(), true);
+}
+
+TempPath::TempPath(std::string final_path, std::string path, bool directory)
+    : final_(std::move(final_path)), path_(std::move(path)), directory_(directory) {
+  std::error_code ec;
+  if (!directory_) {
+    std::filesystem::remove(path_, ec);
+    return;
+  }
+  std::filesystem::remove_all(path_, ec);
+  std::filesystem::create_directories(path_, ec);
+  BURST_CHECK_IO(std::filesystem::is_directory(path_), "cannot create the staging directory '", path_, "'",
+                 ec ? ": " + ec.message() : std::string());
+}
+
+TempPath::~TempPath() {
+  if (!armed_) return;
+  try {
+    std::error_code ec;
+    if (directory_) std::filesystem::remove_all(path_, ec);
+    else std::filesystem::remove(path_, ec);  // a temporary that cannot go is only wasted space
+  } catch (...) {  // bad_alloc in remove_all: nothing to do during unwinding
+  }
+}
+
+void TempPath::publish() {
+  BURST_ASSERT(armed_, "'", path_, "' is published once");
+  if (!directory_) {
+    fsync_file(path_);
+    rename_file(path_, final_);
+    armed_ = false, in_place_ = true;
+    sync_renamed(parent_of(final_), "'" + final_ + "' is in place under its final name");
+    return;
+  }
+  namespace fs = std::filesystem;
+  std::vector<std::string> names;
+  std::error_code ec;
+  for (fs::directory_iterator it(path_, ec), end; !ec && it != end; it.increment(ec))
+    names.push_back(it->path().filename().string());
+  BURST_CHECK_IO(!ec, "cannot list the staging directory '", path_, "': ", ec.message());
+  std::sort(names.begin(), names.end());  // a fixed order, whatever the directory's
+  for (const std::string& n : names) fsync_file((fs::path(path_) / n).string());  // every file's data before any name
+  std::string list;
+  for (const std::string& n : names) {
+    rename_file((fs::path(path_) / n).string(), (fs::path(final_) / n).string());
+    list += (list.empty() ? "" : ", ") + n;
+  }
+  in_place_ = true;
+  fs::remove(path_, ec);  // empty now: its removal goes to the disk with the renames
+  armed_ = bool(ec);      // a failed removal is tried again by the destructor
+  sync_renamed(final_, "the files moved into '" + final_ + "' (" + list + ") are in place under their final names",
+               "they");
 }
 
 }  // namespace burst

@@ -1,18 +1,25 @@
 // Files put in place by a rename (checkpoints, the published io.checkpoint,
-// weights files) survive a power loss or a kernel crash only when their data
-// reaches the disk before the rename does, and the rename before anything
-// that relies on it (pruning the older checkpoints). Without the fsyncs a
-// file system may commit the rename first: after a crash the new name holds
-// an empty or partial file while the old checkpoint was already removed.
+// weights files, forward's logits, safetensors files, an HF export) survive
+// a power loss or a kernel crash only when their data reaches the disk
+// before the rename does, and the rename before anything that relies on it
+// (pruning the older checkpoints). Without the fsyncs a file system may
+// commit the rename first: after a crash the new name holds an empty or
+// partial file while the old checkpoint was already removed.
 //
 //   write "<name>.tmp", close it    (HDF5: H5File::close, errors reported)
 //   rename_durably(tmp, name)       fsync tmp, rename, fsync the directory
 //   ... only then prune older files
 //
+// TempPath names the temporary, renames it (publish) and removes it on every
+// way out that did not rename it (an exception, an early return), so a
+// failed write leaves the earlier file, or none, and no "<name>.tmp" behind.
+//
 // Each failure is Error(IO) naming the file or directory and the system's
 // message. A directory on a file system that cannot sync directories
 // (EINVAL: some network and FUSE file systems) is taken as synced: there is
-// nothing more a process can do there.
+// nothing more a process can do there. A directory sync that fails after the
+// rename says that the new file is in place under its final name but may not
+// survive a crash: the caller must not act on it as durable (prune).
 #pragma once
 
 #include <string>
@@ -34,5 +41,45 @@ void fsync_parent_dir(const std::string& path);
 // new one, never neither), fsync_parent_dir(to). `from` and `to` are on the
 // same file system (a temporary next to its target).
 void rename_durably(const std::string& from, const std::string& to);
+
+// A temporary beside an output, removed (never throwing) when it goes out of
+// scope unpublished:
+//   TempPath tmp(file);                    // "<file>.tmp"
+//   write tmp.path(), close it (errors reported), check it
+//   tmp.publish();                         // rename_durably(tmp.path(), file)
+// Declare it before the object that writes the file, so that the file is
+// closed before it is removed.
+class TempPath {
+ public:
+  // The file "<final_path><suffix>"; a leftover of an earlier, killed write
+  // is removed (a hard link could not be made over it).
+  explicit TempPath(std::string final_path, std::string suffix = ".tmp");
+  // A staging directory "<dir>/<name>", created empty (a leftover removed):
+  // several files written there whole before any of them moves into `dir`.
+  // Removed with its contents unless published.
+  static TempPath staging_dir(const std::string& dir, const std::string& name);
+  TempPath(const TempPath&) = delete;
+  TempPath& operator=(const TempPath&) = delete;
+  ~TempPath();
+
+  const std::string& path() const { return path_; }
+  const std::string& final_path() const { return final_; }
+
+  // A file: rename_durably(path(), final_path()). A staging directory: every
+  // file in it synced, then each renamed into final_path() (by name), the
+  // staging directory removed and final_path() synced. Error(IO) as
+  // rename_durably; a failed rename leaves what was not moved to the
+  // destructor.
+  void publish();
+  // Whether publish() got the output under its final name: true also when
+  // the directory sync after the rename failed (the new file is there, maybe
+  // not on the disk), so a caller can tell that failure from a failed write.
+  bool in_place() const { return in_place_; }
+
+ private:
+  TempPath(std::string final_path, std::string path, bool directory);
+  std::string final_, path_;
+  bool directory_ = false, armed_ = true, in_place_ = false;
+};
 
 }  // namespace burst

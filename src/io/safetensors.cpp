@@ -1,5 +1,6 @@
 #include "io/safetensors.hpp"
 
+#include "core/durable.hpp"
 #include "core/error.hpp"
 
 #include <nlohmann/json.hpp>
@@ -377,10 +378,10 @@ void write_safetensors(const std::string& path, const std::vector<StTensorSpec>&
   }
   std::string hdr = j.dump();
   hdr.append((8 - hdr.size() % 8) % 8, ' ');  // the data starts 8-byte aligned
-  const std::string tmp = path + ".tmp";
+  TempPath tmp(path);  // a failure on the way (a full disk, a damaged source tensor) leaves no temporary
   {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    BURST_CHECK_IO(out.good(), "cannot create '", tmp, "': ", std::strerror(errno));
+    std::ofstream out(tmp.path(), std::ios::binary | std::ios::trunc);
+    BURST_CHECK_IO(out.good(), "cannot create '", tmp.path(), "': ", std::strerror(errno));
     std::uint8_t len[8];
     for (int k = 0; k < 8; ++k) len[k] = std::uint8_t(std::uint64_t(hdr.size()) >> (8 * k));
     out.write(reinterpret_cast<const char*>(len), 8);
@@ -390,12 +391,10 @@ void write_safetensors(const std::string& path, const std::vector<StTensorSpec>&
       BURST_ASSERT(b.size() == sizes[i], "tensor '", tensors[i].name, "' has ", b.size(), " bytes, its shape needs ", sizes[i]);
       out.write(reinterpret_cast<const char*>(b.data()), std::streamsize(b.size()));
     }
-    out.flush();
-    BURST_CHECK_IO(out.good(), "cannot write '", tmp, "' (disk full?)");
+    out.close();  // what the stream still buffers written now, its failure seen
+    BURST_CHECK_IO(!out.fail(), "cannot write '", tmp.path(), "' (disk full?)");
   }
-  std::error_code ec;
-  fs::rename(tmp, path, ec);
-  BURST_CHECK_IO(!ec, "cannot move '", tmp, "' to '", path, "': ", ec.message());
+  tmp.publish();  // synced before the rename: a crash leaves the earlier file or the new one, whole
 }
 
 // ---------------------------------------------------------------- sharded

@@ -71,26 +71,15 @@ std::vector<std::string> resume_candidates(const std::string& path) {
 }
 
 void publish_checkpoint(const std::string& step_file, const std::string& path) {
-  const std::string tmp = path + ".tmp";
+  TempPath tmp(path);  // until the rename `path` names the previous checkpoint; a partial copy (disk full) goes
   std::error_code ec;
-  fs::remove(tmp, ec);
-  fs::create_hard_link(step_file, tmp, ec);
+  fs::create_hard_link(step_file, tmp.path(), ec);
   if (ec) {  // another file system, or one without links: copy
     ec.clear();
-    fs::copy_file(step_file, tmp, fs::copy_options::overwrite_existing, ec);
-    if (ec) {
-      std::error_code ignored;
-      fs::remove(tmp, ignored);  // a partial copy (disk full) goes; `path` still names the previous checkpoint
-      BURST_FAIL(ErrorKind::IO, "cannot copy checkpoint '", step_file, "' to '", tmp, "': ", ec.message());
-    }
+    fs::copy_file(step_file, tmp.path(), fs::copy_options::overwrite_existing, ec);
+    BURST_CHECK_IO(!ec, "cannot copy checkpoint '", step_file, "' to '", tmp.path(), "': ", ec.message());
   }
-  try {
-    rename_durably(tmp, path);  // a copy's data on the disk before the name
-  } catch (const Error&) {
-    std::error_code ignored;
-    fs::remove(tmp, ignored);  // `path` still names the previous checkpoint
-    throw;
-  }
+  tmp.publish();  // a copy's data on the disk before the name
 }
 
 void prune_checkpoints(const std::string& path, long keep_last, long step) {

@@ -437,12 +437,14 @@ template <class T> struct TrainerImpl {
   // disk, renamed (the directory synced: a power loss leaves the new file
   // whole or the old ones), then published at `path` and the old ones
   // pruned. A write that fails removes the temporary and changes nothing
-  // else.
+  // else; a failure once the step file is in place (its directory not
+  // synced, `path` not moved to it) prunes nothing either.
   void write_checkpoint(const std::string& path, const std::vector<A>& params, const std::vector<A>& mom,
                         const std::vector<A>& var) {
-    const std::string file = checkpoint_step_path(path, step), tmp = file + ".tmp";
+    const std::string file = checkpoint_step_path(path, step);
+    TempPath tmp(file);
     try {
-      io::H5File f = io::H5File::create(tmp);
+      io::H5File f = io::H5File::create(tmp.path());
       auto write_all = [&](const std::string& group, const std::vector<A>& flat) {
         for (const ParamInfo& p : model->params().table()) {
           io::Dims dims(p.shape.begin(), p.shape.end());
@@ -462,22 +464,26 @@ template <class T> struct TrainerImpl {
       f.close();
       if (const double delay = cfg.get_real("debug.checkpoint_delay_s"); delay > 0)
         std::this_thread::sleep_for(std::chrono::duration<double>(delay));
-      verify_checkpoint(tmp);
-      fsync_file(tmp);
+      verify_checkpoint(tmp.path());
+      tmp.publish();  // the new name on the disk before ck.h5 moves to it and older files go
     } catch (const Error& e) {
-      std::error_code ec;
-      std::filesystem::remove(tmp, ec);
+      if (tmp.in_place())  // renamed, but its directory not synced
+        BURST_FAIL(ErrorKind::IO, "the checkpoint of step ", step, ": ", e.message(), "; '", path,
+                   "' is not moved to it and the older checkpoints are kept (none removed); fix the cause and continue "
+                   "with --resume");
       const auto kept = list_step_checkpoints(path);
       BURST_FAIL(ErrorKind::IO, "the checkpoint of step ", step, " could not be written: ", e.message(),
                  "; the temporary file is removed and the earlier checkpoints are kept (",
                  kept.empty() ? std::string("there are none") : "the newest: '" + kept.front().second + "'",
                  "); make room (or fix the cause) and continue with --resume");
     }
-    std::error_code ec;
-    std::filesystem::rename(tmp, file, ec);
-    BURST_CHECK_IO(!ec, "cannot move checkpoint '", tmp, "' to '", file, "': ", ec.message());
-    fsync_parent_dir(file);  // the new name on the disk before ck.h5 moves to it and older files go
-    publish_checkpoint(file, path);
+    try {
+      publish_checkpoint(file, path);
+    } catch (const Error& e) {
+      BURST_FAIL(ErrorKind::IO, "the checkpoint of step ", step, " is in place at '", file, "' (synced); pointing '",
+                 path, "' at it: ", e.message(),
+                 "; the older checkpoints are kept (none removed); fix the cause and continue with --resume");
+    }
     prune_checkpoints(path, cfg.get_int("io.keep_last"), step);
   }
 
