@@ -19,6 +19,8 @@
 #include <fstream>
 #include <functional>
 #include <string>
+#include <thread>
+#include <vector>
 #include <unistd.h>
 
 using namespace burst;
@@ -145,11 +147,29 @@ TEST(H5, AHugeDeclaredShapeIsAnInputErrorNamingIt) {
                            "8796093022208 bytes (1099511627776 x int64), more than the ";
   EXPECT_EQ(huge.rfind(head, 0), 0u) << huge;
   EXPECT_NE(huge.find(" bytes of memory this process may use (a damaged or wrong file?)"), std::string::npos) << huge;
+  EXPECT_NE(huge.find("more than the " + std::to_string(io::process_memory_limit()) + " bytes"), std::string::npos) << huge;
   EXPECT_EQ(input_error([&] { f.read<float>("square"); }),
             "dataset 'square' in '" + p + "' declares shape [1099511627776, 1099511627776]: more values than this process "
             "can address (a damaged or wrong file?)");
   EXPECT_EQ(f.dims("tokens"), (io::Dims{std::uint64_t(1) << 40}));  // the shape itself reads fine, for callers to check
   std::remove(p.c_str());
+}
+
+// The memory limit is measured once per process (a checkpoint's every
+// dataset read asked the cgroup files and rlimits again): concurrent first
+// calls agree, and the value is the machine's memory or less.
+TEST(H5, ProcessMemoryLimitIsMeasuredOnce) {
+  std::vector<std::uint64_t> seen(4);
+  std::vector<std::thread> ts;
+  for (std::size_t i = 0; i < seen.size(); ++i) ts.emplace_back([&seen, i] { seen[i] = io::process_memory_limit(); });
+  for (auto& t : ts) t.join();
+  for (std::uint64_t v : seen) EXPECT_EQ(v, seen[0]);
+  EXPECT_EQ(io::process_memory_limit(), seen[0]);
+  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
+  if (pages > 0 && page > 0) {
+    EXPECT_GT(seen[0], 0u);
+    EXPECT_LE(seen[0], std::uint64_t(pages) * std::uint64_t(page));
+  }
 }
 
 TEST(H5, RunLogAppendsFillsNewColumnsAndResumes) {

@@ -106,6 +106,19 @@ TEST(HfWeights, LoadWeightsChecksAndRefusesAnotherModel) {
   fs::remove_all(dir);
 }
 
+// A tensor of another shape than the model's: both shapes named, '[a, b]' (io::dims_string).
+TEST(HfWeights, ReadNamesBothShapesOfAMismatch) {
+  WeightsReader golden(kGolden);
+  ParamInfo p = llama_param_table(golden.config()).front();
+  const std::vector<long> stored = p.shape;
+  ASSERT_EQ(stored.size(), 2u);
+  p.shape = {stored[0] + 1, stored[1]};
+  EXPECT_EQ(error_of([&] { golden.read(p); }, ErrorKind::Input),
+            "weights file '" + kGolden + "': params/" + p.name + " has shape [" + std::to_string(stored[0]) + ", " +
+                std::to_string(stored[1]) + "], the model needs [" + std::to_string(stored[0] + 1) + ", " +
+                std::to_string(stored[1]) + "]");
+}
+
 TEST(HfWeights, ImportRefusesACheckpointThatDoesNotFitItsConfig) {
   const std::string dir = tmp("bad"), w = tmp("bad.h5");
   export_hf(kGolden, dir, "f32");

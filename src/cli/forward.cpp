@@ -6,6 +6,7 @@
 //   Hugging Face's order (embeddings, each layer's output, the last one
 //   after the final norm).
 #include "cli/commands.hpp"
+#include "core/durable.hpp"
 #include "core/error.hpp"
 #include "core/output_path.hpp"
 #include "io/h5.hpp"
@@ -64,6 +65,15 @@ template <class T> int run_forward(const ForwardOptions& opt) {
   BURST_CHECK_INPUT(out_bytes <= double(std::numeric_limits<std::int64_t>::max()), "tokens file '", opt.tokens,
                     "': dataset 'tokens' declares ", io::dims_string(td), ": its logits would need ", out_bytes,
                     " bytes, beyond what a process can address");
+  // And against the memory this process may have, before the allocation below: with overcommit a size the
+  // machine cannot hold does not throw bad_alloc there, the process is killed filling it.
+  const std::uint64_t mem_limit = io::process_memory_limit();
+  BURST_CHECK_INPUT(mem_limit == 0 || out_bytes <= double(mem_limit), "tokens file '", opt.tokens, "': dataset 'tokens' is ",
+                    io::dims_string(td), ": the logits of its ", std::int64_t(ntok), " tokens over the vocabulary of ", mc.vocab,
+                    opt.hidden_states ? " (and the hidden states)" : "", " need ", std::int64_t(out_bytes), " bytes as ",
+                    scalar_name<T>(), ", more than the ", mem_limit, " bytes of memory this process may use: give fewer tokens "
+                    "(fewer or shorter rows, over several files)", opt.hidden_states ? ", leave out --hidden-states" : "",
+                    sizeof(T) > 4 ? ", or use --dtype float" : "");
   const std::vector<std::int64_t> tok = tf.read<std::int64_t>("tokens");
   const long rows = td.size() == 2 ? long(td[0]) : 1, s = long(td.back());
   for (size_t i = 0; i < tok.size(); ++i)
@@ -96,7 +106,8 @@ template <class T> int run_forward(const ForwardOptions& opt) {
                opt.hidden_states ? " and hidden states" : "", " need ", std::int64_t(out_bytes),
                " bytes, more than this process can allocate");
   }
-  io::H5File out = io::H5File::create(opt.output + ".tmp");
+  TempPath tmp(opt.output);  // a failure on the way leaves no file at --output and no temporary
+  io::H5File out = io::H5File::create(tmp.path());
   Kokkos::View<std::int32_t*, Layout, Mem> t("act/tokens", s), lab("act/labels", s);
   Kokkos::View<long*, Layout, Mem> pos("act/positions", s);
   auto ht = Kokkos::create_mirror_view(t);
@@ -126,25 +137,17 @@ template <class T> int run_forward(const ForwardOptions& opt) {
     if (batched) x.insert(x.begin(), std::uint64_t(rows));
     return x;
   };
-  try {
-    out.write("logits", logits, dims({std::uint64_t(s), std::uint64_t(mc.vocab)}));
-    if (opt.hidden_states) {
-      out.write("hidden_states", hidden, dims({std::uint64_t(L1), std::uint64_t(s), std::uint64_t(H)}));
-      out.set_attr("hidden_states", "order", std::string("embeddings, then the output of each layer; the last after the final norm (Hugging Face output_hidden_states)"));
-    }
-    out.set_attr("/", "model_config", model_to_hf_json(mc));
-    out.set_attr("/", "weights", opt.weights);
-    out.set_attr("/", "tokens", opt.tokens);
-    out.set_attr("/", "dtype", std::string(scalar_name<T>()));
-    out.close();  // incomplete (disk full): an error, and no file at --output
-  } catch (const Error&) {
-    std::error_code ec;
-    std::filesystem::remove(opt.output + ".tmp", ec);
-    throw;
+  out.write("logits", logits, dims({std::uint64_t(s), std::uint64_t(mc.vocab)}));
+  if (opt.hidden_states) {
+    out.write("hidden_states", hidden, dims({std::uint64_t(L1), std::uint64_t(s), std::uint64_t(H)}));
+    out.set_attr("hidden_states", "order", std::string("embeddings, then the output of each layer; the last after the final norm (Hugging Face output_hidden_states)"));
   }
-  std::error_code ec;
-  std::filesystem::rename(opt.output + ".tmp", opt.output, ec);
-  BURST_CHECK_IO(!ec, "cannot move '", opt.output, ".tmp' to '", opt.output, "': ", ec.message());
+  out.set_attr("/", "model_config", model_to_hf_json(mc));
+  out.set_attr("/", "weights", opt.weights);
+  out.set_attr("/", "tokens", opt.tokens);
+  out.set_attr("/", "dtype", std::string(scalar_name<T>()));
+  out.close();    // incomplete (disk full): an error, and no file at --output
+  tmp.publish();  // synced before the rename: a crash leaves the earlier file at --output or the new one, whole
   std::printf("forward: %ld row(s) x %ld tokens through %s (%s) -> %s: logits%s\n", rows, s, mc.describe().c_str(),
               scalar_name<T>(), opt.output.c_str(), opt.hidden_states ? ", hidden_states" : "");
   return 0;

@@ -64,8 +64,9 @@ int main(int argc, char** argv) {
     if (argc > 1 && std::string(argv[1]) == "simulate") {
       // simulate never starts MPI: no handshake (ranks running it would never join one, and a failing rank
       // would wait in it for ever); each process speaks for itself, with its rank when it is not rank 0.
-      if (launcher_rank() == 0 || code == 0) report();
-      else std::fprintf(stderr, "burst: error (rank %d): %s\n", launcher_rank(), message.c_str());
+      // --help and --version: rank 0 alone, as after the handshake (one command line: the same text on each).
+      if (launcher_rank() == 0) report();
+      else if (code != 0) std::fprintf(stderr, "burst: error (rank %d): %s\n", launcher_rank(), message.c_str());
       return code;
     }
     return startup_error(&argc, &argv, digest, code, message, report);

@@ -87,10 +87,8 @@ std::string reserve_space(hid_t file) {
 #endif
 }
 
-// The memory this process may have, in bytes, 0 if unknown: the machine's
-// physical memory, or less where a container's memory limit (cgroup v2
-// memory.max, v1 memory.limit_in_bytes) or RLIMIT_AS says so.
-std::uint64_t physical_memory_bytes() {
+// process_memory_limit's measure, taken anew (files and system calls).
+std::uint64_t measure_memory_limit() {
   std::uint64_t m = 0;
   const auto at_most = [&](std::uint64_t v) {
     if (v > 0 && (m == 0 || v < m)) m = v;
@@ -110,6 +108,17 @@ std::uint64_t physical_memory_bytes() {
   if (getrlimit(RLIMIT_AS, &as) == 0 && as.rlim_cur != RLIM_INFINITY) at_most(std::uint64_t(as.rlim_cur));
   return m;
 }
+
+}  // namespace
+
+// Measured once: a checkpoint or weights file is read a dataset at a time,
+// and the limits do not change under a running process in practice.
+std::uint64_t process_memory_limit() {
+  static const std::uint64_t limit = measure_memory_limit();  // thread-safe initialisation (C++11)
+  return limit;
+}
+
+namespace {
 
 // After a failed write: what HDF5 still holds for the file goes to an
 // anonymous memory file instead, so that H5Fclose completes and frees the
@@ -381,7 +390,7 @@ template <class T> std::vector<T> H5File::read(const std::string& name, Dims* ou
   // More than the memory this process may have is refused before the allocation: with
   // overcommit (vm.overcommit_memory = 1) an impossible size does not throw
   // bad_alloc, zero-filling it gets the process killed instead.
-  const std::uint64_t phys = physical_memory_bytes();
+  const std::uint64_t phys = process_memory_limit();
   BURST_CHECK_INPUT(phys == 0 || bytes <= phys, "dataset '", name, "' in '", path_, "' declares shape ", dims_string(dm),
                     ": reading it needs ", bytes, " bytes (", n, " x ", type_label<T>(), "), more than the ", phys,
                     " bytes of memory this process may use (a damaged or wrong file?)");

@@ -104,6 +104,12 @@ class H5File {
 // HDF5 call clears the stack).
 std::string hdf5_error_cause();
 
+// The memory this process may have, in bytes, 0 if unknown: the machine's
+// physical memory, or less where a container's memory limit (cgroup v2
+// memory.max, v1 memory.limit_in_bytes) or RLIMIT_AS says so. Measured on
+// the first call; H5File::read refuses a declared dataset size above it.
+std::uint64_t process_memory_limit();
+
 // "[2, 3]".
 std::string dims_string(const Dims& d);
 

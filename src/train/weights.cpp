@@ -7,18 +7,8 @@
 #include "train/checkpoint_files.hpp"
 
 #include <filesystem>
-#include <sstream>
 
 namespace burst {
-
-namespace {
-std::string shape_str(const std::vector<long>& s) {
-  std::ostringstream os;
-  os << "[";
-  for (size_t i = 0; i < s.size(); ++i) os << (i ? ", " : "") << s[i];
-  return os.str() + "]";
-}
-}  // namespace
 
 struct WeightsReader::Impl {
   io::H5File f;
@@ -75,8 +65,8 @@ std::vector<double> WeightsReader::read(const ParamInfo& p) const {
   BURST_CHECK_IO(f.exists(name), "weights file '", path_, "' has no dataset '", name, "': the file is damaged");
   const io::Dims d = f.dims(name);
   const std::vector<long> shape(d.begin(), d.end());
-  BURST_CHECK_INPUT(shape == p.shape, "weights file '", path_, "': ", name, " has shape ", shape_str(shape),
-                    ", the model needs ", shape_str(p.shape));
+  BURST_CHECK_INPUT(shape == p.shape, "weights file '", path_, "': ", name, " has shape ", io::dims_string(d),
+                    ", the model needs ", io::dims_string(io::Dims(p.shape.begin(), p.shape.end())));
   if (checksummed_) return read_checked<double>(f, name);
   const std::string dt = f.dtype(name);
   BURST_CHECK_INPUT(dt == "float32" || dt == "float64", "weights file '", path_, "': ", name, " holds ", dt,
@@ -116,38 +106,26 @@ template <class T, class Mem> void load_weights(const std::string& path, const M
 void save_weights(const std::string& path, const ModelConfig& mc, const std::string& dtype,
                   const std::function<std::vector<double>(const ParamInfo&)>& values, const std::string& source) {
   BURST_ASSERT(dtype == "float32" || dtype == "float64", "weights are stored as float32 or float64, not ", dtype);
-  const std::string tmp = path + ".tmp";
-  try {
-    io::H5File f = io::H5File::create(tmp);
-    for (const ParamInfo& p : llama_param_table(mc)) {
-      const std::vector<double> x = values(p);
-      BURST_ASSERT(long(x.size()) == p.size, p.name, " has ", x.size(), " values, its shape needs ", p.size);
-      const io::Dims dims(p.shape.begin(), p.shape.end());
-      if (dtype == "float64") {
-        write_checked(f, "params/" + p.name, x.data(), dims);
-      } else {
-        const std::vector<float> xf(x.begin(), x.end());
-        write_checked(f, "params/" + p.name, xf.data(), dims);
-      }
+  TempPath tmp(path);  // a failed write leaves the earlier file at `path` and no temporary
+  io::H5File f = io::H5File::create(tmp.path());
+  for (const ParamInfo& p : llama_param_table(mc)) {
+    const std::vector<double> x = values(p);
+    BURST_ASSERT(long(x.size()) == p.size, p.name, " has ", x.size(), " values, its shape needs ", p.size);
+    const io::Dims dims(p.shape.begin(), p.shape.end());
+    if (dtype == "float64") {
+      write_checked(f, "params/" + p.name, x.data(), dims);
+    } else {
+      const std::vector<float> xf(x.begin(), x.end());
+      write_checked(f, "params/" + p.name, xf.data(), dims);
     }
-    f.set_attr("/", "format_version", kCheckpointFormatVersion);
-    f.set_attr("/", "content", std::string("weights"));  // params only: no optimizer state, no step
-    f.set_attr("/", "dtype", dtype);
-    f.set_attr("/", "model_config", model_to_hf_json(mc));
-    f.set_attr("/", "source", source);
-    f.close();  // incomplete (disk full): an error, and the earlier file at `path` stays
-  } catch (const Error&) {
-    std::error_code ec;
-    std::filesystem::remove(tmp, ec);
-    throw;
   }
-  try {
-    rename_durably(tmp, path);  // the data on the disk before the name: a crash leaves the old file or the new one
-  } catch (const Error&) {
-    std::error_code ec;
-    std::filesystem::remove(tmp, ec);
-    throw;
-  }
+  f.set_attr("/", "format_version", kCheckpointFormatVersion);
+  f.set_attr("/", "content", std::string("weights"));  // params only: no optimizer state, no step
+  f.set_attr("/", "dtype", dtype);
+  f.set_attr("/", "model_config", model_to_hf_json(mc));
+  f.set_attr("/", "source", source);
+  f.close();      // incomplete (disk full): an error, and the earlier file at `path` stays
+  tmp.publish();  // the data on the disk before the name: a crash leaves the old file or the new one
 }
 
 template void load_weights<float, DeviceMem>(const std::string&, const ModelConfig&, FlatTensors<float, DeviceMem>&);

@@ -23,3 +23,5 @@ sed -i 's/"model.norm.weight": "model-[0-9]*-of-/"model.norm.weight": "model-000
 printf 'not hdf5' >not_hdf5.h5
 # A tokens dataset of a few bytes declaring 2^40 tokens (chunked, nothing written).
 "$tool" declare huge_tokens.h5 tokens int32 1099511627776
+# [1024, 1048576] tokens: a file a 7B model's logits for them would not fit in any machine's memory.
+"$tool" declare many_tokens.h5 tokens int32 1024 1048576
