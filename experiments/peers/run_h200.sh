@@ -41,12 +41,11 @@
 #   PART=18 OUT=$OUT BUDGET=590                      build, bench kernels (the LSE merges, the ring forward's step merged in
 #                                                    the epilogue / as a partial), the tests of the merges, the uncounted
 #                                                    attention calls and the ring packets, the 1B step at 32K
-#   PART=21 OUT=$OUT BUDGET=560                      the merge compiled out of the plain forward (2026-12-07): the lab's A/B of
-#                                                    forward 17 (no merge code) against 19 (17 with the merge epilogue compiled
-#                                                    in, the engine's forward before) beside cuDNN, while the engine builds
-#   PART=22 OUT=$OUT BUDGET=560 (after 21, warm)     the tests of that code (every attention ctest, the ring's merge over MPI
-#                                                    staging, bench kernels' ring step), then the figures of record: the 1B
-#                                                    step, the torch block, the engine's blocks, compare.py
+#   PART=21 OUT=$OUT BUDGET=560                      the launch in sections of heads (2026-12-07): the lab's A/B of the TMA
+#                                                    kernels against the same launched head by head, cuDNN in the same rounds
+#   PART=22 OUT=$OUT BUDGET=560                      build, the kernels' tests (attention ctests, the ring over MPI staging),
+#                                                    bench kernels' ring step
+#   PART=23 OUT=$OUT BUDGET=400 (after 22, warm)     the figures of record: the 1B step, the torch block, the blocks, compare.py
 #   PART=12 then PART=13 (same warm machine)         the timed call (whole build, bench kernels, the block with
 #                                                   the CUDA / portable RoPE, the 1B step, gemm beta 1), then every gpu test
 #                                                   (after the torch block when the card is not an H200)
@@ -135,41 +134,41 @@ ncu_block() {
   gzip -f "$csv"
 }
 if [ "$PART" = 21 ]; then
-  # The plain forward without the merge code (flash_fwd_tma_ws.cuh's MERGE
-  # template flag; the merging instantiations in flash_fwd_wgmma_merge_d*.cu):
-  # ptxas gives variant 17 44 / 76 B of spill stores / loads without it, 44 /
-  # 96 with it. The lab times 17 against 19 (17 with the merge epilogue
-  # compiled in, p.merge 0: the engine's plain forward of 2026-12-06 / 07) in
-  # the same rounds as cuDNN, while the engine builds on the CPU beside it
-  # (both variants see the same host load; PART 22 uses the build).
-  ( build_everything > "$OUT/build_bg.log" 2>&1 ) &
-  bpid=$!
-  step "lab A/B: forward 17 (no merge code) vs 19 (merge compiled in), cuDNN in the same rounds" 300 \
-    env PACK=1 OUT="$OUT/ab6" FWD=17,19 BWD= PEERS=1 ROUNDS=3 SIZES=4096,8192,16384,32768 S=32768 NCU=1 \
-    experiments/kernels/flash_attn/ab_h200.sh
-  wait $bpid
-  tail -n 8 "$OUT/build_bg.log"
-  [ -x build-cuda/burst ] && echo "engine built: build-cuda/burst"
+  # The TMA flash kernels launched in sections of heads, tile-major inside
+  # (flash_common.cuh's launch_tile_head; 2026-12-07): the lab's A/B against
+  # the same kernels launched head by head, forward 17 / 20 and 10 / 21,
+  # backward 14 / 16, with cuDNN in the same rounds, 2K-32K (full and
+  # causal; the order matters under a causal mask), then ncu's cycles at
+  # S (4K). No engine build beside it (a loaded host delays the launches of
+  # the 2K-4K kernels); PART 22 builds.
+  step "lab A/B: sections of heads (17, 10; backward 14) vs head by head (20, 21; 16), cuDNN in the same rounds" 420 \
+    env PACK=1 OUT="$OUT/ab6" FWD="${FWD:-17,20,10,21}" BWD="${BWD:-14,16}" PEERS=1 ROUNDS="${ROUNDS:-3}" \
+    SIZES="${SIZES:-2048,4096,8192,16384,32768}" S="${S:-4096}" NCU=1 experiments/kernels/flash_attn/ab_h200.sh
   part_done
 fi
 if [ "$PART" = 22 ]; then
-  # Right after PART 21 on the same warm machine (its build-cuda kept; built
-  # again if not): the tests of the merge now compiled separately (every
-  # attention kernel ctest incl. the merging epilogue on each kernel variant,
-  # the ring family over MPI staging at 2 and 4 ranks, test_kernels_cuda's
-  # merges), bench kernels' ring step (merged / partial at 2K and 8K), then
-  # the figures of record: the 1B step, the torch block, the engine's blocks,
-  # compare.py.
+  # The engine on the 2026-12-07 kernels (the merge compiled out of the plain
+  # forward, the launch in sections of heads): the whole build, then the
+  # tests of that code (every attention kernel ctest: each variant, every
+  # mask kind, GQA, the merging epilogue; the ring family over MPI staging
+  # at 2 and 4 ranks; test_kernels_cuda), bench kernels' ring step.
+  build_everything
+  if [ -x "$build/burst" ]; then
+    step "tests of the kernels (attention ctests, the ring over MPI staging, kernels_cuda)" 220 bash -c "cd '$build' && ctest -j 6 \
+      --output-on-failure -R 'test_kernels_cuda_np1|test_kernels_attention_cuda|test_dist_attention_np[24]' \
+      > '$OUT/tests_kernels.log' 2>&1; rc=\$?; tail -n 20 '$OUT/tests_kernels.log'; exit \$rc"
+    step "bench kernels (ring_fwd_step merged / partial, attn_fwd_plain; 2K block)" 40 "$build/burst" bench kernels \
+      --set bench.adam_params=1024 --output "$OUT/kernels_bf16.h5"
+  fi
+  part_done h5
+fi
+if [ "$PART" = 23 ]; then
+  # Right after PART 22 on the same warm machine (build-cuda kept; built again
+  # if not): the figures of record on the current kernels: the 1B step, the
+  # torch block, the engine's blocks, compare.py.
   build=$(pwd)/build-cuda
   [ -x "$build/burst" ] || build_everything
   if [ -x "$build/burst" ]; then
-    step "tests of the merge split (attention kernels, the ring's merge over MPI staging)" 200 bash -c "cd '$build' && ctest -j 6 \
-      --output-on-failure -R 'test_kernels_cuda_np1|test_kernels_attention_cuda|test_dist_attention_np[24]' \
-      > '$OUT/tests_merge.log' 2>&1; rc=\$?; tail -n 20 '$OUT/tests_merge.log'; exit \$rc"
-    step "bench kernels (ring_fwd_step merged / partial, attn_fwd_plain; 2K block)" 40 "$build/burst" bench kernels \
-      --set bench.adam_params=1024 --output "$OUT/kernels_bf16.h5"
-    step "bench kernels (8K block)" 40 "$build/burst" bench kernels --set bench.attn_block=8192 \
-      --set bench.adam_params=1024 --output "$OUT/kernels_bf16_block8k.h5"
     step_1b "${STEP_TOKENS:-[32768,131072]}" 60 " (default kernels)"
     torch_block 90
     for m in 1B 7B; do layer32k " (default kernels)" 30 "layer_${m}_bf16.h5"; done

@@ -194,7 +194,8 @@ __global__ void __launch_bounds__(384, 1)
   auto bar_dq_full = [&](int b) { return bar0 + 8u * (2 * NST + 1 + b); };
   auto bar_dq_empty = [&](int b) { return bar0 + 8u * (2 * NST + 3 + b); };
 
-  const int kt = blockIdx.x, hk = blockIdx.y;
+  int kt, hk;  // rank 0 = key tile 0, the most query tiles under a causal mask
+  launch_tile_head(gridDim.x, p.nkv, p.head_sect, kt, hk);
   const int tid = threadIdx.x, wg = tid / 128;
   const int j0 = kt * BC, j1 = min(j0 + BC, p.sk);
   const bool col_edge = j0 + BC > p.sk;
@@ -590,7 +591,9 @@ cudaError_t launch_bwd_tma_ws_t(const BwdParams& p, const CUtensorMap& dq_map, c
   static cudaError_t attr = cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)Tr::smem_bytes);
   if (attr != cudaSuccess) return attr;
   const dim3 grid((p.sk + Tr::BC - 1) / Tr::BC, p.nkv);
-  kern<<<grid, Tr::NT, Tr::smem_bytes, st>>>(p, dq_map, tq, tdo, tk, tv);
+  BwdParams pk = p;  // per kv head: Q and dO of its group's query heads
+  if (pk.head_sect <= 0) pk.head_sect = causal_head_section(p.mask, (int)grid.x, p.nkv, (long long)p.sq * D * 4 * p.group);
+  kern<<<grid, Tr::NT, Tr::smem_bytes, st>>>(pk, dq_map, tq, tdo, tk, tv);
   return cudaGetLastError();
 }
 

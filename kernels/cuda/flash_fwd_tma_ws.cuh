@@ -254,8 +254,9 @@ __global__ void __launch_bounds__(384, 1)
   auto bar_empty_k = [&](int s) { return bar0 + 8u * (1 + 2 * NST + s); };
   auto bar_empty_v = [&](int s) { return bar0 + 8u * (1 + 3 * NST + s); };
 
-  const int h = blockIdx.y;
-  const int qt = gridDim.x - 1 - blockIdx.x;  // the longest (causal) tiles first
+  int qrank, h;
+  launch_tile_head(gridDim.x, p.n, p.head_sect, qrank, h);
+  const int qt = gridDim.x - 1 - qrank;  // the longest (causal) tiles first
   const int hk = h / p.group;
   const int tid = threadIdx.x, wg = tid / 128;
   const int i0 = qt * BR, i1 = min(i0 + BR, p.sq);
@@ -492,7 +493,10 @@ cudaError_t launch_fwd_tma_ws_t(const FwdParams& p, cudaStream_t st) {
   // sk == 0: no key tile, so the kernel loads nothing (K/V maps unused).
   if (e != cudaSuccess) return e;
   const dim3 grid((p.sq + Tr::BR - 1) / Tr::BR, p.n);
-  kern<<<grid, Tr::NT, Tr::smem_bytes, st>>>(p, tq, tk, tv);
+  FwdParams pk = p;  // K and V of one query head's kv head, shared by the group's heads
+  if (pk.head_sect <= 0)
+    pk.head_sect = causal_head_section(p.mask, (int)grid.x, p.n, (long long)p.sk * D * 4 / (p.group > 0 ? p.group : 1));
+  kern<<<grid, Tr::NT, Tr::smem_bytes, st>>>(pk, tq, tk, tv);
   return cudaGetLastError();
 }
 

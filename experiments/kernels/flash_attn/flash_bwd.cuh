@@ -25,6 +25,9 @@ struct BwdParams {
   int acc_dkdv;
   int diag_no_dq;  // diagnostic timing only: skip the dQ product and its atomics (dQ stays wrong)
   MaskDev mask;
+  // The TMA kernels' launch order over (key tile, kv head) (launch_tile_head):
+  // kv heads per section; 0 = chosen by the launch, 1 = head by head.
+  int head_sect = 0;
 };
 
 template <int D, int BR, int BC, int NWARPS> struct BwdTraits {

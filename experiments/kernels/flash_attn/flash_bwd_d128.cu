@@ -19,7 +19,8 @@ cudaError_t bwd_d128(const BwdParams& p, int variant, cudaStream_t st) {
     case 12:
     case 13:
     case 14:
-    case 15: return bwd_wgmma_d128(p, variant - 4, st);  // sm_90a (flash_bwd_wgmma_d128.cu)
+    case 15:
+    case 16: return bwd_wgmma_d128(p, variant - 4, st);  // sm_90a (flash_bwd_wgmma_d128.cu)
   }
   return cudaErrorInvalidValue;
 }

@@ -1,6 +1,6 @@
 // wgmma backward instantiations, head dim 128 (sm_90a only: build this file
-// with -gencode=arch=compute_90a,code=sm_90a). Backward variants 4-15 of
-// flash_attn.cu's d128 table land here as 0-11.
+// with -gencode=arch=compute_90a,code=sm_90a). Backward variants 4-16 of
+// flash_attn.cu's d128 table land here as 0-12.
 #include "flash_api.cuh"
 #include "flash_bwd_wgmma.cuh"
 #include "flash_bwd_tma_ws.cuh"
@@ -24,6 +24,11 @@ cudaError_t bwd_wgmma_d128(const BwdParams& p, int variant, cudaStream_t st) {
     case 9: return launch_bwd_tma_ws<128, 15 | kBwdQ80>(p, st);  // 12 on 80-query tiles, dQ transposed (FA3's full-mask tile)
     case 10: return launch_bwd_tma_ws<128, 15 | kBwdQ80 | kBwdLseEarly>(p, st);  // 13 + lse / D loaded before the stage wait
     case 11: return launch_bwd_tma_ws<128, 15 | kBwdLseEarly>(p, st);            // 12 + lse / D loaded before the stage wait
+    case 12: {  // variant 16: 14 launched head by head (the order before 2026-12-07), for the A/B
+      BwdParams q = p;
+      q.head_sect = 1;
+      return launch_bwd_tma_ws<128, 15 | kBwdQ80 | kBwdLseEarly>(q, st);
+    }
   }
   return cudaErrorInvalidValue;
 }

@@ -24,6 +24,9 @@ struct FwdParams {
   // over other keys, and the epilogue merges this call's into it in place
   // (fwd_merge_weights) instead of overwriting; o_bf16 must be null.
   int merge = 0;
+  // The TMA kernels' launch order (launch_tile_head): heads per section; 0 =
+  // chosen by the launch (causal_head_section), 1 = head by head.
+  int head_sect = 0;
 };
 
 // The merge's lse of the running result at (row i, head h), read by the

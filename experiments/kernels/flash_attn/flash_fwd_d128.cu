@@ -22,7 +22,9 @@ cudaError_t fwd_d128(const FwdParams& p, int variant, cudaStream_t st) {
     case 16:
     case 17:
     case 18:
-    case 19: return fwd_wgmma_d128(p, variant - 4, st);  // sm_90a (flash_fwd_wgmma_d128.cu)
+    case 19:
+    case 20:
+    case 21: return fwd_wgmma_d128(p, variant - 4, st);  // sm_90a (flash_fwd_wgmma_d128.cu)
   }
   return cudaErrorInvalidValue;
 }

@@ -1,6 +1,6 @@
 // wgmma forward instantiations, head dim 128 (sm_90a only: build this file
-// with -gencode=arch=compute_90a,code=sm_90a). Forward variants 4-19 of
-// flash_attn.cu's d128 table land here as 0-15.
+// with -gencode=arch=compute_90a,code=sm_90a). Forward variants 4-21 of
+// flash_attn.cu's d128 table land here as 0-17.
 #include "flash_api.cuh"
 #include "flash_fwd_wgmma.cuh"
 #include "flash_fwd_tma_ws.cuh"
@@ -29,6 +29,12 @@ cudaError_t fwd_wgmma_d128(const FwdParams& p, int variant, cudaStream_t st) {
     case 13: return launch_fwd_tma_ws<128, 176, 2, 2 | kFwdDiet>(p, st);  // variant 17: 12 with 176-key tiles, 2 stages
     case 14: return launch_fwd_tma_ws<128, 176, 2, 2 | kFwdDiet | kFwdNoPingPong>(p, st);  // variant 18: 17 without the ping-pong
     case 15: return launch_fwd_tma_ws<128, 176, 2, 2 | kFwdDiet, true>(p, st);  // variant 19: 17 with the merging epilogue compiled in (p.merge 0: the engine's plain forward of 2026-12-06 / 07)
+    case 16:    // variant 20: 17 launched head by head (the order before 2026-12-07), for the A/B
+    case 17: {  // variant 21: 10 launched head by head
+      FwdParams q = p;
+      q.head_sect = 1;
+      return variant == 16 ? launch_fwd_tma_ws<128, 176, 2, 2 | kFwdDiet>(q, st) : launch_fwd_tma_ws<128, 128, 3, 2>(q, st);
+    }
   }
   return cudaErrorInvalidValue;
 }
