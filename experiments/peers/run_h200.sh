@@ -45,7 +45,8 @@
 #                                                    kernels against the same launched head by head, cuDNN in the same rounds
 #   PART=22 OUT=$OUT BUDGET=560                      build, the kernels' tests (attention ctests, the ring over MPI staging),
 #                                                    bench kernels' ring step
-#   PART=23 OUT=$OUT BUDGET=400 (after 22, warm)     the figures of record: the 1B step, the torch block, the blocks, compare.py
+#   PART=23 OUT=$OUT BUDGET=560 (after 22, warm)     the figures of record: the 1B step, the torch block, the blocks, compare.py,
+#                                                    the lab's rates of the defaults at 4K and 32K beside cuDNN
 #   PART=12 then PART=13 (same warm machine)         the timed call (whole build, bench kernels, the block with
 #                                                   the CUDA / portable RoPE, the 1B step, gemm beta 1), then every gpu test
 #                                                   (after the torch block when the card is not an H200)
@@ -174,6 +175,11 @@ if [ "$PART" = 23 ]; then
     for m in 1B 7B; do layer32k " (default kernels)" 30 "layer_${m}_bf16.h5"; done
     step "compare.py (ours against the peers on this card)" 30 python3 experiments/peers/compare.py "$OUT"
   fi
+  # The lab's rates of the defaults on this card beside cuDNN (the model's
+  # attention curve: calibrate_h200_engine.py --attention 4096:...,32768:...).
+  step "lab: forward 10 / 17, backward 14 at 4K and 32K, cuDNN in the same rounds" 170 \
+    env PACK=1 OUT="$OUT/ab7" FWD=10,17 BWD=14 PEERS=1 ROUNDS=3 SIZES=4096,32768 NCU=0 \
+    experiments/kernels/flash_attn/ab_h200.sh
   part_done h5
 fi
 if [ "$PART" = 20 ]; then
