@@ -184,22 +184,26 @@ if [ "$PART" = 23 ]; then
   part_done h5
 fi
 if [ "$PART" = 24 ]; then
-  # PART 22 and 23 in one call (~520 s; for a budget that holds one): the
-  # build, the kernels' tests, the figures of record, then the lab's rates
-  # of the defaults beside cuDNN in what is left.
+  # PART 22 and 23 in one call (~520 s; for a budget that holds one), by
+  # priority: the build and the kernels' tests (correctness of the engine on
+  # the new launch order), the lab's rates of the defaults beside cuDNN at 4K
+  # and 32K (the model's attention curve), then the figures of record in
+  # what is left (the 32K-128K step and blocks launch as before).
   build_everything
   if [ -x "$build/burst" ]; then
     step "tests of the kernels (attention ctests, the ring over MPI staging, kernels_cuda)" 200 bash -c "cd '$build' && ctest -j 6 \
       --output-on-failure -R 'test_kernels_cuda_np1|test_kernels_attention_cuda|test_dist_attention_np[24]' \
       > '$OUT/tests_kernels.log' 2>&1; rc=\$?; tail -n 20 '$OUT/tests_kernels.log'; exit \$rc"
+  fi
+  step "lab: forward 10 / 17, backward 14 at 4K and 32K, cuDNN in the same rounds" 170 \
+    env PACK=1 OUT="$OUT/ab7" FWD=10,17 BWD=14 PEERS=1 ROUNDS=3 SIZES=4096,32768 NCU=0 \
+    experiments/kernels/flash_attn/ab_h200.sh
+  if [ -x "$build/burst" ]; then
     step_1b "${STEP_TOKENS:-[32768,131072]}" 60 " (default kernels)"
     torch_block 60
     for m in 1B 7B; do layer32k " (default kernels)" 30 "layer_${m}_bf16.h5"; done
     step "compare.py (ours against the peers on this card)" 20 python3 experiments/peers/compare.py "$OUT"
   fi
-  step "lab: forward 10 / 17, backward 14 at 4K and 32K, cuDNN in the same rounds" 170 \
-    env PACK=1 OUT="$OUT/ab7" FWD=10,17 BWD=14 PEERS=1 ROUNDS=3 SIZES=4096,32768 NCU=0 \
-    experiments/kernels/flash_attn/ab_h200.sh
   part_done h5
 fi
 if [ "$PART" = 20 ]; then
