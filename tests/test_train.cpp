@@ -2,7 +2,10 @@
 // (ranks are data-parallel replicas): the loss trace is the same whatever
 // the rank count in double (the global batch is the same sequences), and a
 // run stopped at a checkpoint and resumed reproduces the uninterrupted one
-// bit for bit.
+// bit for bit. Rank 0's checks run in `if (rt.rank() == 0) [&] { ... }();`:
+// a failed ASSERT returns from the lambda, not from the test, so rank 0 still
+// reaches the collectives after it (a return there would leave the other
+// ranks waiting in them until comm.timeout_s).
 #include "comm/runtime.hpp"
 #include "core/error.hpp"
 #include "data/source.hpp"
@@ -68,7 +71,7 @@ TEST(Train, ResumeContinuesBitForBit) {
   train(rt, config({"io.run_log=" + part, "io.checkpoint=" + ck, "train.stop_after=5"}), false);
   TrainResult r = train(rt, config({"io.run_log=" + part, "io.checkpoint=" + ck}), true);
   EXPECT_EQ(r.steps_done, 12);
-  if (rt.rank() == 0) {
+  if (rt.rank() == 0) [&] {
     std::vector<double> a = losses(full), b = losses(part);
     ASSERT_EQ(a.size(), 12u);
     ASSERT_EQ(b.size(), 12u);
@@ -80,7 +83,7 @@ TEST(Train, ResumeContinuesBitForBit) {
     std::remove(full.c_str());
     std::remove(part.c_str());
     remove_checkpoints(ck);
-  }
+  }();
   MPI_Barrier(rt.world());
 }
 
@@ -93,13 +96,13 @@ TEST(Train, LossTraceIsTheSameAtEveryRankCount) {
   const std::string one = tmp("one.h5"), many = tmp("many.h5");
   if (rt.rank() == 0) train(rt, config({"io.run_log=" + one}), false, MPI_COMM_SELF);
   train(rt, config({"io.run_log=" + many}), false);
-  if (rt.rank() == 0) {
+  if (rt.rank() == 0) [&] {
     std::vector<double> a = losses(one), b = losses(many);
     ASSERT_EQ(a.size(), b.size());
     for (size_t i = 0; i < a.size(); ++i) EXPECT_NEAR(a[i], b[i], 1e-9 * std::fabs(a[i])) << "step " << i;
     std::remove(one.c_str());
     std::remove(many.c_str());
-  }
+  }();
   MPI_Barrier(rt.world());
 }
 
@@ -152,11 +155,11 @@ TEST(Train, NewRunKeepsAnEarlierRunsFiles) {
   refused({"io.checkpoint=" + ck, "io.run_log=" + log, "train.steps=2", "io.overwrite=false"}, "--resume");
   refused({"io.checkpoint=" + ck, "train.steps=2", "io.overwrite=false"}, "the checkpoint '" + ck + "'");
   refused({"io.run_log=" + log, "train.steps=2", "io.overwrite=false"}, "the run log '" + log + "'");
-  if (rt.rank() == 0) {
+  if (rt.rank() == 0) [&] {
     ASSERT_EQ(list_step_checkpoints(ck).size(), 2u);  // steps 6 and 4 (keep_last 2)
     EXPECT_EQ(list_step_checkpoints(ck)[0].first, 6);
     EXPECT_EQ(losses(log).size(), 6u);
-  }
+  }();
   // the run log as one of the checkpoint's files: refused even with io.overwrite
   refused({"io.checkpoint=" + ck, "io.run_log=" + ck, "io.overwrite=true"}, "one of the checkpoint's files");
   refused({"io.checkpoint=" + ck, "io.run_log=" + checkpoint_step_path(ck, 2), "io.overwrite=true"},
@@ -167,20 +170,20 @@ TEST(Train, NewRunKeepsAnEarlierRunsFiles) {
   if (rt.rank() == 0) EXPECT_EQ(losses(log).size(), 8u);
   train(rt, config({"io.checkpoint=" + ck, "io.run_log=" + log, "train.steps=2", "io.overwrite=true"}), false);
   MPI_Barrier(rt.world());
-  if (rt.rank() == 0) {
+  if (rt.rank() == 0) [&] {
     auto files = list_step_checkpoints(ck);
     ASSERT_EQ(files.size(), 1u);
     EXPECT_EQ(files[0].first, 2);
     EXPECT_EQ(losses(log).size(), 2u);
     remove_checkpoints(ck), std::remove(log.c_str());
-  }
+  }();
 }
 
 TEST(Train, KeepsTheLastKCheckpointsAndPublishesTheNewest) {
   auto& rt = Runtime::current();
   const std::string ck = tmp("keep.h5");
   train(rt, config({"io.checkpoint=" + ck, "train.steps=6", "io.checkpoint_every=1", "io.keep_last=3"}), false);
-  if (rt.rank() == 0) {
+  if (rt.rank() == 0) [&] {
     auto files = list_step_checkpoints(ck);
     ASSERT_EQ(files.size(), 3u);
     EXPECT_EQ(files[0].first, 6);
@@ -191,7 +194,7 @@ TEST(Train, KeepsTheLastKCheckpointsAndPublishesTheNewest) {
     EXPECT_EQ(f.attr_int("/", "format_version"), 2);
     EXPECT_EQ(f.attr_string("params/model.norm.weight", "fnv1a64").size(), 16u);
     remove_checkpoints(ck);
-  }
+  }();
   MPI_Barrier(rt.world());
 }
 
@@ -201,20 +204,20 @@ TEST(Train, ResumeFallsBackToThePreviousCheckpointWhenTheNewestIsDamaged) {
   train(rt, config({"io.run_log=" + full, "train.steps=8"}), false);
   train(rt, config({"io.run_log=" + part, "io.checkpoint=" + ck, "train.steps=8", "train.stop_after=6",
                     "io.checkpoint_every=1"}), false);
-  if (rt.rank() == 0) {
+  if (rt.rank() == 0) [&] {
     const std::string err = test_tools::flip_dataset_byte(checkpoint_step_path(ck, 6), "optim/v/model.layers.1.mlp.up_proj.weight");
     ASSERT_EQ(err, "");
-  }
+  }();
   MPI_Barrier(rt.world());
   // Steps 5 and 6 run again (from the step-5 checkpoint) and their old log
   // rows are replaced: the trace is that of the uninterrupted run.
   TrainResult r = train(rt, config({"io.run_log=" + part, "io.checkpoint=" + ck, "train.steps=8"}), true);
   EXPECT_EQ(r.steps_done, 8);
-  if (rt.rank() == 0) {
+  if (rt.rank() == 0) [&] {
     std::vector<double> a = losses(full), b = losses(part);
     ASSERT_EQ(b.size(), 8u);
     for (size_t i = 0; i < a.size(); ++i) EXPECT_EQ(a[i], b[i]) << "step " << i;
-  }
+  }();
   MPI_Barrier(rt.world());
   // With every checkpoint damaged the run stops, naming the dataset.
   if (rt.rank() == 0) {
@@ -277,14 +280,14 @@ TEST(Train, ACheckpointThatCannotBeWrittenKeepsTheEarlierOnes) {
     }
   }
   MPI_Barrier(rt.world());
-  if (rt.rank() == 0) {
+  if (rt.rank() == 0) [&] {
     auto files = list_step_checkpoints(ck);
     ASSERT_EQ(files.size(), 1u);
     EXPECT_EQ(files[0].second, step1);
     EXPECT_EQ(bytes(step1), good);
     EXPECT_TRUE(std::filesystem::equivalent(ck, step1));
     EXPECT_FALSE(std::filesystem::exists(step2 + ".tmp"));
-  }
+  }();
   TrainResult r = train(rt, config(sets), true);
   EXPECT_EQ(r.steps_done, 3);
   MPI_Barrier(rt.world());
@@ -365,13 +368,13 @@ TEST(Train, EveryCheckpointVerificationPublishesTheCheckpoints) {
                                       std::string("io.verify_checkpoint=") + how}), false);
     EXPECT_EQ(r.steps_done, 2);
     MPI_Barrier(rt.world());
-    if (rt.rank() == 0) {
+    if (rt.rank() == 0) [&] {
       const auto files = list_step_checkpoints(ck);
       ASSERT_EQ(files.size(), 2u) << how;
       EXPECT_TRUE(std::filesystem::equivalent(ck, files[0].second)) << how;
       EXPECT_FALSE(std::filesystem::exists(files[0].second + ".tmp")) << how;
       remove_checkpoints(ck);
-    }
+    }();
     MPI_Barrier(rt.world());
   }
   try {
@@ -515,13 +518,13 @@ TEST(Train, SequenceParallelPoliciesAndFusedLossKeepTheLossTrace) {
     for (auto& s : sets) what += s + " ";
     sets.push_back("io.run_log=" + many);
     train(rt, config(sets), false);
-    if (rt.rank() == 0) {
+    if (rt.rank() == 0) [&] {
       std::vector<double> a = losses(one), b = losses(many);
       ASSERT_EQ(a.size(), b.size()) << what;
       for (size_t i = 0; i < a.size(); ++i) EXPECT_NEAR(a[i], b[i], 1e-9 * std::fabs(a[i])) << what << "step " << i;
       io::H5File f = io::H5File::open(many);
       EXPECT_EQ(f.attr_string("/", "activation"), config(sets).get_string("train.activation"));
-    }
+    }();
     MPI_Barrier(rt.world());
   }
   if (rt.rank() == 0) std::remove(one.c_str()), std::remove(many.c_str());
@@ -552,7 +555,7 @@ TEST(Train, ResumesAtAnotherRankCountAndZeroStage) {
   if (rt.rank() == 0) train(rt, config({"io.run_log=" + part, "io.checkpoint=" + ck, "train.stop_after=4"}), true, MPI_COMM_SELF);
   MPI_Barrier(rt.world());
   train(rt, config({"io.run_log=" + part, "io.checkpoint=" + ck, "train.zero=2", cp, "train.activation=whole"}), true);
-  if (rt.rank() == 0) {
+  if (rt.rank() == 0) [&] {
     std::vector<double> a = losses(full), b = losses(part);
     ASSERT_EQ(a.size(), 12u);
     ASSERT_EQ(b.size(), 12u);
@@ -560,7 +563,7 @@ TEST(Train, ResumesAtAnotherRankCountAndZeroStage) {
     std::remove(full.c_str());
     std::remove(part.c_str());
     remove_checkpoints(ck);
-  }
+  }();
   MPI_Barrier(rt.world());
 }
 
@@ -575,7 +578,7 @@ TEST(Train, CurriculumTrainsShortFirstAndEvaluatesAtEveryLength) {
   train(rt, config({"io.run_log=" + shortrun, "train.seq_len=32", "train.steps=4", cp}), false);
   const TrainResult r = train(rt, config({"io.run_log=" + cur, "train.seq_len=64", "train.short_steps=4", "train.short_seq_len=32",
                                           "train.steps=6", "train.eval_seq_lens=[32,64]", cp}), false);
-  if (rt.rank() == 0) {
+  if (rt.rank() == 0) [&] {
     const std::vector<double> a = losses(shortrun), b = losses(cur);
     ASSERT_EQ(b.size(), 6u);
     for (size_t i = 0; i < 3; ++i) EXPECT_NEAR(a[i], b[i], 1e-12 * std::fabs(a[i])) << "step " << i;  // the schedule differs at step 3+
@@ -586,7 +589,7 @@ TEST(Train, CurriculumTrainsShortFirstAndEvaluatesAtEveryLength) {
     EXPECT_EQ(r.eval_accuracy, std::min(acc32.back(), acc64.back()));
     std::remove(shortrun.c_str());
     std::remove(cur.c_str());
-  }
+  }();
   MPI_Barrier(rt.world());
 }
 
@@ -618,13 +621,13 @@ TEST(Train, PackedDocumentsUnderSequenceParallelismKeepTheLossTrace) {
   if (rt.rank() == 0) train(rt, with({"io.run_log=" + one}), false, MPI_COMM_SELF);
   train(rt, with({"io.run_log=" + many, "parallel.cp=" + std::to_string(P), "parallel.method=burst", "train.activation=whole"}),
         false);
-  if (rt.rank() == 0) {
+  if (rt.rank() == 0) [&] {
     std::vector<double> a = losses(one), b = losses(many);
     ASSERT_EQ(a.size(), 6u);
     ASSERT_EQ(b.size(), 6u);
     for (size_t i = 0; i < a.size(); ++i) EXPECT_NEAR(a[i], b[i], 1e-9 * std::fabs(a[i])) << "step " << i;
     std::remove(one.c_str()), std::remove(many.c_str()), std::remove(bin.c_str());
-  }
+  }();
   MPI_Barrier(rt.world());
 }
 
@@ -761,12 +764,12 @@ TEST(Train, NoPEAndSlidingWindowLayersKeepTheLossTraceUnderSequenceParallelism) 
                                                         {cp, "parallel.method=ring", "parallel.layout=striped"}}) {
     sets = with(with(sets, arch), {"model.attn_log_scale=4", "io.run_log=" + many});
     train(rt, config(sets), false);
-    if (rt.rank() == 0) {
+    if (rt.rank() == 0) [&] {
       std::vector<double> a = losses(one_log), b = losses(many), c = losses(one);
       ASSERT_EQ(a.size(), b.size());
       for (size_t i = 0; i < a.size(); ++i) EXPECT_NEAR(a[i], b[i], 1e-9 * std::fabs(a[i])) << "log scale, step " << i;
       EXPECT_GT(std::fabs(a.back() - c.back()), 1e-6) << "the log-length scale changes nothing";
-    }
+    }();
     MPI_Barrier(rt.world());
   }
   if (rt.rank() == 0) std::remove(one_log.c_str());
@@ -775,11 +778,11 @@ TEST(Train, NoPEAndSlidingWindowLayersKeepTheLossTraceUnderSequenceParallelism) 
     for (auto& s : sets) what += s + " ";
     sets = with(with(sets, arch), {"io.run_log=" + many});
     train(rt, config(sets), false);
-    if (rt.rank() == 0) {
+    if (rt.rank() == 0) [&] {
       std::vector<double> a = losses(one), b = losses(many);
       ASSERT_EQ(a.size(), b.size()) << what;
       for (size_t i = 0; i < a.size(); ++i) EXPECT_NEAR(a[i], b[i], 1e-9 * std::fabs(a[i])) << what << "step " << i;
-    }
+    }();
     MPI_Barrier(rt.world());
   }
   if (rt.rank() == 0) std::remove(one.c_str()), std::remove(many.c_str()), std::remove(plain.c_str());
@@ -855,7 +858,7 @@ TEST(Train, Bf16TrainsOnFp32MastersAndResumesBitForBit) {
   const TrainResult r = train(rt, config(with(bf, {"io.run_log=" + part, "io.checkpoint=" + ck})), true);
   EXPECT_EQ(r.steps_done, 12);
   train(rt, config({"train.dtype=float", "train.zero=2", "io.run_log=" + fl}), false);
-  if (rt.rank() == 0) {
+  if (rt.rank() == 0) [&] {
     const std::vector<double> a = losses(full), b = losses(part);
     ASSERT_EQ(a.size(), 12u);
     ASSERT_EQ(b.size(), 12u);
@@ -872,7 +875,7 @@ TEST(Train, Bf16TrainsOnFp32MastersAndResumesBitForBit) {
     EXPECT_GT(off_grid, long(w.size()) / 2) << "the checkpoint holds bf16-rounded weights, not the masters";
     for (auto* p : {&full, &part, &fl}) std::remove(p->c_str());
     remove_checkpoints(ck);
-  }
+  }();
   MPI_Barrier(rt.world());
 }
 
