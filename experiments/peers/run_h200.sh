@@ -48,6 +48,7 @@
 #   PART=23 OUT=$OUT BUDGET=560 (after 22, warm)     the figures of record: the 1B step, the torch block, the blocks, compare.py,
 #                                                    the lab's rates of the defaults at 4K and 32K beside cuDNN
 #   PART=24 OUT=$OUT BUDGET=585                      PART 22 and 23 in one call (~520 s)
+#   PART=25 OUT=$OUT BUDGET=300                      the lab alone: the defaults and the sections' A/B beside cuDNN, 2K-32K
 #   PART=12 then PART=13 (same warm machine)         the timed call (whole build, bench kernels, the block with
 #                                                   the CUDA / portable RoPE, the 1B step, gemm beta 1), then every gpu test
 #                                                   (after the torch block when the card is not an H200)
@@ -182,6 +183,16 @@ if [ "$PART" = 23 ]; then
     env PACK=1 OUT="$OUT/ab7" FWD=10,17 BWD=14 PEERS=1 ROUNDS=3 SIZES=4096,32768 NCU=0 \
     experiments/kernels/flash_attn/ab_h200.sh
   part_done h5
+fi
+if [ "$PART" = 25 ]; then
+  # The lab alone (~200 s; no engine build): the defaults' rates beside cuDNN
+  # on this card at 2K-32K (the model's attention curve: 4K and 32K) and the
+  # sections against head by head at the ring's block sizes (forward 10 / 21,
+  # backward 14 / 16), with the lab's check of every listed variant.
+  step "lab: forward 10 / 17 / 21, backward 14 / 16 at 2K-32K, cuDNN in the same rounds" 300 \
+    env PACK=1 OUT="$OUT/ab7" FWD="${FWD:-10,17,21}" BWD="${BWD:-14,16}" PEERS=1 ROUNDS="${ROUNDS:-3}" \
+    SIZES="${SIZES:-2048,4096,8192,32768}" NCU=0 experiments/kernels/flash_attn/ab_h200.sh
+  part_done
 fi
 if [ "$PART" = 24 ]; then
   # PART 22 and 23 in one call (~520 s; for a budget that holds one), by
