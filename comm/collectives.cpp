@@ -72,6 +72,15 @@ int configure_wait_mode(MPI_Comm world) {
 
 void set_comm_timeout(double seconds) { g_timeout_s = seconds; }
 double comm_timeout() { return g_timeout_s; }
+namespace {
+const char* g_timeout_name = "comm.timeout_s";
+}
+const char* comm_timeout_name() { return g_timeout_name; }
+
+CommTimeoutScope::CommTimeoutScope(double seconds, const char* name) : seconds_(g_timeout_s), name_(g_timeout_name) {
+  g_timeout_s = seconds, g_timeout_name = name;
+}
+CommTimeoutScope::~CommTimeoutScope() { g_timeout_s = seconds_, g_timeout_name = name_; }
 
 void wait_bounded(MPI_Request& req, const char* what, std::int64_t bytes, const char* why) {
   wait_all_bounded(&req, 1, what, bytes, why);
@@ -102,7 +111,7 @@ void wait_all_bounded(MPI_Request* reqs, int n, const char* what, std::int64_t b
       // message for this rank and calls MPI_Abort; the run log is flushed
       // row by row and checkpoints are whole files, so nothing written is lost).
       exit_on_error(Error(ErrorKind::Comm,
-                          str_cat(what, " (", bytes, " bytes) on rank ", rank, " waited ", limit, " s (comm.timeout_s) ",
+                          str_cat(what, " (", bytes, " bytes) on rank ", rank, " waited ", limit, " s (", g_timeout_name, ") ",
                                   why ? why : "for the other ranks: one of them died, stalls or took another path"),
                           __FILE__, __LINE__));
     }

@@ -45,6 +45,24 @@ std::int64_t& mpi_bytes_sent();
 // bound). The trainer sets it from comm.timeout_s; one value per process.
 void set_comm_timeout(double seconds);
 double comm_timeout();
+// The name a timed-out collective gives its bound ("comm.timeout_s").
+const char* comm_timeout_name();
+
+// Within its scope the collectives of this process wait at most `seconds`
+// (0 = no bound), and a timeout names `name` as the bound: the checkpoint
+// barrier, where the other ranks wait for rank 0's write
+// (io.checkpoint_timeout_s), not for a step.
+class CommTimeoutScope {
+ public:
+  CommTimeoutScope(double seconds, const char* name);
+  ~CommTimeoutScope();
+  CommTimeoutScope(const CommTimeoutScope&) = delete;
+  CommTimeoutScope& operator=(const CommTimeoutScope&) = delete;
+
+ private:
+  double seconds_;
+  const char* name_;
+};
 
 // How a rank waits for a transfer or collective to complete (MPI_Testall
 // drives MPI's progress in every mode):

@@ -86,7 +86,7 @@ void poll_bounded(Done done, Abort on_timeout, const std::string& what, double l
     if (limit > 0 && waited > limit) {
       on_timeout();
       BURST_FAIL(ErrorKind::Comm, what, " on rank ", world_rank(), " waited ", limit,
-                 " s (comm.timeout_s) for the other ranks: one of them died, stalls or took another path; "
+                 " s (", comm_timeout_name(), ") for the other ranks: one of them died, stalls or took another path; "
                  "the NCCL communicators were aborted");
     }
     // As wait_bounded: spin first, then nap up to 1 ms (ranks may share cores).

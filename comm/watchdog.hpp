@@ -20,22 +20,25 @@ namespace burst {
 
 class Watchdog {
  public:
-  // timeout_s <= 0: no thread, arm/disarm do nothing.
-  Watchdog(double timeout_s, int rank);
+  // timeout_s <= 0: steps unbounded (arm does nothing); the thread runs
+  // anyway when a checkpoint bound may come (checkpoint_timeout_s > 0).
+  Watchdog(double timeout_s, int rank, double checkpoint_timeout_s = 0);
   ~Watchdog();
   Watchdog(const Watchdog&) = delete;
   Watchdog& operator=(const Watchdog&) = delete;
 
   void arm(long step);  // a step begins: the deadline is now + timeout
-  // Rank 0 writes the checkpoint of step `step` (the steps done): the
-  // deadline is now + timeout, and the message names the checkpoint.
-  void arm_checkpoint(long step);
+  // The checkpoint of step `step` (the steps done) is written (rank 0) or
+  // waited for (the others): the deadline is now + 2 x checkpoint_timeout_s
+  // (io.checkpoint_timeout_s; 0: none until the next arm), and the message
+  // names the checkpoint. Works whether or not the step bound is on.
+  void arm_checkpoint(long step, double checkpoint_timeout_s);
   void disarm();
 
  private:
   void loop();
-  void arm_for(long step, bool checkpoint);
-  double timeout_s_;
+  void arm_for(long step, bool checkpoint, double timeout_s);
+  double timeout_s_, armed_timeout_s_ = 0;
   int rank_;
   std::mutex mu_;
   std::condition_variable cv_;

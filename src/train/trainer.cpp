@@ -120,9 +120,13 @@ ConfigSchema train_schema() {
               "how a written checkpoint is checked before it is renamed into place: structure (reopened; every "
               "dataset's shape, type, stored bytes and checksum attribute: metadata only, the same cost at any model "
               "size), checksum (also every dataset read back against its checksum: minutes for a large model, while "
-              "the other ranks wait within comm.timeout_s) or off (HDF5's close alone)")
+              "the other ranks wait within io.checkpoint_timeout_s) or off (HDF5's close alone)")
       .integer("io.keep_last", 2, 1, 1000,
                "checkpoints kept as <checkpoint stem>.stepNNNNNNNN.h5; --resume falls back to an older one when the newest is damaged")
+      .real("io.checkpoint_timeout_s", 3600, 0, 1e7,
+            "longest wait for a checkpoint: rank 0 writing, checking and syncing it, the other ranks waiting for it "
+            "(their collective's bound there, instead of comm.timeout_s); twice this is the watchdog's bound of the "
+            "write (0 = wait forever, else at least 1)")
       .real("comm.timeout_s", 300, 0, 1e7,
             "longest wait of a collective for the other ranks before the run stops naming it; a step with no progress for "
             "twice this is aborted by the watchdog (0 = wait forever, else at least 1)")
@@ -153,11 +157,13 @@ ConfigSchema train_schema() {
   });
   s.rule([](const Config& c) -> std::string {
     // Below a second every collective times out (1e-6 aborted every run).
-    const double t = c.get_real("comm.timeout_s");
-    if (t != 0 && t < 1) {
-      std::ostringstream os;
-      os << "comm.timeout_s = " << t << " is too short: 0 (wait forever) or at least 1 second";
-      return os.str();
+    for (const char* key : {"comm.timeout_s", "io.checkpoint_timeout_s"}) {
+      const double t = c.get_real(key);
+      if (t != 0 && t < 1) {
+        std::ostringstream os;
+        os << key << " = " << t << " is too short: 0 (wait forever) or at least 1 second";
+        return os.str();
+      }
     }
     return "";
   });
@@ -414,8 +420,10 @@ template <class T> struct TrainerImpl {
     const std::vector<A> params = zero->gather_full("params"), mom = zero->gather_full("optim/m"),
                          var = zero->gather_full("optim/v");
     std::string failed;
+    const double bound = cfg.get_real("io.checkpoint_timeout_s");
+    // The write and the wait for it get their own bound, and messages that name it.
+    if (step_watchdog) step_watchdog->arm_checkpoint(step, bound);
     if (rank == 0) {
-      if (step_watchdog) step_watchdog->arm_checkpoint(step);  // the write gets its own bound, and a message that names it
       try {
         write_checkpoint(path, params, mom, var);
       } catch (const Error& e) {
@@ -424,12 +432,17 @@ template <class T> struct TrainerImpl {
       }
     }
     // The other ranks wait here while rank 0 writes, bounded by
-    // comm.timeout_s: a timeout most likely means a write longer than that.
+    // io.checkpoint_timeout_s: a timeout most likely means a write longer
+    // than that.
     const std::string why = "for rank 0 to write the checkpoint of step " + std::to_string(step) +
-                            ": rank 0 may still be writing it (comm.timeout_s must exceed a checkpoint's write time: "
-                            "raise it for a large model or a slow file system), or it died or stalls";
-    if (allreduce_op(int(!failed.empty()), MPI_MAX, comm, "checkpoint barrier", rank == 0 ? nullptr : why.c_str()))
-      throw Error(ErrorKind::IO, rank == 0 ? failed : "rank 0 could not write the checkpoint").set_collective();
+                            ": rank 0 may still be writing it (io.checkpoint_timeout_s must exceed a checkpoint's write "
+                            "time: raise it for a large model or a slow file system), or it died or stalls";
+    int any_failed = 0;
+    {
+      CommTimeoutScope scope(bound, "io.checkpoint_timeout_s");
+      any_failed = allreduce_op(int(!failed.empty()), MPI_MAX, comm, "checkpoint barrier", rank == 0 ? nullptr : why.c_str());
+    }
+    if (any_failed) throw Error(ErrorKind::IO, rank == 0 ? failed : "rank 0 could not write the checkpoint").set_collective();
   }
 
   // Into its step file through a temporary (a kill mid-write keeps every
@@ -888,7 +901,7 @@ template <class T> struct TrainerImpl {
     const long stop_after = cfg.get_int("train.stop_after");
     const long stop_at = stop_after > 0 ? std::min(steps, start + stop_after) : steps;
     StopSignals signals;
-    Watchdog watchdog(2 * cfg.get_real("comm.timeout_s"), rank);
+    Watchdog watchdog(2 * cfg.get_real("comm.timeout_s"), rank, cfg.get_real("io.checkpoint_timeout_s"));
     step_watchdog = &watchdog;
     struct Forget {  // the watchdog goes with this scope
       Watchdog*& w;
