@@ -122,6 +122,14 @@ gpu_tests() {
   step "every gpu test" $(( $(left) - 10 )) bash -c "cd '$build' && ctest -j $1 --output-on-failure -L gpu -LE long \
     > '$OUT/gpu_tests.log' 2>&1; rc=\$?; tail -n 30 '$OUT/gpu_tests.log'; exit \$rc"
 }
+# kernel_tests CAP: the flash kernels' tests (every attention kernel ctest:
+# each variant, every mask kind, GQA, the merging epilogue; the ring family
+# over MPI staging at 2 and 4 ranks; test_kernels_cuda), log in $OUT.
+kernel_tests() {
+  step "tests of the kernels (attention ctests, the ring over MPI staging, kernels_cuda)" "$1" bash -c "cd '$build' && ctest -j 6 \
+    --output-on-failure -R 'test_kernels_cuda_np1|test_kernels_attention_cuda|test_dist_attention_np[24]' \
+    > '$OUT/tests_kernels.log' 2>&1; rc=\$?; tail -n 20 '$OUT/tests_kernels.log'; exit \$rc"
+}
 # ncu_block M: Nsight Compute's duration and DRAM bytes of every kernel of one
 # block of preset M, forward + backward at 32K (the NVTX range block_fwd_bwd of
 # bench layer's first timed round), summarised by ncu_kernels_summary.py.
@@ -157,9 +165,7 @@ if [ "$PART" = 22 ]; then
   # at 2 and 4 ranks; test_kernels_cuda), bench kernels' ring step.
   build_everything
   if [ -x "$build/burst" ]; then
-    step "tests of the kernels (attention ctests, the ring over MPI staging, kernels_cuda)" 220 bash -c "cd '$build' && ctest -j 6 \
-      --output-on-failure -R 'test_kernels_cuda_np1|test_kernels_attention_cuda|test_dist_attention_np[24]' \
-      > '$OUT/tests_kernels.log' 2>&1; rc=\$?; tail -n 20 '$OUT/tests_kernels.log'; exit \$rc"
+    kernel_tests 220
     step "bench kernels (ring_fwd_step merged / partial, attn_fwd_plain; 2K block)" 40 "$build/burst" bench kernels \
       --set bench.adam_params=1024 --output "$OUT/kernels_bf16.h5"
   fi
@@ -202,9 +208,7 @@ if [ "$PART" = 24 ]; then
   # what is left (the 32K-128K step and blocks launch as before).
   build_everything
   if [ -x "$build/burst" ]; then
-    step "tests of the kernels (attention ctests, the ring over MPI staging, kernels_cuda)" 200 bash -c "cd '$build' && ctest -j 6 \
-      --output-on-failure -R 'test_kernels_cuda_np1|test_kernels_attention_cuda|test_dist_attention_np[24]' \
-      > '$OUT/tests_kernels.log' 2>&1; rc=\$?; tail -n 20 '$OUT/tests_kernels.log'; exit \$rc"
+    kernel_tests 200
   fi
   step "lab: forward 10 / 17, backward 14 at 4K and 32K, cuDNN in the same rounds" 170 \
     env PACK=1 OUT="$OUT/ab7" FWD=10,17 BWD=14 PEERS=1 ROUNDS=3 SIZES=4096,32768 NCU=0 \
