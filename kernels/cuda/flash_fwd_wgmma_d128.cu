@@ -9,7 +9,7 @@
 // experiments/kernels/flash_attn/
 // NOTES.md. sm_90a only: CMake builds this file in burst_kernels_cuda_sm90a.
 #include "flash_api.cuh"
-#include "flash_fwd_tma_ws.cuh"
+#include "flash_fwd_tma_kinds.cuh"
 
 #if defined(__CUDA_ARCH__) && !defined(__CUDA_ARCH_FEAT_SM90_ALL)
 #error "flash_fwd_wgmma_d128.cu needs the sm_90a target: -gencode=arch=compute_90a,code=sm_90a"
@@ -17,11 +17,10 @@
 
 namespace burst { namespace fa { namespace dev {
 cudaError_t fwd_wgmma_d128(const FwdParams& p, int kind, cudaStream_t st) {
-  // The ring's merging forward: the TMA kernels' merge instantiations
+  if (kind == kWgCpAsync) return launch_fwd_wgmma<128, 128, false>(p, st);
+  // The ring's merging forward: the same kinds' merge instantiations
   // (flash_fwd_wgmma_merge_d128.cu); the ones here have no merge code.
-  if (p.merge && kind != kWgCpAsync) return fwd_wgmma_merge_d128(p, kind, st);
-  if (kind == kWgTma12) return launch_fwd_tma_ws<128, 128, 3, 2 | kFwdDiet>(p, st);  // lab variant 12
-  if (kind == kWgTma176) return launch_fwd_tma_ws<128, 176, 2, 2 | kFwdDiet>(p, st);  // lab variant 17
-  return kind == kWgTma ? launch_fwd_tma_ws<128, 128, 3, 2>(p, st) : launch_fwd_wgmma<128, 128, false>(p, st);
+  if (p.merge) return fwd_wgmma_merge_d128(p, kind, st);
+  return launch_fwd_tma_kind<128, false>(p, kind, st);
 }
 }}}

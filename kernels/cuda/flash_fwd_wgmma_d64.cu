@@ -6,7 +6,7 @@
 // warpgroups in lockstep; 387-414, run 3). experiments/kernels/flash_attn/
 // NOTES.md. sm_90a only: CMake builds this file in burst_kernels_cuda_sm90a.
 #include "flash_api.cuh"
-#include "flash_fwd_tma_ws.cuh"
+#include "flash_fwd_tma_kinds.cuh"
 
 #if defined(__CUDA_ARCH__) && !defined(__CUDA_ARCH_FEAT_SM90_ALL)
 #error "flash_fwd_wgmma_d64.cu needs the sm_90a target: -gencode=arch=compute_90a,code=sm_90a"
@@ -14,11 +14,10 @@
 
 namespace burst { namespace fa { namespace dev {
 cudaError_t fwd_wgmma_d64(const FwdParams& p, int kind, cudaStream_t st) {
-  // The ring's merging forward: the TMA kernels' merge instantiations
+  if (kind == kWgCpAsync) return launch_fwd_wgmma<64, 128, false>(p, st);
+  // The ring's merging forward: the same kinds' merge instantiations
   // (flash_fwd_wgmma_merge_d64.cu); the ones here have no merge code.
-  if (p.merge && kind != kWgCpAsync) return fwd_wgmma_merge_d64(p, kind, st);
-  // kWgTma12: variant 9 (the default here, 2 stages) with variant 12's changes
-  if (kind == kWgTma12) return launch_fwd_tma_ws<64, 128, 2, 2 | kFwdDiet>(p, st);
-  return kind == kWgTma ? launch_fwd_tma_ws<64, 128, 2, 2>(p, st) : launch_fwd_wgmma<64, 128, false>(p, st);
+  if (p.merge) return fwd_wgmma_merge_d64(p, kind, st);
+  return launch_fwd_tma_kind<64, false>(p, kind, st);
 }
 }}}

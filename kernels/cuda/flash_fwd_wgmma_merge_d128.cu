@@ -3,7 +3,7 @@
 // forward's step, kernels::flash_attention_forward_merge). Same kinds and
 // tiles as there; sm_90a only (burst_kernels_cuda_sm90a).
 #include "flash_api.cuh"
-#include "flash_fwd_tma_ws.cuh"
+#include "flash_fwd_tma_kinds.cuh"
 
 #if defined(__CUDA_ARCH__) && !defined(__CUDA_ARCH_FEAT_SM90_ALL)
 #error "flash_fwd_wgmma_merge_d128.cu needs the sm_90a target: -gencode=arch=compute_90a,code=sm_90a"
@@ -11,9 +11,6 @@
 
 namespace burst { namespace fa { namespace dev {
 cudaError_t fwd_wgmma_merge_d128(const FwdParams& p, int kind, cudaStream_t st) {
-  if (kind == kWgTma12) return launch_fwd_tma_ws<128, 128, 3, 2 | kFwdDiet, true>(p, st);
-  if (kind == kWgTma176) return launch_fwd_tma_ws<128, 176, 2, 2 | kFwdDiet, true>(p, st);
-  if (kind == kWgTma) return launch_fwd_tma_ws<128, 128, 3, 2, true>(p, st);
-  return cudaErrorInvalidValue;
+  return launch_fwd_tma_kind<128, true>(p, kind, st);
 }
 }}}
