@@ -266,9 +266,10 @@ template <int D> __device__ __forceinline__ void rescale_o(float (&o)[D / 2], co
 // summed over the quad first); rows past sq write nothing, an empty row O = 0
 // and lse = -inf. With p.merge, merged into the running (O, lse) instead
 // (an empty row leaves them as they are). MERGE = false compiles the merge
-// out: the plain forward of the TMA kernels (flash_fwd_tma_ws.cuh) is then the
-// code it was before the merge existed (44 / 76 B of spill stores / loads in
-// variant 17 against 44 / 96 with the branch, ptxas 13.0), and p.merge must be 0.
+// out of the TMA kernels' plain forward (flash_fwd_tma_ws.cuh), and p.merge
+// must be 0 there. ptxas 13.0, variant 17's spill stores / loads: 44 / 76 B
+// without the branch, 44 / 96 with it; since the launch in sections of heads
+// 8 / 16 B without, 12 / 20 with.
 template <int D, bool MERGE = true>
 __device__ __forceinline__ void write_o_lse(const FwdParams& p, const float (&o)[D / 2], const float (&m)[2],
                                             const float (&l)[2], int row0, int h, int t) {
