@@ -5,12 +5,11 @@
 
 #include "core/error.hpp"
 #include "core/memory.hpp"
+#include "io/h5.hpp"
 
 #ifdef BURST_HAVE_CUDA
 #include <cuda_runtime.h>
 #endif
-
-#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
@@ -20,7 +19,9 @@
 namespace burst::cli {
 
 // The memory a bench's device views can take: the device's free memory on
-// CUDA builds, the host's physical memory on host builds (inf when unknown).
+// CUDA builds, on host builds what this process may use: the least of the
+// physical memory, a cgroup's memory limit and the address-space limit
+// (io::process_memory_limit; inf when none is known).
 inline double bench_memory_available(const char** what) {
 #ifdef BURST_HAVE_CUDA
   std::size_t free_b = 0, total_b = 0;
@@ -29,9 +30,9 @@ inline double bench_memory_available(const char** what) {
     return double(free_b);
   }
 #endif
-  *what = "physical host memory";
-  const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGESIZE);
-  return pages > 0 && page > 0 ? double(pages) * double(page) : INFINITY;
+  *what = "memory this process may use";
+  const std::uint64_t limit = io::process_memory_limit();
+  return limit > 0 ? double(limit) : INFINITY;
 }
 
 // `bytes`: what the case allocates at once (its large views: a lower bound).
