@@ -277,6 +277,46 @@ TEST(Durable, StagingDirectoryIsRemovedOrMovedIntoPlace) {
   fs::remove_all(dir);
 }
 
+// A destination that is a directory: check_publishable refuses before
+// anything changes; a rename failing part way through publish (the same
+// obstacle, unchecked) keeps the files not moved in the staging directory
+// and names them, the moved ones and where each set is.
+TEST(Durable, AStagedMoveThatFailsPartWayKeepsWhatWasNotMoved) {
+  const std::string dir = tmp("staging_obstacle");
+  fs::remove_all(dir);
+  fs::create_directories(dir + "/b.bin/inside");  // an obstacle: a non-empty directory named like a new file
+  std::ofstream(dir + "/a.bin") << "old a";
+  {
+    TempPath s = TempPath::staging_dir(dir, ".stage");
+    std::ofstream(s.path() + "/a.bin") << "new a";
+    std::ofstream(s.path() + "/b.bin") << "new b";
+    std::ofstream(s.path() + "/c.bin") << "new c";
+    try {
+      s.check_publishable();
+      ADD_FAILURE() << "the obstacle was not found";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), ErrorKind::IO);
+      EXPECT_TRUE(has(e.message(), "'" + dir + "/b.bin' is a directory: the new 'b.bin' cannot replace it")) << e.message();
+    }
+    EXPECT_EQ(contents(dir + "/a.bin"), "old a");  // nothing moved by the check
+    try {
+      s.publish();
+      ADD_FAILURE() << "the move into a directory succeeded";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), ErrorKind::IO);
+      EXPECT_TRUE(has(e.message(), "cannot move '" + dir + "/.stage/b.bin' to '" + dir + "/b.bin'")) << e.message();
+      EXPECT_TRUE(has(e.message(), "moved into '" + dir + "' before it: a.bin; kept in '" + dir +
+                                       "/.stage': b.bin, c.bin (move them into '" + dir + "' to complete it)"))
+          << e.message();
+    }
+    EXPECT_FALSE(s.in_place());
+  }
+  EXPECT_EQ(contents(dir + "/a.bin"), "new a");
+  EXPECT_EQ(listing(dir + "/.stage"), (std::vector<std::string>{"b.bin", "c.bin"}));  // kept past the destructor
+  EXPECT_EQ(contents(dir + "/.stage/c.bin"), "new c");
+  fs::remove_all(dir);
+}
+
 // The rename done, the directory sync failing: the message says that the
 // new file is in place under its final name but may not survive a crash,
 // and in_place() tells that failure from a failed write (the trainer then

@@ -108,8 +108,10 @@ int cmd_export_hf(Runtime& rt, const ExportHfOptions& opt) {
   // only when every file is complete are an earlier export's model files
   // (which would mix with this one) removed and the new ones moved in, each
   // synced to the disk first and the directory after. A failure on the way
-  // (a damaged checkpoint, a full disk) leaves the directory as it was, and
-  // the staging directory goes on every way out.
+  // (a damaged checkpoint, a full disk, a directory named like a new file)
+  // leaves the directory as it was, and the staging directory goes on every
+  // way out but one: a move failing part way (the disk gone read-only) keeps
+  // the files not moved there and names them (TempPath::publish).
   const fs::path out_dir(opt.output);
   TempPath stage = TempPath::staging_dir(opt.output, ".burst-export.tmp");
   const fs::path staged(stage.path());
@@ -144,6 +146,7 @@ int cmd_export_hf(Runtime& rt, const ExportHfOptions& opt) {
     out.close();
     BURST_CHECK_IO(!out.fail(), "cannot write config.json in '", stage.path(), "'");
   }
+  stage.check_publishable();  // an obstacle (a directory named like a new file) found before anything is removed
   long replaced = 0;
   ec.clear();
   for (fs::directory_iterator it(out_dir, ec), end; !ec && it != end; it.increment(ec)) {

@@ -103,6 +103,33 @@ void TempPath::publish() {
     sync_renamed(parent_of(final_), "'" + final_ + "' is in place under its final name");
     return;
   }
+  const std::vector<std::string> names = staged_names();
+  for (const std::string& n : names) fsync_file((std::filesystem::path(path_) / n).string());  // data before names
+  std::string list;
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    const std::string& n = names[i];
+    try {
+      rename_file((std::filesystem::path(path_) / n).string(), (std::filesystem::path(final_) / n).string());
+    } catch (const Error& e) {
+      // Part moved, part not: what was not moved stays in the staging
+      // directory (the destructor keeps it), and the message says where.
+      armed_ = false;
+      std::string rest;
+      for (std::size_t j = i; j < names.size(); ++j) rest += (rest.empty() ? "" : ", ") + names[j];
+      BURST_FAIL(ErrorKind::IO, e.message(), "; moved into '", final_, "' before it: ", list.empty() ? "none" : list,
+                 "; kept in '", path_, "': ", rest, " (move them into '", final_, "' to complete it)");
+    }
+    list += (list.empty() ? "" : ", ") + n;
+  }
+  in_place_ = true;
+  std::error_code ec;
+  std::filesystem::remove(path_, ec);  // empty now: its removal goes to the disk with the renames
+  armed_ = bool(ec);                   // a failed removal is tried again by the destructor
+  sync_renamed(final_, "the files moved into '" + final_ + "' (" + list + ") are in place under their final names",
+               "they");
+}
+
+std::vector<std::string> TempPath::staged_names() const {
   namespace fs = std::filesystem;
   std::vector<std::string> names;
   std::error_code ec;
@@ -110,17 +137,19 @@ void TempPath::publish() {
     names.push_back(it->path().filename().string());
   BURST_CHECK_IO(!ec, "cannot list the staging directory '", path_, "': ", ec.message());
   std::sort(names.begin(), names.end());  // a fixed order, whatever the directory's
-  for (const std::string& n : names) fsync_file((fs::path(path_) / n).string());  // every file's data before any name
-  std::string list;
-  for (const std::string& n : names) {
-    rename_file((fs::path(path_) / n).string(), (fs::path(final_) / n).string());
-    list += (list.empty() ? "" : ", ") + n;
+  return names;
+}
+
+void TempPath::check_publishable() const {
+  BURST_ASSERT(directory_, "check_publishable is for a staging directory ('", path_, "')");
+  namespace fs = std::filesystem;
+  for (const std::string& n : staged_names()) {
+    const fs::path to = fs::path(final_) / n;
+    std::error_code ec;
+    const fs::file_status st = fs::symlink_status(to, ec);
+    BURST_CHECK_IO(!fs::is_directory(st), "'", to.string(), "' is a directory: the new '", n,
+                   "' cannot replace it (nothing was moved or removed; move that directory away and run again)");
   }
-  in_place_ = true;
-  fs::remove(path_, ec);  // empty now: its removal goes to the disk with the renames
-  armed_ = bool(ec);      // a failed removal is tried again by the destructor
-  sync_renamed(final_, "the files moved into '" + final_ + "' (" + list + ") are in place under their final names",
-               "they");
 }
 
 }  // namespace burst

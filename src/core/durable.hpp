@@ -23,6 +23,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 namespace burst {
 
@@ -68,9 +69,16 @@ class TempPath {
   // A file: rename_durably(path(), final_path()). A staging directory: every
   // file in it synced, then each renamed into final_path() (by name), the
   // staging directory removed and final_path() synced. Error(IO) as
-  // rename_durably; a failed rename leaves what was not moved to the
-  // destructor.
+  // rename_durably. A rename failing part way (a file system gone read-only
+  // or full) leaves the files moved before it in place and keeps the rest in
+  // the staging directory (not removed by the destructor): the message names
+  // both and where they are.
   void publish();
+  // A staging directory: Error(IO) before anything changes when a staged
+  // file's destination is a directory (the one obstacle a rename cannot
+  // replace). Call it before changing the destination for the new files
+  // (removing an earlier export's), so such an obstacle costs nothing.
+  void check_publishable() const;
   // Whether publish() got the output under its final name: true also when
   // the directory sync after the rename failed (the new file is there, maybe
   // not on the disk), so a caller can tell that failure from a failed write.
@@ -78,6 +86,7 @@ class TempPath {
 
  private:
   TempPath(std::string final_path, std::string path, bool directory);
+  std::vector<std::string> staged_names() const;  // sorted
   std::string final_, path_;
   bool directory_ = false, armed_ = true, in_place_ = false;
 };

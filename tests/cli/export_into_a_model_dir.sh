@@ -23,4 +23,12 @@ after=$(cd "$work/model" && md5sum model.safetensors config.json tokenizer.json 
 grep -q "replaced 1 model file(s) of an earlier export" "$work/out3" || { cat "$work/out3"; fail "the replacement was not reported"; }
 [ -e "$work/model/tokenizer.json" ] || fail "the tokenizer was removed"
 [ ! -e "$work/model/model.safetensors" ] || [ -e "$work/model/model.safetensors.index.json" ] || true
+# A directory named like a new file (config.json): refused before anything is removed or moved.
+mv "$work/model/config.json" "$work/config.json.kept" && mkdir -p "$work/model/config.json/x" || fail "cannot make the obstacle"
+before=$(cd "$work/model" && ls -A | sort | tr '\n' ' '; md5sum model-*.safetensors model.safetensors.index.json 2>&1)
+"$burst" export-hf --weights "$ck" --output "$work/model" > "$work/out4" 2>&1 && fail "exported over a directory named config.json"
+grep -q "config.json' is a directory: the new 'config.json' cannot replace it (nothing was moved or removed" "$work/out4" ||
+  { cat "$work/out4"; fail "no message naming the obstacle"; }
+after=$(cd "$work/model" && ls -A | sort | tr '\n' ' '; md5sum model-*.safetensors model.safetensors.index.json 2>&1)
+[ "$before" = "$after" ] || fail "the refused export changed the directory: before [$before] after [$after]"
 echo "ok: a failed export left the directory as it was; a good one replaced the model files and kept the tokenizer"
