@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <limits>
 #include <random>
 #include <string>
@@ -408,6 +409,69 @@ TEST(AttentionCuda, LongKeysEitherSideOfTheForwardSwitch) {
       check_case({"none_long", 160, sk, MaskKind::None}, h, run_seed() + 20 + (k++), true);
       check_case({"causal_long", 160, sk, MaskKind::Causal, sk - 160}, h, run_seed() + 20 + (k++), true);
     }
+  }
+}
+
+// More tiles than one grid's y dimension holds (65535): the cp.async and
+// mma.sync kernels launch in several grids (launch_tile_sections, the
+// forward's longest tiles first, the backward's key tiles in order). With
+// no mask every query row's O and lse depend only on that row and the keys,
+// and every key row's dK, dV only on that key and the queries (lse and D
+// given): inputs repeating with period P rows give outputs repeating with
+// it, so every row of the long call must equal, bit for bit, its row in a
+// call on the first P rows. Run under every kernel choice (the ctests'
+// BURST_FA_* variants); the TMA kernels' grids hold the tiles in one launch.
+TEST(AttentionCuda, MoreTilesThanOneGridHolds) {
+  constexpr long P = 4099, d = 64, few = 64;
+  const long many = 65536L * 128 + 300;  // 65539 tiles of 128 (the forward's query tiles, the backward's key tiles)
+  const float scale = 0.125f;
+  std::mt19937_64 g(run_seed() + 31);
+  std::normal_distribution<float> N(0.f, 1.f);
+  auto periodic = [&](long rows, const char* label) {
+    std::vector<bf16> one(P * d);
+    for (auto& e : one) e = bf16(N(g));
+    DV3<bf16> x(std::string(label), rows, 1, d);
+    auto h = Kokkos::create_mirror_view(x);
+    for (long r = 0; r < rows; r += P) std::memcpy(h.data() + r * d, one.data(), sizeof(bf16) * d * std::min(P, rows - r));
+    Kokkos::deep_copy(x, h);
+    return x;
+  };
+  auto rows_repeat = [&](const std::vector<double>& lng, const std::vector<double>& shrt, long width, const char* what) {
+    long bad = 0, first = -1;
+    for (long e = 0; e < long(lng.size()); ++e) {
+      const long r = e / width, c = e % width;
+      if (!(lng[e] == shrt[(r % P) * width + c])) bad += 1, first = first < 0 ? r : first;
+    }
+    EXPECT_EQ(bad, 0) << what << ": " << bad << " values differ from the short call's, the first in row " << first;
+  };
+  const AttnMask<Mem> none = AttnMask<Mem>::none();
+  {  // forward: `many` queries, `few` keys
+    DV3<bf16> q = periodic(many, "act/q"), qs(std::string("act/qs"), P, 1, d), k = periodic(few, "act/k"), v = periodic(few, "act/v");
+    Kokkos::deep_copy(qs, Kokkos::subview(q, Kokkos::make_pair(0L, P), Kokkos::ALL, Kokkos::ALL));
+    DV3<float> o("act/o", many, 1, d), os("act/os", P, 1, d);
+    DV2<float> l("act/lse", many, 1), ls("act/lses", P, 1);
+    Kokkos::deep_copy(o, std::numeric_limits<float>::quiet_NaN());
+    const long calls0 = cuda::dispatch_count();
+    flash_attention_forward<bf16, Mem>(q, k, v, none, scale, o, l, AttnTiles::uncounted());
+    flash_attention_forward<bf16, Mem>(qs, k, v, none, scale, os, ls, AttnTiles::uncounted());
+    EXPECT_EQ(cuda::dispatch_count() - calls0, 2);
+    rows_repeat(to_host(o), to_host(os), d, "forward O");
+    rows_repeat(to_host(l), to_host(ls), 1, "forward lse");
+  }
+  {  // backward: `few` queries, `many` keys
+    DV3<bf16> q = periodic(few, "act/q"), dout = periodic(few, "act/do"), k = periodic(many, "act/k"), v = periodic(many, "act/v");
+    DV3<bf16> ks(std::string("act/ks"), P, 1, d), vs(std::string("act/vs"), P, 1, d);
+    Kokkos::deep_copy(ks, Kokkos::subview(k, Kokkos::make_pair(0L, P), Kokkos::ALL, Kokkos::ALL));
+    Kokkos::deep_copy(vs, Kokkos::subview(v, Kokkos::make_pair(0L, P), Kokkos::ALL, Kokkos::ALL));
+    DV2<float> lse("act/lse", few, 1), D("act/D", few, 1);
+    Kokkos::deep_copy(lse, 4.f), Kokkos::deep_copy(D, 0.5f);  // any values: each key row's dK, dV is a function of them
+    DV3<float> dq("grads/dq", few, 1, d), dk("grads/dk", many, 1, d), dv("grads/dv", many, 1, d), dks("grads/dks", P, 1, d),
+        dvs("grads/dvs", P, 1, d);
+    Kokkos::deep_copy(dk, std::numeric_limits<float>::quiet_NaN()), Kokkos::deep_copy(dv, std::numeric_limits<float>::quiet_NaN());
+    flash_attention_backward<bf16, Mem>(q, k, v, dout, lse, D, none, scale, dq, dk, dv, false, AttnTiles::uncounted());
+    flash_attention_backward<bf16, Mem>(q, ks, vs, dout, lse, D, none, scale, dq, dks, dvs, false, AttnTiles::uncounted());
+    rows_repeat(to_host(dk), to_host(dks), d, "backward dK");
+    rows_repeat(to_host(dv), to_host(dvs), d, "backward dV");
   }
 }
 

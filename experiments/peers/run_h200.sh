@@ -49,6 +49,7 @@
 #                                                    the lab's rates of the defaults at 4K and 32K beside cuDNN
 #   PART=24 OUT=$OUT BUDGET=585                      PART 22 and 23 in one call (~520 s)
 #   PART=25 OUT=$OUT BUDGET=300                      the lab alone: the defaults and the sections' A/B beside cuDNN, 2K-32K
+#   PART=26 OUT=$OUT BUDGET=300                      the lab alone: the cp.async / mma.sync kernels in sections of heads, A/B, 2K-8K
 #   PART=12 then PART=13 (same warm machine)         the timed call (whole build, bench kernels, the block with
 #                                                   the CUDA / portable RoPE, the 1B step, gemm beta 1), then every gpu test
 #                                                   (after the torch block when the card is not an H200)
@@ -198,6 +199,18 @@ if [ "$PART" = 25 ]; then
   step "lab: forward 10 / 17 / 21, backward 14 / 16 at 2K-32K, cuDNN in the same rounds" 300 \
     env PACK=1 OUT="$OUT/ab7" FWD="${FWD:-10,17,21}" BWD="${BWD:-14,16}" PEERS=1 ROUNDS="${ROUNDS:-3}" \
     SIZES="${SIZES:-2048,4096,8192,32768}" NCU=0 experiments/kernels/flash_attn/ab_h200.sh
+  part_done
+fi
+if [ "$PART" = 26 ]; then
+  # The cp.async / mma.sync kernels launched in sections of heads too
+  # (launch_tile_sections, 2026-12-07): the lab's A/B against the same
+  # kernels launched head by head, forward 3 / 22 (mma.sync) and 4 / 23
+  # (cp.async wgmma), backward 2 / 17 and 6 / 18, with cuDNN in the same
+  # rounds and the lab's check of each, 2K-8K (the sizes where the order
+  # matters), no engine build.
+  step "lab A/B: the fallback kernels in sections of heads (3, 4; backward 2, 6) vs head by head (22, 23; 17, 18)" 300 \
+    env PACK=1 OUT="$OUT/ab8" FWD="${FWD:-3,22,4,23}" BWD="${BWD:-2,17,6,18}" PEERS=1 ROUNDS="${ROUNDS:-3}" \
+    SIZES="${SIZES:-2048,4096,8192}" NCU=0 experiments/kernels/flash_attn/ab_h200.sh
   part_done
 fi
 if [ "$PART" = 24 ]; then

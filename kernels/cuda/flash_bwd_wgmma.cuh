@@ -216,7 +216,9 @@ __global__ void __launch_bounds__(256, 1)
   unsigned char* dQs = reinterpret_cast<unsigned char*>(Dsm + 2 * BR);  // [2 buffers][2 warpgroups][2 boxes][BR][32] fp32 (DQ_TMA)
   static_assert((size_t(2 * BC * D + 4 * BR * D + BC * BR) * 2 + 4 * BR * 4) % 1024 == 0, "dQ staging must be 1024-aligned");
 
-  const int kt = blockIdx.x, hk = blockIdx.y;
+  const int hk = blockIdx.z * gridDim.x + blockIdx.x;  // launch_tile_sections' grid
+  if (hk >= p.nkv) return;                              // past the last section's heads
+  const int kt = p.tile0 + blockIdx.y;  // key tile 0 first: the most query tiles under a causal mask
   const int tid = threadIdx.x, wg = tid / 128, wtid = tid % 128;
   const int lane = tid % 32, g = lane >> 2, t = lane & 3;
   const int wrow = wg * 64 + (wtid / 32) * 16;  // this warp's first key row in the tile
@@ -493,9 +495,14 @@ cudaError_t launch_bwd_wgmma_t(const BwdParams& p, const CUtensorMap& dq_map, cu
   auto kern = flash_bwd_wgmma_kernel<D, POS, DS_KMAJOR, EARLY_DV, DQ_TMA>;
   static cudaError_t attr = cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)Tr::smem_bytes);
   if (attr != cudaSuccess) return attr;
-  const dim3 grid((p.sk + Tr::BC - 1) / Tr::BC, p.nkv);
-  kern<<<grid, Tr::NT, Tr::smem_bytes, st>>>(p, dq_map);
-  return cudaGetLastError();
+  const int nt = (p.sk + Tr::BC - 1) / Tr::BC;
+  BwdParams pk = p;  // the launch order: causal_head_section, launch_tile_sections (flash_common.cuh)
+  if (pk.head_sect <= 0) pk.head_sect = causal_head_section(p.mask, nt, p.nkv, (long long)p.sq * D * 4 * p.group);
+  return launch_tile_sections(nt, p.nkv, pk.head_sect, false, [&](dim3 grid, int tile0) {
+    pk.tile0 = tile0;
+    kern<<<grid, Tr::NT, Tr::smem_bytes, st>>>(pk, dq_map);
+    return cudaGetLastError();
+  });
 }
 
 template <int D, bool DS_KMAJOR = false, bool EARLY_DV = false, bool DQ_TMA = false>

@@ -158,6 +158,33 @@ inline int causal_head_section(const MaskDev& m, int nt, int nh, long long bytes
   return int((nh + sections - 1) / sections);
 }
 
+// Host: the grid of the cp.async / mma.sync kernels in the same order,
+// dim3(heads per section, tiles, sections): blocks start in linear index
+// order (x fastest), so tile-major inside each section of heads, and the
+// kernel reads head = z * gridDim.x + x, tile = tile0 + y (forward: tile0 +
+// gridDim.y - 1 - y, the longest first) straight from the block index, which
+// ptxas rematerialises: launch_tile_head's arithmetic stayed live across
+// the main loop instead (the mma.sync forward's spills on sm_90a: 4 / 64
+// bytes -> 160 / 288). Blocks past the last head (sections of sect heads
+// need not fill the last one) return at once. At most 65535 tiles a launch
+// (gridDim.y): more are launched in several grids, longest tiles first
+// (`descending`: the forward's are the last tiles). launch(grid, tile0)
+// launches one grid and returns its error.
+template <class Launch>
+cudaError_t launch_tile_sections(int nt, int nh, int sect, bool descending, Launch&& launch) {
+  if (nt <= 0 || nh <= 0) return cudaSuccess;
+  const int gs = sect < 1 ? 1 : (sect > nh ? nh : sect);
+  const int nsec = (nh + gs - 1) / gs;
+  constexpr int kMaxTiles = 65535;
+  for (int done = 0; done < nt;) {
+    const int ny = nt - done < kMaxTiles ? nt - done : kMaxTiles;
+    const cudaError_t e = launch(dim3(gs, ny, nsec), descending ? nt - done - ny : done);
+    if (e != cudaSuccess) return e;
+    done += ny;
+  }
+  return cudaSuccess;
+}
+
 // 0: nothing visible (skip), 1: partial (test every element), 2: all visible.
 // Rows [i0, i1) and columns [j0, j1) are the tile's extent clamped to sq, sk;
 // `col_edge` says the tile runs past sk (its out-of-range columns need masking).

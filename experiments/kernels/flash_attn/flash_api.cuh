@@ -16,9 +16,15 @@ cudaError_t launch_fwd_t(const FwdParams& p, cudaStream_t st) {
   auto kern = flash_fwd_kernel<D, BR, BC, NWARPS, MINB, POS>;
   static cudaError_t attr = cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)Tr::smem_bytes);
   if (attr != cudaSuccess) return attr;
-  const dim3 grid((p.sq + BR - 1) / BR, p.n);
-  kern<<<grid, NWARPS * 32, Tr::smem_bytes, st>>>(p);
-  return cudaGetLastError();
+  const int nt = (p.sq + BR - 1) / BR;
+  FwdParams pk = p;  // the launch order: causal_head_section, launch_tile_sections (flash_common.cuh)
+  if (pk.head_sect <= 0)
+    pk.head_sect = causal_head_section(p.mask, nt, p.n, (long long)p.sk * D * 4 / (p.group > 0 ? p.group : 1));
+  return launch_tile_sections(nt, p.n, pk.head_sect, true, [&](dim3 grid, int tile0) {
+    pk.tile0 = tile0;
+    kern<<<grid, NWARPS * 32, Tr::smem_bytes, st>>>(pk);
+    return cudaGetLastError();
+  });
 }
 
 template <int D, int BR, int BC, int NWARPS, int MINB>
@@ -33,9 +39,14 @@ cudaError_t launch_bwd_t(const BwdParams& p, cudaStream_t st) {
   auto kern = flash_bwd_kernel<D, BR, BC, NWARPS, WM_S, WM_KV, WM_Q, MINB, POS>;
   static cudaError_t attr = cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)Tr::smem_bytes);
   if (attr != cudaSuccess) return attr;
-  const dim3 grid((p.sk + BC - 1) / BC, p.nkv);
-  kern<<<grid, NWARPS * 32, Tr::smem_bytes, st>>>(p);
-  return cudaGetLastError();
+  const int nt = (p.sk + BC - 1) / BC;
+  BwdParams pk = p;  // the launch order: causal_head_section, launch_tile_sections (flash_common.cuh)
+  if (pk.head_sect <= 0) pk.head_sect = causal_head_section(p.mask, nt, p.nkv, (long long)p.sq * D * 4 * p.group);
+  return launch_tile_sections(nt, p.nkv, pk.head_sect, false, [&](dim3 grid, int tile0) {
+    pk.tile0 = tile0;
+    kern<<<grid, NWARPS * 32, Tr::smem_bytes, st>>>(pk);
+    return cudaGetLastError();
+  });
 }
 
 template <int D, int BR, int BC, int NWARPS, int WM_S, int WM_KV, int WM_Q, int MINB>

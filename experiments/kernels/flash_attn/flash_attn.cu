@@ -24,7 +24,9 @@ const char* kFwdNames128[] = {"fwd BR128 BC64 8w (Q in regs)", "fwd BR128 BC32 4
                               "fwd wgmma_tma_ws BC176 2 stages descriptor diet no ping-pong",
                               "fwd wgmma_tma_ws BC176 2 stages descriptor diet merge epilogue compiled in",
                               "fwd wgmma_tma_ws BC176 2 stages descriptor diet launched head by head",
-                              "fwd wgmma_tma_ws intra-WG overlap 3 stages launched head by head"};
+                              "fwd wgmma_tma_ws intra-WG overlap 3 stages launched head by head",
+                              "fwd BR128 BC64 4w MT2 (Q in smem) launched head by head",
+                              "fwd wgmma BR128 BC128 2WG launched head by head"};
 const char* kFwdNames64[] = {"fwd BR128 BC64 8w (Q in regs)", "fwd BR128 BC32 4w MT2 (Q in smem)",
                              "fwd BR64 BC64 4w x2/SM (Q in regs)", "fwd BR128 BC64 4w MT2 (Q in smem)",
                              "fwd wgmma BR128 BC128 2WG", "fwd wgmma BR128 BC128 2WG overlap",
@@ -46,7 +48,9 @@ const char* kBwdNames128[] = {"bwd BR64 BC64 8w", "bwd BR64 BC128 8w", "bwd BR64
                               "bwd wgmma_tma_ws BR80 dQ^T (FA3 full-mask tile) sleeping loader and dQ writer",
                               "bwd wgmma_tma_ws BR80 dQ^T lse/D loaded before the stage wait",
                               "bwd wgmma_tma_ws BR64 lse/D loaded before the stage wait",
-                              "bwd wgmma_tma_ws BR80 dQ^T lse/D early launched head by head"};
+                              "bwd wgmma_tma_ws BR80 dQ^T lse/D early launched head by head",
+                              "bwd BR64 BC128 8w dQ32x32 launched head by head",
+                              "bwd wgmma BR64 BC128 2WG early dV launched head by head"};
 const char* kBwdNames64[] = {"bwd BR64 BC64 8w", "bwd BR64 BC128 8w", "bwd BR64 BC128 8w dQ32x32", "bwd BR64 BC64 4w x2/SM",
                              "bwd wgmma BR64 BC128 2WG", "bwd wgmma DIAG dS K-major (no tnspA)",
                               "bwd wgmma BR64 BC128 2WG early dV", "bwd wgmma BR64 BC128 2WG early dV dQ-TMA-reduce",

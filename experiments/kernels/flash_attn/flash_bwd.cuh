@@ -25,9 +25,13 @@ struct BwdParams {
   int acc_dkdv;
   int diag_no_dq;  // diagnostic timing only: skip the dQ product and its atomics (dQ stays wrong)
   MaskDev mask;
-  // The TMA kernels' launch order over (key tile, kv head) (launch_tile_head):
-  // kv heads per section; 0 = chosen by the launch, 1 = head by head.
+  // The launch order over (key tile, kv head) of every backward kernel
+  // (launch_tile_head, launch_tile_sections): kv heads per section; 0 =
+  // chosen by the launch, 1 = head by head.
   int head_sect = 0;
+  // The cp.async / mma.sync kernels' first key tile of this launch
+  // (launch_tile_sections); set by the launch.
+  int tile0 = 0;
 };
 
 template <int D, int BR, int BC, int NWARPS> struct BwdTraits {
@@ -67,10 +71,13 @@ __global__ void __launch_bounds__(NWARPS * 32, MINB) flash_bwd_kernel(const BwdP
   float* Ls = reinterpret_cast<float*>(dSs + BR * BC);  // [2][BR], lse as given (rows past sq: 0, with Q = dO = 0)
   float* Dsm = Ls + 2 * BR;                             // [2][BR]
 
-  // Key tiles of one kv head are adjacent in launch order (x fastest): resident
-  // blocks share that head's Q, dO in L2 and their dQ atomics land in one
-  // head's dQ (L2-resident) instead of all heads' (v1, run 1).
-  const int kt = blockIdx.x, hk = blockIdx.y;
+  // Key tiles of one kv head (of one section of heads under a causal mask)
+  // are adjacent in launch order: resident blocks share those heads' Q, dO in
+  // L2 and their dQ atomics land in their dQ (L2-resident) instead of all
+  // heads' (v1, run 1).
+  const int hk = blockIdx.z * gridDim.x + blockIdx.x;  // launch_tile_sections' grid
+  if (hk >= p.nkv) return;                              // past the last section's heads
+  const int kt = p.tile0 + (int)blockIdx.y;  // key tile 0 first: the most query tiles under a causal mask
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
   const int g = lane >> 2, t = lane & 3;
   const int j0 = kt * BC, j1 = min(j0 + BC, p.sk);

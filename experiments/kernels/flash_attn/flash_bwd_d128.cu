@@ -21,6 +21,12 @@ cudaError_t bwd_d128(const BwdParams& p, int variant, cudaStream_t st) {
     case 14:
     case 15:
     case 16: return bwd_wgmma_d128(p, variant - 4, st);  // sm_90a (flash_bwd_wgmma_d128.cu)
+    case 17:    // 2 launched head by head (the order before 2026-12-08), for the A/B
+    case 18: {  // 6 (sm_90a) launched head by head
+      BwdParams q = p;
+      q.head_sect = 1;
+      return variant == 17 ? launch_bwd<128, 64, 128, 8, 2, 4, 2, 1>(q, st) : bwd_wgmma_d128(q, 2, st);
+    }
   }
   return cudaErrorInvalidValue;
 }

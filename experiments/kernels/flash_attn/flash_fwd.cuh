@@ -24,9 +24,13 @@ struct FwdParams {
   // over other keys, and the epilogue merges this call's into it in place
   // (fwd_merge_weights) instead of overwriting; o_bf16 must be null.
   int merge = 0;
-  // The TMA kernels' launch order (launch_tile_head): heads per section; 0 =
-  // chosen by the launch (causal_head_section), 1 = head by head.
+  // The launch order of every forward kernel's grid (launch_tile_head,
+  // launch_tile_sections): heads per section; 0 = chosen by the launch
+  // (causal_head_section), 1 = head by head.
   int head_sect = 0;
+  // The cp.async / mma.sync kernels' first query tile of this launch
+  // (launch_tile_sections: at most 65535 tiles a launch); set by the launch.
+  int tile0 = 0;
 };
 
 // The merge's lse of the running result at (row i, head h), read by the
@@ -68,11 +72,13 @@ __global__ void __launch_bounds__(NWARPS * 32, MINB) flash_fwd_kernel(const FwdP
   __nv_bfloat16* Ks = Qs + BR * D;          // [2][BC*D]
   __nv_bfloat16* Vs = Ks + 2 * BC * D;      // [2][BC*D]
 
-  // Query tiles of one head are adjacent in launch order (x fastest), so the
-  // blocks resident together share that head's K and V in L2; a head-fastest
-  // order streamed every head's K/V from HBM at once (v1, run 1).
-  const int h = blockIdx.y;
-  const int qt = gridDim.x - 1 - blockIdx.x;  // the longest (causal) tiles first
+  // Query tiles of one head (of one section of heads under a causal mask) are
+  // adjacent in launch order, so the blocks resident together share those
+  // heads' K and V in L2; a head-fastest order over all heads streamed every
+  // head's K/V from HBM at once (v1, run 1).
+  const int h = blockIdx.z * gridDim.x + blockIdx.x;  // launch_tile_sections' grid
+  if (h >= p.n) return;                                 // past the last section's heads
+  const int qt = p.tile0 + (int)(gridDim.y - 1u - blockIdx.y);  // the longest (causal) tiles first
   const int hk = h / p.group;
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
   const int g = lane >> 2, t = lane & 3;

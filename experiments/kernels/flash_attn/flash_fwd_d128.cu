@@ -25,6 +25,12 @@ cudaError_t fwd_d128(const FwdParams& p, int variant, cudaStream_t st) {
     case 19:
     case 20:
     case 21: return fwd_wgmma_d128(p, variant - 4, st);  // sm_90a (flash_fwd_wgmma_d128.cu)
+    case 22:    // 3 launched head by head (the order before 2026-12-08), for the A/B
+    case 23: {  // 4 (sm_90a) launched head by head
+      FwdParams q = p;
+      q.head_sect = 1;
+      return variant == 22 ? launch_fwd<128, 128, 64, 4, 2>(q, st) : fwd_wgmma_d128(q, 0, st);
+    }
   }
   return cudaErrorInvalidValue;
 }

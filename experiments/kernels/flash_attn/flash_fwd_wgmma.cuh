@@ -364,8 +364,9 @@ __global__ void __launch_bounds__(256, 1) flash_fwd_wgmma_kernel(const FwdParams
   __nv_bfloat16* Ks = Qs + BR * D;      // [2][BC*D]
   __nv_bfloat16* Vs = Ks + 2 * BC * D;  // [2][BC*D]
 
-  const int h = blockIdx.y;
-  const int qt = gridDim.x - 1 - blockIdx.x;  // the longest (causal) tiles first
+  const int h = blockIdx.z * gridDim.x + blockIdx.x;  // launch_tile_sections' grid
+  if (h >= p.n) return;                                 // past the last section's heads
+  const int qt = p.tile0 + gridDim.y - 1 - blockIdx.y;  // the longest (causal) tiles first
   const int hk = h / p.group;
   const int tid = threadIdx.x, wg = tid / 128, wtid = tid % 128;
   const int lane = tid % 32, g = lane >> 2, t = lane & 3;
@@ -518,9 +519,15 @@ cudaError_t launch_fwd_wgmma_t(const FwdParams& p, cudaStream_t st) {
   auto kern = flash_fwd_wgmma_kernel<D, BC, PIPE, POS, VSWAP>;
   static cudaError_t attr = cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)Tr::smem_bytes);
   if (attr != cudaSuccess) return attr;
-  const dim3 grid((p.sq + Tr::BR - 1) / Tr::BR, p.n);
-  kern<<<grid, Tr::NT, Tr::smem_bytes, st>>>(p);
-  return cudaGetLastError();
+  const int nt = (p.sq + Tr::BR - 1) / Tr::BR;
+  FwdParams pk = p;  // the launch order: causal_head_section, launch_tile_sections (flash_common.cuh)
+  if (pk.head_sect <= 0)
+    pk.head_sect = causal_head_section(p.mask, nt, p.n, (long long)p.sk * D * 4 / (p.group > 0 ? p.group : 1));
+  return launch_tile_sections(nt, p.n, pk.head_sect, true, [&](dim3 grid, int tile0) {
+    pk.tile0 = tile0;
+    kern<<<grid, Tr::NT, Tr::smem_bytes, st>>>(pk);
+    return cudaGetLastError();
+  });
 }
 
 template <int D, int BC, bool PIPE, bool VSWAP = false>
