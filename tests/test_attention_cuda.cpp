@@ -436,11 +436,16 @@ TEST(AttentionCuda, MoreTilesThanOneGridHolds) {
     Kokkos::deep_copy(x, h);
     return x;
   };
-  auto rows_repeat = [&](const std::vector<double>& lng, const std::vector<double>& shrt, long width, const char* what) {
+  // Every row of `lng` against row (r mod P) of `shrt`, in float (no copies beyond the mirrors).
+  auto rows_repeat = [&](auto lng_dev, auto shrt_dev, long width, const char* what) {
+    const auto lng = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), lng_dev);
+    const auto shrt = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), shrt_dev);
+    const float* a = lng.data();
+    const float* b = shrt.data();
     long bad = 0, first = -1;
     for (long e = 0; e < long(lng.size()); ++e) {
       const long r = e / width, c = e % width;
-      if (!(lng[e] == shrt[(r % P) * width + c])) bad += 1, first = first < 0 ? r : first;
+      if (!(a[e] == b[(r % P) * width + c])) bad += 1, first = first < 0 ? r : first;
     }
     EXPECT_EQ(bad, 0) << what << ": " << bad << " values differ from the short call's, the first in row " << first;
   };
@@ -455,8 +460,8 @@ TEST(AttentionCuda, MoreTilesThanOneGridHolds) {
     flash_attention_forward<bf16, Mem>(q, k, v, none, scale, o, l, AttnTiles::uncounted());
     flash_attention_forward<bf16, Mem>(qs, k, v, none, scale, os, ls, AttnTiles::uncounted());
     EXPECT_EQ(cuda::dispatch_count() - calls0, 2);
-    rows_repeat(to_host(o), to_host(os), d, "forward O");
-    rows_repeat(to_host(l), to_host(ls), 1, "forward lse");
+    rows_repeat(o, os, d, "forward O");
+    rows_repeat(l, ls, 1, "forward lse");
   }
   {  // backward: `few` queries, `many` keys
     DV3<bf16> q = periodic(few, "act/q"), dout = periodic(few, "act/do"), k = periodic(many, "act/k"), v = periodic(many, "act/v");
@@ -470,8 +475,8 @@ TEST(AttentionCuda, MoreTilesThanOneGridHolds) {
     Kokkos::deep_copy(dk, std::numeric_limits<float>::quiet_NaN()), Kokkos::deep_copy(dv, std::numeric_limits<float>::quiet_NaN());
     flash_attention_backward<bf16, Mem>(q, k, v, dout, lse, D, none, scale, dq, dk, dv, false, AttnTiles::uncounted());
     flash_attention_backward<bf16, Mem>(q, ks, vs, dout, lse, D, none, scale, dq, dks, dvs, false, AttnTiles::uncounted());
-    rows_repeat(to_host(dk), to_host(dks), d, "backward dK");
-    rows_repeat(to_host(dv), to_host(dvs), d, "backward dV");
+    rows_repeat(dk, dks, d, "backward dK");
+    rows_repeat(dv, dvs, d, "backward dV");
   }
 }
 
