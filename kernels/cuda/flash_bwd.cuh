@@ -324,6 +324,29 @@ __global__ void __launch_bounds__(NWARPS * 32, MINB) flash_bwd_kernel(const BwdP
     }
 }
 
+// The launch of the kernel above (the instantiation files call launch_bwd<...>).
+template <int D, int BR, int BC, int NWARPS, int WM_S, int WM_KV, int WM_Q, int MINB, bool POS>
+cudaError_t launch_bwd_t(const BwdParams& p, cudaStream_t st) {
+  using Tr = BwdTraits<D, BR, BC, NWARPS>;
+  auto kern = flash_bwd_kernel<D, BR, BC, NWARPS, WM_S, WM_KV, WM_Q, MINB, POS>;
+  static cudaError_t attr = cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)Tr::smem_bytes);
+  if (attr != cudaSuccess) return attr;
+  const int nt = (p.sk + BC - 1) / BC;
+  BwdParams pk = p;  // the launch order: causal_head_section, launch_tile_sections (flash_common.cuh)
+  if (pk.head_sect <= 0) pk.head_sect = causal_head_section(p.mask, nt, p.nkv, (long long)p.sq * D * 4 * p.group);
+  return launch_tile_sections(nt, p.nkv, pk.head_sect, false, [&](dim3 grid, int tile0) {
+    pk.tile0 = tile0;
+    kern<<<grid, NWARPS * 32, Tr::smem_bytes, st>>>(pk);
+    return cudaGetLastError();
+  });
+}
+
+template <int D, int BR, int BC, int NWARPS, int WM_S, int WM_KV, int WM_Q, int MINB>
+cudaError_t launch_bwd(const BwdParams& p, cudaStream_t st) {
+  return p.mask.kind >= kMaskWindow ? launch_bwd_t<D, BR, BC, NWARPS, WM_S, WM_KV, WM_Q, MINB, true>(p, st)
+                                    : launch_bwd_t<D, BR, BC, NWARPS, WM_S, WM_KV, WM_Q, MINB, false>(p, st);
+}
+
 }  // namespace dev
 }  // namespace fa
 }  // namespace burst

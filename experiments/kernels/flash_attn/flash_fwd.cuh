@@ -306,5 +306,29 @@ __global__ void __launch_bounds__(NWARPS * 32, MINB) flash_fwd_kernel(const FwdP
   }
 }
 
+// The launch of the kernel above (the instantiation files call launch_fwd<...>).
+template <int D, int BR, int BC, int NWARPS, int MINB, bool POS>
+cudaError_t launch_fwd_t(const FwdParams& p, cudaStream_t st) {
+  using Tr = FwdTraits<D, BR, BC, NWARPS>;
+  auto kern = flash_fwd_kernel<D, BR, BC, NWARPS, MINB, POS>;
+  static cudaError_t attr = cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)Tr::smem_bytes);
+  if (attr != cudaSuccess) return attr;
+  const int nt = (p.sq + BR - 1) / BR;
+  FwdParams pk = p;  // the launch order: causal_head_section, launch_tile_sections (flash_common.cuh)
+  if (pk.head_sect <= 0)
+    pk.head_sect = causal_head_section(p.mask, nt, p.n, (long long)p.sk * D * 4 / (p.group > 0 ? p.group : 1));
+  return launch_tile_sections(nt, p.n, pk.head_sect, true, [&](dim3 grid, int tile0) {
+    pk.tile0 = tile0;
+    kern<<<grid, NWARPS * 32, Tr::smem_bytes, st>>>(pk);
+    return cudaGetLastError();
+  });
+}
+
+template <int D, int BR, int BC, int NWARPS, int MINB>
+cudaError_t launch_fwd(const FwdParams& p, cudaStream_t st) {
+  return p.mask.kind >= kMaskWindow ? launch_fwd_t<D, BR, BC, NWARPS, MINB, true>(p, st)
+                                    : launch_fwd_t<D, BR, BC, NWARPS, MINB, false>(p, st);
+}
+
 }  // namespace dev
 }  // namespace burst_fa
