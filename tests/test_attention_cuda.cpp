@@ -17,7 +17,6 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <limits>
 #include <random>
 #include <string>
@@ -412,6 +411,24 @@ TEST(AttentionCuda, LongKeysEitherSideOfTheForwardSwitch) {
   }
 }
 
+// MoreTilesThanOneGridHolds' device work: x[e] = pattern[e mod n], and
+// the count of e with !(a[e] == b[row(e) mod P, col(e)]).
+struct Repeat {
+  bf16* x;
+  const bf16* pattern;
+  long n;
+  KOKKOS_INLINE_FUNCTION void operator()(long e) const { x[e] = pattern[e % n]; }
+};
+struct CountUnlike {
+  const float* a;
+  const float* b;
+  long width, P;
+  KOKKOS_INLINE_FUNCTION void operator()(long e, long& bad) const {
+    const long r = e / width, c = e - r * width;
+    if (!(a[e] == b[(r % P) * width + c])) ++bad;
+  }
+};
+
 // More tiles than one grid's y dimension holds (65535): the cp.async and
 // mma.sync kernels launch in several grids (launch_tile_sections, the
 // forward's longest tiles first, the backward's key tiles in order). With
@@ -427,27 +444,21 @@ TEST(AttentionCuda, MoreTilesThanOneGridHolds) {
   const float scale = 0.125f;
   std::mt19937_64 g(run_seed() + 31);
   std::normal_distribution<float> N(0.f, 1.f);
+  // On the device (functors below): the host copies of ~537M values each made this test a minute long.
   auto periodic = [&](long rows, const char* label) {
     std::vector<bf16> one(P * d);
     for (auto& e : one) e = bf16(N(g));
-    DV3<bf16> x(std::string(label), rows, 1, d);
-    auto h = Kokkos::create_mirror_view(x);
-    for (long r = 0; r < rows; r += P) std::memcpy(h.data() + r * d, one.data(), sizeof(bf16) * d * std::min(P, rows - r));
-    Kokkos::deep_copy(x, h);
+    DV3<bf16> x(std::string(label), rows, 1, d), pattern(std::string(label) + "_pattern", P, 1, d);
+    Kokkos::deep_copy(pattern, Kokkos::View<const bf16***, Layout, Kokkos::HostSpace, Kokkos::MemoryUnmanaged>(one.data(), P, 1, d));
+    Kokkos::parallel_for("test/periodic", Kokkos::RangePolicy<Kokkos::Cuda>(0, rows * d), Repeat{x.data(), pattern.data(), P * d});
     return x;
   };
-  // Every row of `lng` against row (r mod P) of `shrt`, in float (no copies beyond the mirrors).
-  auto rows_repeat = [&](auto lng_dev, auto shrt_dev, long width, const char* what) {
-    const auto lng = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), lng_dev);
-    const auto shrt = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), shrt_dev);
-    const float* a = lng.data();
-    const float* b = shrt.data();
-    long bad = 0, first = -1;
-    for (long e = 0; e < long(lng.size()); ++e) {
-      const long r = e / width, c = e % width;
-      if (!(a[e] == b[(r % P) * width + c])) bad += 1, first = first < 0 ? r : first;
-    }
-    EXPECT_EQ(bad, 0) << what << ": " << bad << " values differ from the short call's, the first in row " << first;
+  // Every row of `lng` against row (r mod P) of `shrt`: the count of values that differ (NaN included).
+  auto rows_repeat = [&](const auto& lng, const auto& shrt, long width, const char* what) {
+    long bad = 0;
+    Kokkos::parallel_reduce("test/rows_repeat", Kokkos::RangePolicy<Kokkos::Cuda>(0, long(lng.size())),
+                            CountUnlike{lng.data(), shrt.data(), width, P}, bad);
+    EXPECT_EQ(bad, 0) << what << ": " << bad << " values differ from the short call's rows";
   };
   const AttnMask<Mem> none = AttnMask<Mem>::none();
   {  // forward: `many` queries, `few` keys
