@@ -451,6 +451,7 @@ TEST(AttentionCuda, MoreTilesThanOneGridHolds) {
     DV3<bf16> x(std::string(label), rows, 1, d), pattern(std::string(label) + "_pattern", P, 1, d);
     Kokkos::deep_copy(pattern, Kokkos::View<const bf16***, Layout, Kokkos::HostSpace, Kokkos::MemoryUnmanaged>(one.data(), P, 1, d));
     Kokkos::parallel_for("test/periodic", Kokkos::RangePolicy<Kokkos::Cuda>(0, rows * d), Repeat{x.data(), pattern.data(), P * d});
+    Kokkos::fence();  // before `pattern` is freed, whatever stream its deallocation takes
     return x;
   };
   // Every row of `lng` against row (r mod P) of `shrt`: the count of values that differ (NaN included).
