@@ -6,10 +6,15 @@
 
 #include "core/error.hpp"
 
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <string>
 #include <system_error>
-#include <unistd.h>
 
 namespace burst {
 
@@ -27,6 +32,21 @@ inline std::string output_path_problem(const std::string& what, const std::strin
     return what + " = '" + path + "': the file exists and is not writable";
   const std::string d = dir.empty() ? std::string(".") : dir.string();
   if (::access(d.c_str(), W_OK | X_OK) != 0) return what + " = '" + path + "': the directory '" + d + "' is not writable";
+  // access() answers from the permission bits, and for root it says yes to
+  // directories that refuse new files all the same (/proc, /sys, an NFS
+  // export squashing root, a read-only or immutable attribute seen only on
+  // create): the file (written as "<path>.tmp" and renamed) is created for
+  // real only there, after the run. So a probe file is created and removed.
+  static std::atomic<unsigned> probes{0};
+  const std::string probe = (fs::path(d) / (".burst-probe-" + std::to_string(::getpid()) + "-" +
+                                            std::to_string(probes.fetch_add(1)))).string();
+  int fd = -1;
+  do fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  while (fd < 0 && errno == EINTR);
+  if (fd < 0 && errno != EEXIST)
+    return what + " = '" + path + "': the directory '" + d + "' does not take new files (creating a file there: " +
+           std::strerror(errno) + ")";
+  if (fd >= 0) ::close(fd), ::unlink(probe.c_str());
   return "";
 }
 
