@@ -70,6 +70,7 @@ nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu,
 t0=$(date +%s)
 # The budget (BUDGET, default 530 s) and `step NAME CAP CMD...`: device_steps.sh.
 . experiments/peers/device_steps.sh
+. experiments/peers/pack.sh  # pack_dir
 # layer32k NOTE CAP FILE [VAR=VALUE ...]: `burst bench layer` of preset $m
 # (the caller's loop variable), bf16, 32K tokens, 5 repeats after 1 warmup,
 # into $OUT/FILE, with the environment given; a step named after NOTE.
@@ -108,6 +109,13 @@ step_1b() {
 # the time it took; exit 0.
 part_done() {
   [ "${1:-}" = h5 ] && (cd "$OUT" && ls *.h5 >/dev/null 2>&1 && tar cf "part${PART}_h5.tar" *.h5 && rm -f *.h5)
+  # A lab A/B cut by its step's cap never packed its directory, whose nested
+  # files the device tool does not return (the 2026-12-07 15:04 call lost
+  # ab7's first timing round that way): packed here, as ab_h200.sh would.
+  local d
+  for d in "$OUT"/ab*/; do
+    [ -d "$d" ] && [ ! -f "$d/pack.tgz" ] && pack_dir "${d%/}" pack.tgz ab.log
+  done
   echo "PART $PART done in $(( $(date +%s) - t0 )) s"
   date -u
   exit 0
