@@ -324,6 +324,14 @@ __global__ void __launch_bounds__(NWARPS * 32, MINB) flash_bwd_kernel(const BwdP
     }
 }
 
+// Host: the kv heads per section of a backward's launch over nt key tiles
+// (p.head_sect when set, else causal_head_section's choice): the streamed
+// operand is Q and dO of a kv head's group of query heads. Every backward
+// launcher asks here (the TMA, cp.async and mma.sync kernels).
+template <int D> inline int bwd_head_section(const BwdParams& p, int nt) {
+  return p.head_sect > 0 ? p.head_sect : causal_head_section(p.mask, nt, p.nkv, (long long)p.sq * D * 4 * p.group);
+}
+
 // The launch of the kernel above (the instantiation files call launch_bwd<...>).
 template <int D, int BR, int BC, int NWARPS, int WM_S, int WM_KV, int WM_Q, int MINB, bool POS>
 cudaError_t launch_bwd_t(const BwdParams& p, cudaStream_t st) {
@@ -332,8 +340,8 @@ cudaError_t launch_bwd_t(const BwdParams& p, cudaStream_t st) {
   static cudaError_t attr = cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)Tr::smem_bytes);
   if (attr != cudaSuccess) return attr;
   const int nt = (p.sk + BC - 1) / BC;
-  BwdParams pk = p;  // the launch order: causal_head_section, launch_tile_sections (flash_common.cuh)
-  if (pk.head_sect <= 0) pk.head_sect = causal_head_section(p.mask, nt, p.nkv, (long long)p.sq * D * 4 * p.group);
+  BwdParams pk = p;  // the launch order: bwd_head_section, launch_tile_sections (flash_common.cuh)
+  pk.head_sect = bwd_head_section<D>(p, nt);
   return launch_tile_sections(nt, p.nkv, pk.head_sect, false, [&](dim3 grid, int tile0) {
     pk.tile0 = tile0;
     kern<<<grid, NWARPS * 32, Tr::smem_bytes, st>>>(pk);

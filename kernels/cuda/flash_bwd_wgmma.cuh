@@ -496,8 +496,8 @@ cudaError_t launch_bwd_wgmma_t(const BwdParams& p, const CUtensorMap& dq_map, cu
   static cudaError_t attr = cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)Tr::smem_bytes);
   if (attr != cudaSuccess) return attr;
   const int nt = (p.sk + Tr::BC - 1) / Tr::BC;
-  BwdParams pk = p;  // the launch order: causal_head_section, launch_tile_sections (flash_common.cuh)
-  if (pk.head_sect <= 0) pk.head_sect = causal_head_section(p.mask, nt, p.nkv, (long long)p.sq * D * 4 * p.group);
+  BwdParams pk = p;  // the launch order: bwd_head_section, launch_tile_sections (flash_common.cuh)
+  pk.head_sect = bwd_head_section<D>(p, nt);
   return launch_tile_sections(nt, p.nkv, pk.head_sect, false, [&](dim3 grid, int tile0) {
     pk.tile0 = tile0;
     kern<<<grid, Tr::NT, Tr::smem_bytes, st>>>(pk, dq_map);

@@ -493,9 +493,8 @@ cudaError_t launch_fwd_tma_ws_t(const FwdParams& p, cudaStream_t st) {
   // sk == 0: no key tile, so the kernel loads nothing (K/V maps unused).
   if (e != cudaSuccess) return e;
   const dim3 grid((p.sq + Tr::BR - 1) / Tr::BR, p.n);
-  FwdParams pk = p;  // K and V of one query head's kv head, shared by the group's heads
-  if (pk.head_sect <= 0)
-    pk.head_sect = causal_head_section(p.mask, (int)grid.x, p.n, (long long)p.sk * D * 4 / (p.group > 0 ? p.group : 1));
+  FwdParams pk = p;  // the launch order: fwd_head_section, launch_tile_head
+  pk.head_sect = fwd_head_section<D>(p, (int)grid.x);
   kern<<<grid, Tr::NT, Tr::smem_bytes, st>>>(pk, tq, tk, tv);
   return cudaGetLastError();
 }

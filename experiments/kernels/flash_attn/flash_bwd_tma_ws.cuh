@@ -588,8 +588,8 @@ cudaError_t launch_bwd_tma_ws_t(const BwdParams& p, const CUtensorMap& dq_map, c
   static cudaError_t attr = cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)Tr::smem_bytes);
   if (attr != cudaSuccess) return attr;
   const dim3 grid((p.sk + Tr::BC - 1) / Tr::BC, p.nkv);
-  BwdParams pk = p;  // per kv head: Q and dO of its group's query heads
-  if (pk.head_sect <= 0) pk.head_sect = causal_head_section(p.mask, (int)grid.x, p.nkv, (long long)p.sq * D * 4 * p.group);
+  BwdParams pk = p;  // the launch order: bwd_head_section, launch_tile_head
+  pk.head_sect = bwd_head_section<D>(p, (int)grid.x);
   kern<<<grid, Tr::NT, Tr::smem_bytes, st>>>(pk, dq_map, tq, tdo, tk, tv);
   return cudaGetLastError();
 }

@@ -306,6 +306,15 @@ __global__ void __launch_bounds__(NWARPS * 32, MINB) flash_fwd_kernel(const FwdP
   }
 }
 
+// Host: the heads per section of a forward's launch over nt query tiles
+// (p.head_sect when set, else causal_head_section's choice): the streamed
+// operand is a head's K and V, shared by its group's query heads. Every
+// forward launcher asks here (the TMA, cp.async and mma.sync kernels).
+template <int D> inline int fwd_head_section(const FwdParams& p, int nt) {
+  return p.head_sect > 0 ? p.head_sect
+                         : causal_head_section(p.mask, nt, p.n, (long long)p.sk * D * 4 / (p.group > 0 ? p.group : 1));
+}
+
 // The launch of the kernel above (the instantiation files call launch_fwd<...>).
 template <int D, int BR, int BC, int NWARPS, int MINB, bool POS>
 cudaError_t launch_fwd_t(const FwdParams& p, cudaStream_t st) {
@@ -314,9 +323,8 @@ cudaError_t launch_fwd_t(const FwdParams& p, cudaStream_t st) {
   static cudaError_t attr = cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)Tr::smem_bytes);
   if (attr != cudaSuccess) return attr;
   const int nt = (p.sq + BR - 1) / BR;
-  FwdParams pk = p;  // the launch order: causal_head_section, launch_tile_sections (flash_common.cuh)
-  if (pk.head_sect <= 0)
-    pk.head_sect = causal_head_section(p.mask, nt, p.n, (long long)p.sk * D * 4 / (p.group > 0 ? p.group : 1));
+  FwdParams pk = p;  // the launch order: fwd_head_section, launch_tile_sections (flash_common.cuh)
+  pk.head_sect = fwd_head_section<D>(p, nt);
   return launch_tile_sections(nt, p.n, pk.head_sect, true, [&](dim3 grid, int tile0) {
     pk.tile0 = tile0;
     kern<<<grid, NWARPS * 32, Tr::smem_bytes, st>>>(pk);

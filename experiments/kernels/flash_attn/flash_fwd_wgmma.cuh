@@ -520,9 +520,8 @@ cudaError_t launch_fwd_wgmma_t(const FwdParams& p, cudaStream_t st) {
   static cudaError_t attr = cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)Tr::smem_bytes);
   if (attr != cudaSuccess) return attr;
   const int nt = (p.sq + Tr::BR - 1) / Tr::BR;
-  FwdParams pk = p;  // the launch order: causal_head_section, launch_tile_sections (flash_common.cuh)
-  if (pk.head_sect <= 0)
-    pk.head_sect = causal_head_section(p.mask, nt, p.n, (long long)p.sk * D * 4 / (p.group > 0 ? p.group : 1));
+  FwdParams pk = p;  // the launch order: fwd_head_section, launch_tile_sections (flash_common.cuh)
+  pk.head_sect = fwd_head_section<D>(p, nt);
   return launch_tile_sections(nt, p.n, pk.head_sect, true, [&](dim3 grid, int tile0) {
     pk.tile0 = tile0;
     kern<<<grid, Tr::NT, Tr::smem_bytes, st>>>(pk);
