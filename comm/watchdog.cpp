@@ -24,7 +24,7 @@ Watchdog::~Watchdog() {
   thread_.join();
 }
 
-void Watchdog::arm(long step) { arm_for(step, false, timeout_s_); }
+void Watchdog::arm(long step) { arm_for(step, false, 2 * timeout_s_); }
 void Watchdog::arm_checkpoint(long step, double checkpoint_timeout_s) {
   arm_for(step, true, 2 * checkpoint_timeout_s);
 }

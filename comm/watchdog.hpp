@@ -20,6 +20,9 @@ namespace burst {
 
 class Watchdog {
  public:
+  // Both bounds are the configured ones (comm.timeout_s,
+  // io.checkpoint_timeout_s); the watchdog allows twice each, so that the
+  // bounded collectives, which use the bound once, speak first.
   // timeout_s <= 0: steps unbounded (arm does nothing); the thread runs
   // anyway when a checkpoint bound may come (checkpoint_timeout_s > 0).
   Watchdog(double timeout_s, int rank, double checkpoint_timeout_s = 0);
@@ -27,7 +30,7 @@ class Watchdog {
   Watchdog(const Watchdog&) = delete;
   Watchdog& operator=(const Watchdog&) = delete;
 
-  void arm(long step);  // a step begins: the deadline is now + timeout
+  void arm(long step);  // a step begins: the deadline is now + 2 x timeout_s
   // The checkpoint of step `step` (the steps done) is written (rank 0) or
   // waited for (the others): the deadline is now + 2 x checkpoint_timeout_s
   // (io.checkpoint_timeout_s; 0: none until the next arm), and the message

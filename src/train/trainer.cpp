@@ -901,7 +901,7 @@ template <class T> struct TrainerImpl {
     const long stop_after = cfg.get_int("train.stop_after");
     const long stop_at = stop_after > 0 ? std::min(steps, start + stop_after) : steps;
     StopSignals signals;
-    Watchdog watchdog(2 * cfg.get_real("comm.timeout_s"), rank, cfg.get_real("io.checkpoint_timeout_s"));
+    Watchdog watchdog(cfg.get_real("comm.timeout_s"), rank, cfg.get_real("io.checkpoint_timeout_s"));
     step_watchdog = &watchdog;
     struct Forget {  // the watchdog goes with this scope
       Watchdog*& w;
