@@ -114,6 +114,7 @@ template <class T> int run(Runtime& rt, const AttnCheckOptions& opt) {
     std::printf("attn-check: %s (tolerance %.1e)\n", status == 0 ? "PASS" : "FAIL", tol);
     if (!opt.output.empty()) {
       auto f = io::H5File::create(opt.output);
+      mark_command_output(f, "attn-check");
       const io::Dims qd{std::uint64_t(opt.seq), std::uint64_t(n), std::uint64_t(d)}, kd{std::uint64_t(opt.seq), std::uint64_t(m), std::uint64_t(d)};
       f.write("o", got.o, qd);
       f.write("lse", got.lse, io::Dims{std::uint64_t(opt.seq), std::uint64_t(n)});

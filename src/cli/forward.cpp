@@ -108,6 +108,7 @@ template <class T> int run_forward(const ForwardOptions& opt) {
   }
   TempPath tmp(opt.output);  // a failure on the way leaves no file at --output and no temporary
   io::H5File out = io::H5File::create(tmp.path());
+  mark_command_output(out, "forward");
   Kokkos::View<std::int32_t*, Layout, Mem> t("act/tokens", s), lab("act/labels", s);
   Kokkos::View<long*, Layout, Mem> pos("act/positions", s);
   auto ht = Kokkos::create_mirror_view(t);

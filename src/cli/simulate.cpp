@@ -4,6 +4,7 @@
 #include "cli/simulate.hpp"
 
 #include "core/output_path.hpp"
+#include "train/weights.hpp"
 
 #include "core/error.hpp"
 #include "io/h5.hpp"
@@ -409,7 +410,10 @@ int cmd_simulate(const SimulateOptions& o) {
   BURST_CHECK_CONFIG(cores_ok(o.host_cores), "--host-cores ", o.host_cores, " must be a number of cores in [0.01, 1e6]");
   BURST_CHECK_CONFIG(cores_ok(o.host_cpu), "--host-cpu ", o.host_cpu, " must be CPU seconds per wall second in [0.01, 1e6]");
   // The output file before any work.
-  if (!o.output.empty()) check_output_path("--output", o.output);
+  if (!o.output.empty()) {
+    const std::string bad = output_problem("--output", o.output);  // train/weights.hpp: never a checkpoint, a log, an input
+    BURST_CHECK_CONFIG(bad.empty(), bad);
+  }
   Ctx x;
   x.cl = load_cluster(o.cluster, dir);
   if (o.gpus_per_node > 0) {
@@ -433,8 +437,10 @@ int cmd_simulate(const SimulateOptions& o) {
   if (!o.table.empty()) {
     x.m14 = shape_of("14B"), x.m7 = shape_of("7B");
     const std::string out = o.output.empty() ? "experiments/results/simulate_" + o.table + ".h5" : o.output;
-    check_output_path(o.output.empty() ? "the --table output (default; give --output)" : "--output", out);
+    const std::string bad = output_problem(o.output.empty() ? "the --table output (default; give --output)" : "--output", out);
+    BURST_CHECK_CONFIG(bad.empty(), bad);
     io::H5File f = io::H5File::create(out);
+    mark_command_output(f, "simulate");
     f.set_attr("/", "cluster", x.cl.name);
     f.set_attr("/", "cluster_file", x.cl.file);
     f.set_attr("/", "calibration_file", x.k.file);
@@ -508,6 +514,7 @@ int cmd_simulate(const SimulateOptions& o) {
                   a.fwd.collectives + a.bwd.collectives, a.fwd.sync + a.bwd.sync);
     if (!o.output.empty()) {
       io::H5File f = io::H5File::create(o.output);
+      mark_command_output(f, "simulate");
       f.set_attr("/", "cluster", x.cl.name);
       f.set_attr("/", "cluster_file", x.cl.file);
       f.create_group("attention");
@@ -533,6 +540,7 @@ int cmd_simulate(const SimulateOptions& o) {
   print_result(s, r, x.cl);
   if (!o.output.empty()) {
     io::H5File f = io::H5File::create(o.output);
+    mark_command_output(f, "simulate");
     f.set_attr("/", "cluster", x.cl.name);
     f.set_attr("/", "cluster_file", x.cl.file);
     f.set_attr("/", "calibration_file", x.k.file);

@@ -4,6 +4,7 @@
 #include "core/error.hpp"
 #include "core/output_path.hpp"
 #include "io/h5.hpp"
+#include "io/run_log.hpp"
 #include "train/checkpoint_files.hpp"
 
 #include <filesystem>
@@ -131,20 +132,35 @@ void save_weights(const std::string& path, const ModelConfig& mc, const std::str
 template void load_weights<float, DeviceMem>(const std::string&, const ModelConfig&, FlatTensors<float, DeviceMem>&);
 template void load_weights<double, DeviceMem>(const std::string&, const ModelConfig&, FlatTensors<double, DeviceMem>&);
 
+void mark_command_output(io::H5File& f, const std::string& command) { f.set_attr("/", kCommandOutputAttr, command); }
+
+bool is_command_output(const io::H5File& f) {
+  if (f.has_attr("/", "format_version")) return false;  // a checkpoint or weights file, whatever else it holds
+  return f.has_attr("/", kCommandOutputAttr) || f.has_attr("/", "benchmark") || f.has_attr("/", "cluster_file") ||
+         f.has_attr("/", "max_rel_error_o") || (f.has_attr("/", "model_config") && f.has_attr("/", "tokens"));
+}
+
 std::string overwrite_problem(const std::string& what, const std::string& path, bool weights_ok) {
   std::error_code ec;
-  if (!std::filesystem::is_regular_file(path, ec)) return "";
+  if (!std::filesystem::exists(path, ec)) return "";
+  const std::string refuse = ": refusing to replace it (write the output elsewhere, or remove the file first)";
+  if (!std::filesystem::is_regular_file(path, ec))
+    return what + " = '" + path + "' exists and is not a regular file" + refuse;
   io::H5File f;
   try {
     f = io::H5File::open(path);
   } catch (const Error&) {
-    return "";  // not an HDF5 file: not ours to protect
+    return what + " = '" + path + "' exists and is not an HDF5 file (a config, a model or data file?)" + refuse;
   }
-  if (!f.has_attr("/", "format_version")) return "";
-  const bool weights = f.has_attr("/", "content") && f.attr_string("/", "content") == "weights";
-  if (weights && weights_ok) return "";
-  return what + " = '" + path + "' is " + (weights ? "a weights file" : "a training checkpoint") +
-         " of this engine: refusing to overwrite it (write the output elsewhere, or remove the file first)";
+  if (f.has_attr("/", "format_version")) {
+    const bool weights = f.has_attr("/", "content") && f.attr_string("/", "content") == "weights";
+    if (weights && weights_ok) return "";
+    return what + " = '" + path + "' is " + (weights ? "a weights file" : "a training checkpoint") + " of this engine" + refuse;
+  }
+  if (io::is_run_log(f)) return what + " = '" + path + "' is a training run log of this engine" + refuse;
+  if (is_command_output(f)) return "";
+  return what + " = '" + path + "' exists and is not a result this engine's commands wrote (no root attribute " +
+         kCommandOutputAttr + " or benchmark: a data file?)" + refuse;
 }
 
 std::string output_problem(const std::string& what, const std::string& path, bool weights_ok) {

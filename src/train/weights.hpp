@@ -20,6 +20,9 @@
 #include <vector>
 
 namespace burst {
+namespace io {
+class H5File;
+}
 
 // The checkpoint format this build writes and reads (the trainer's too).
 constexpr std::int64_t kCheckpointFormatVersion = 2;
@@ -68,11 +71,26 @@ std::vector<A> load_weights_flat(const std::string& path, const ModelConfig& mc,
 void save_weights(const std::string& path, const ModelConfig& mc, const std::string& dtype,
                   const std::function<std::vector<double>(const ParamInfo&)>& values, const std::string& source);
 
+// The root attribute that names the command whose result a file is
+// (simulate, attn-check, forward; the benches' files carry `benchmark`):
+// such a file may be replaced by the next run of a command.
+inline constexpr const char* kCommandOutputAttr = "burst_output";
+void mark_command_output(io::H5File& f, const std::string& command);
+// `f` is a result a command of this engine wrote: kCommandOutputAttr, or the
+// root attributes the results had before it (a bench's `benchmark`,
+// simulate's `cluster_file`, attn-check's `max_rel_error_o`, forward's
+// `model_config` with `tokens`).
+bool is_command_output(const io::H5File& f);
+
 // What is wrong with writing `path` as a command's output `what` ("" when
-// nothing): it must not be one of this engine's checkpoints (an HDF5 file
-// with the root attribute format_version), nor a weights file unless
-// `weights_ok` (import-hf replacing an earlier import). A bench or forward
-// pointed at a checkpoint by mistake replaced it with its results.
+// nothing). A file already there is replaced only when it is an earlier
+// result of a command (is_command_output), or a weights file when
+// `weights_ok` (import-hf replacing an earlier import). Everything else is
+// refused: this engine's checkpoints (root attribute format_version), run
+// logs, any other HDF5 file (a token corpus, someone's data) and any file
+// that is not HDF5 (a config, a safetensors file, the command's own input).
+// A bench, simulate or forward pointed at such a file by mistake replaced it
+// with its results.
 std::string overwrite_problem(const std::string& what, const std::string& path, bool weights_ok = false);
 
 // Both checks of a command's output file: core/output_path.hpp's (a

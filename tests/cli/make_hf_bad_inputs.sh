@@ -19,7 +19,7 @@ sed -i 's/"model.norm.weight": "model-[0-9]*-of-/"model.norm.weight": "model-000
 # Tokens beyond the golden model's vocabulary (64); weights of another model.
 "$tool" write-ints big_token.h5 tokens 1 2 64 3
 "$burst" train --set train.seq_len=32 --set train.batch=2 --set data.digits=2 --set train.steps=1 \
-  --set train.eval_sequences=2 --set io.checkpoint=tiny.h5 --set io.overwrite=true >/dev/null
+  --set train.eval_sequences=2 --set io.checkpoint=tiny.h5 --set io.run_log=run_log.h5 --set io.overwrite=true >/dev/null
 printf 'not hdf5' >not_hdf5.h5
 # A tokens dataset of a few bytes declaring 2^40 tokens (chunked, nothing written).
 "$tool" declare huge_tokens.h5 tokens int32 1099511627776
