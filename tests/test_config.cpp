@@ -141,7 +141,7 @@ TEST(Config, MissingFile) {
     schema().parse_file("/nonexistent/run.toml");
     FAIL();
   } catch (const Error& e) {
-    EXPECT_STREQ(e.what(), "cannot open config file '/nonexistent/run.toml': no such file or not readable");
+    EXPECT_STREQ(e.what(), "cannot open config file '/nonexistent/run.toml': No such file or directory");
   }
 }
 

@@ -6,6 +6,7 @@
 #include "core/blas_core.hpp"
 #include "core/config.hpp"
 #include "core/error.hpp"
+#include "core/text_file.hpp"
 #include "io/checksum.hpp"
 #include "train/trainer.hpp"
 
@@ -34,8 +35,14 @@ std::uint64_t command_digest(int argc, char** argv) {
     h = burst::io::fnv1a64(framed.data(), framed.size(), h);
   };
   const auto mix_file = [&mix](const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    mix(in ? std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()) : "unreadable " + path);
+    // Only what read_text_file would read (a FIFO or /dev/zero here once hung before the config's own error).
+    std::string text;
+    try {
+      text = burst::read_text_file("config file", path, burst::ErrorKind::Config);
+    } catch (const burst::Error&) {
+      text = "unreadable " + path;
+    }
+    mix(text);
   };
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];

@@ -2,6 +2,7 @@
 
 #include "core/error.hpp"
 #include "core/suggest.hpp"
+#include "core/text_file.hpp"
 
 #define TOML_HEADER_ONLY 1
 #define TOML_ENABLE_FORMATTERS 0
@@ -391,11 +392,7 @@ Config ConfigSchema::parse_string(const std::string& text, const std::string& so
 }
 
 Config ConfigSchema::parse_file(const std::string& path) const {
-  std::ifstream in(path, std::ios::binary);
-  BURST_CHECK_CONFIG(in.good(), "cannot open config file '", path, "': no such file or not readable");
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  Config cfg = parse_string(ss.str(), path);
+  Config cfg = parse_string(read_text_file("config file", path, ErrorKind::Config), path);
   cfg.file_ = path;
   return cfg;
 }

@@ -2,6 +2,7 @@
 
 #include "core/durable.hpp"
 #include "core/error.hpp"
+#include "core/text_file.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -436,9 +437,7 @@ SafetensorsModel::SafetensorsModel(const std::string& dir) : dir_(dir) {
     BURST_CHECK_INPUT(fs::is_directory(dir, ec), "model directory '", dir, "' does not exist");
     const fs::path index = fs::path(dir) / "model.safetensors.index.json";
     if (fs::exists(index, ec)) {
-      std::ifstream in(index);
-      BURST_CHECK_INPUT(in.good(), "cannot open '", index.string(), "'");
-      const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+      const std::string text = read_text_file("safetensors index", index.string(), ErrorKind::Input);
       const StIndex ix = parse_safetensors_index(text, index.string());
       BURST_CHECK_INPUT(!ix.weight_map.empty(), "safetensors index '", index.string(), "' maps no tensor");
       std::map<std::string, std::size_t> shard_of_file;

@@ -1,6 +1,7 @@
 #include "model/config.hpp"
 
 #include "core/error.hpp"
+#include "core/text_file.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -254,11 +255,7 @@ ModelConfig model_from_hf_json(const std::string& text, const std::string& src) 
 }
 
 ModelConfig model_from_hf_file(const std::string& path) {
-  std::ifstream in(path);
-  BURST_CHECK_CONFIG(in.good(), "cannot open model config '", path, "'");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return model_from_hf_json(ss.str(), path);
+  return model_from_hf_json(read_text_file("model config", path, ErrorKind::Config), path);
 }
 
 std::string model_to_hf_json(const ModelConfig& c) {

@@ -4,6 +4,7 @@
 
 #include "core/error.hpp"
 #include "core/suggest.hpp"
+#include "core/text_file.hpp"
 
 #include <toml++/toml.h>
 
@@ -83,11 +84,7 @@ bool file_exists(const std::string& p) {
 }
 
 toml::table parse_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  BURST_CHECK_CONFIG(in.good(), "cannot read ", path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  const std::string text = ss.str();
+  const std::string text = read_text_file("file", path, ErrorKind::Config);
   // toml++ 3.x misbehaves on some non-ASCII input outside strings (see core/config.cpp); our files are ASCII.
   for (size_t i = 0; i < text.size(); ++i)
     BURST_CHECK_CONFIG(static_cast<unsigned char>(text[i]) < 0x80, path, ": non-ASCII byte at offset ", i);
