@@ -88,12 +88,20 @@ int cmd_export_hf(Runtime& rt, const ExportHfOptions& opt) {
   const std::string upper = opt.dtype == "bf16" ? "BF16" : opt.dtype == "f16" ? "F16" : opt.dtype == "f32" ? "F32" : opt.dtype == "f64" ? "F64" : "";
   BURST_CHECK_CONFIG(io::st_dtype_from_name(upper, &dt), "--dtype '", opt.dtype, "' must be bf16, f16, f32 or f64");
   BURST_CHECK_CONFIG(opt.max_shard_mb >= 0, "--max-shard-mb ", opt.max_shard_mb, " must be >= 0 (0: one file)");
+  BURST_CHECK_CONFIG(opt.max_shard_mb == 0 || opt.max_shard_mb * 1024 * 1024 >= 1, "--max-shard-mb ", opt.max_shard_mb,
+                     " is less than a byte (0: one file)");
   const WeightsReader w(opt.weights);
   const ModelConfig& mc = w.config();
   const std::vector<ParamInfo> table = llama_param_table(mc);
   std::error_code ec;
-  fs::create_directories(opt.output, ec);
-  BURST_CHECK_INPUT(fs::is_directory(opt.output), "cannot create the output directory '", opt.output, "'");
+  {  // the directory itself is made, not a missing parent (a mistyped path once made a tree from the root)
+    const fs::path parent = fs::path(opt.output).lexically_normal().parent_path();
+    BURST_CHECK_INPUT(parent.empty() || fs::is_directory(parent, ec), "--output '", opt.output, "': the directory '",
+                      parent.string(), "' does not exist");
+  }
+  fs::create_directory(opt.output, ec);
+  BURST_CHECK_INPUT(fs::is_directory(opt.output), "cannot create the output directory '", opt.output, "'",
+                    ec ? ": " + ec.message() : std::string());
   // Shards in table order, each up to max_shard_mb (a larger tensor alone).
   const std::uint64_t limit = std::uint64_t(opt.max_shard_mb * 1024 * 1024);
   std::vector<std::vector<std::size_t>> shards(1);

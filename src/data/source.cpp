@@ -52,6 +52,9 @@ void add_data_schema(ConfigSchema& s) {
     const long r = c.get_int("data.random_positions");
     if (r > 0 && c.get_bool("data.restart_positions"))
       return "data.random_positions and data.restart_positions cannot be combined";
+    if (r == 0 && c.get_int("data.position_chunks") > 0)
+      return "data.position_chunks = " + std::to_string(c.get_int("data.position_chunks")) +
+             " has no effect without data.random_positions (the range its chunks are placed in)";
     return "";
   });
   s.rule([](const Config& c) -> std::string {

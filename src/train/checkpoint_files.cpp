@@ -44,6 +44,10 @@ std::string checkpoint_step_path(const std::string& path, long step) {
   return stem + ".step" + num + ext;
 }
 
+long step_in_checkpoint_name(const std::string& file, const std::string& path) {
+  return step_of_name(fs::path(file).filename().string(), fs::path(path));
+}
+
 std::vector<std::pair<long, std::string>> list_step_checkpoints(const std::string& path) {
   std::vector<std::pair<long, std::string>> out;
   const fs::path p(path);

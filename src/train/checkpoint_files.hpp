@@ -20,6 +20,10 @@ namespace burst {
 
 std::string checkpoint_step_path(const std::string& path, long step);
 
+// The step in `file`'s name when it is one of `path`'s step files
+// ("dir/ckpt.step00000012.h5" of "dir/ckpt.h5": 12), else -1.
+long step_in_checkpoint_name(const std::string& file, const std::string& path);
+
 // The step files of `path` that exist, newest (highest step) first.
 std::vector<std::pair<long, std::string>> list_step_checkpoints(const std::string& path);
 

@@ -247,6 +247,8 @@ template <class T> struct TrainerImpl {
     mc.validate();
     BURST_CHECK_CONFIG(cfg.get_int("train.seq_len") <= mc.max_position_embeddings * 64, "train.seq_len = ",
                        cfg.get_int("train.seq_len"), " is beyond what the model's positions were built for");
+    BURST_CHECK_CONFIG(cfg.get_int("data.random_positions") <= mc.max_position_embeddings * 64, "data.random_positions = ",
+                       cfg.get_int("data.random_positions"), " is beyond what the model's positions were built for");
     for (auto l : cfg.get_int_list("train.eval_seq_lens"))
       BURST_CHECK_CONFIG(l <= mc.max_position_embeddings * 64, "train.eval_seq_lens: ", l,
                          " is beyond what the model's positions were built for");
@@ -259,6 +261,7 @@ template <class T> struct TrainerImpl {
       setups[len] = make_setup(len, {});
     }
     const long L0 = cfg.get_int("train.seq_len");
+    check_host_memory_fits(L0, mo);
     model = std::make_unique<LlamaModel<T, Mem>>(mc, setups.at(L0).op, mo);
     use_length(L0);
     attn_description = setups.at(L0).description;
@@ -329,6 +332,8 @@ template <class T> struct TrainerImpl {
   std::vector<long> run_lengths() const {
     std::vector<long> ls = {cfg.get_int("train.seq_len")};
     if (cfg.get_int("train.short_steps") > 0) ls.push_back(cfg.get_int("train.short_seq_len"));
+    BURST_CHECK_CONFIG(cfg.get_int("data.random_positions") <= mc.max_position_embeddings * 64, "data.random_positions = ",
+                       cfg.get_int("data.random_positions"), " is beyond what the model's positions were built for");
     for (auto l : cfg.get_int_list("train.eval_seq_lens")) ls.push_back(long(l));
     std::sort(ls.begin(), ls.end());
     ls.erase(std::unique(ls.begin(), ls.end()), ls.end());
@@ -339,6 +344,8 @@ template <class T> struct TrainerImpl {
   }
   std::vector<long> eval_lengths() const {
     std::vector<long> ls;
+    BURST_CHECK_CONFIG(cfg.get_int("data.random_positions") <= mc.max_position_embeddings * 64, "data.random_positions = ",
+                       cfg.get_int("data.random_positions"), " is beyond what the model's positions were built for");
     for (auto l : cfg.get_int_list("train.eval_seq_lens")) ls.push_back(long(l));
     if (ls.empty()) ls.push_back(cfg.get_int("train.seq_len"));
     return ls;
@@ -521,7 +528,9 @@ template <class T> struct TrainerImpl {
   // Throws Error(IO) when the file is damaged (unreadable, a dataset missing
   // or failing its checksum) and Error(Input) when it is whole but not for
   // this run (another format or model).
-  void load_checkpoint(const std::string& path) {
+  // `named_step`: the step in the file's name when it is one of the
+  // rotation's step files (-1 when not); the step it holds must be that one.
+  void load_checkpoint(const std::string& path, long named_step) {
     io::H5File f = io::H5File::open(path);
     BURST_CHECK_INPUT(f.has_attr("/", "format_version"), "'", path, "' is not a checkpoint (no format_version)");
     const std::int64_t version = f.attr_int("/", "format_version");
@@ -530,6 +539,13 @@ template <class T> struct TrainerImpl {
     const std::string theirs = f.attr_string("/", "model_config"), ours = model_to_hf_json(mc);
     BURST_CHECK_INPUT(theirs == ours, "checkpoint '", path, "' holds another model: ",
                       model_from_hf_json(theirs, path).describe(), "; this run is ", mc.describe());
+    // The step is outside the tensors' checksums: checked against what it can be
+    // (a step of -5 once reached the schedule as map::at; another than the
+    // name's resumed the wrong step). A damaged file: --resume falls back.
+    const std::int64_t saved_step = f.attr_int("/", "step");
+    BURST_CHECK_IO(saved_step >= 0, "checkpoint '", path, "' holds step ", saved_step, " (a damaged file)");
+    BURST_CHECK_IO(named_step < 0 || saved_step == named_step, "checkpoint '", path, "' holds step ", saved_step,
+                   " where its name says ", named_step, " (a damaged or edited file)");
     // Whole tensors, each rank keeping its ZeRO shard of them.
     auto read_all = [&](const std::string& group) {
       std::vector<A> flat(static_cast<size_t>(model->params().size()));
@@ -551,7 +567,35 @@ template <class T> struct TrainerImpl {
     zero->scatter_full("params", params);
     zero->scatter_full("optim/m", mom);
     zero->scatter_full("optim/v", var);
-    step = long(f.attr_int("/", "step"));
+    step = long(saved_step);
+    loaded_train_config = f.has_attr("/", "train_config") ? f.attr_string("/", "train_config") : "";
+  }
+  std::string loaded_train_config;  // the checkpoint's run settings (Config::dump), read by load_checkpoint
+
+  // The settings of this run that differ from the checkpoint's run, as
+  // "key old -> new" (those that change the trajectory; not train.steps, the
+  // parallel layout, the files, the logging, the bounds, the debug faults).
+  std::string changed_settings(const std::string& theirs) const {
+    const auto parse = [](const std::string& dump) {
+      std::map<std::string, std::string> kv;
+      std::istringstream in(dump);
+      for (std::string line; std::getline(in, line);)
+        if (const size_t eq = line.find(" = "); eq != std::string::npos) kv[line.substr(0, eq)] = line.substr(eq + 3);
+      return kv;
+    };
+    const auto free_to_change = [](const std::string& k) {
+      for (const char* prefix : {"io.", "comm.", "debug.", "parallel.", "train.eval_"})
+        if (k.rfind(prefix, 0) == 0) return true;
+      return k == "train.steps" || k == "train.log_every" || k == "train.zero" || k == "train.offload";
+    };
+    const auto old_kv = parse(theirs), new_kv = parse(cfg.dump());
+    std::string out;
+    for (const auto& [k, v] : new_kv) {
+      const auto it = old_kv.find(k);
+      if (free_to_change(k) || it == old_kv.end() || it->second == v) continue;
+      out += (out.empty() ? "" : ", ") + k + " " + it->second + " -> " + v;
+    }
+    return out;
   }
 
   // The outcome of a step every rank took on its own (reading a
@@ -627,7 +671,7 @@ template <class T> struct TrainerImpl {
     for (size_t i = 0; i < cands.size(); ++i) {
       Outcome mine;
       try {
-        load_checkpoint(cands[i]);
+        load_checkpoint(cands[i], step_in_checkpoint_name(cands[i], path));
       } catch (const Error& e) {
         mine = {e.kind() == ErrorKind::IO ? 1 : 2, e.kind(), e.message()};
       } catch (const std::exception& e) {  // (std::bad_alloc, ...): as grave, agreed all the same
@@ -643,7 +687,18 @@ template <class T> struct TrainerImpl {
                                             std::to_string(lo) + " to " + std::to_string(hi) +
                                             "): every rank must read the same checkpoint (a shared file system)")
               .set_collective();
-        if (rank == 0) std::printf("resumed from checkpoint '%s' at step %ld\n", cands[i].c_str(), step);
+        if (rank == 0) {
+          std::printf("resumed from checkpoint '%s' at step %ld\n", cands[i].c_str(), step);
+          // Allowed (a lower learning rate, another task to fine-tune on), but
+          // then not the run the checkpoint's would have been: said, not silent.
+          if (const std::string changed = changed_settings(loaded_train_config); !changed.empty()) {
+            std::fprintf(stderr,
+                         "burst: warning: resuming with settings other than the checkpoint's run: %s; the run goes "
+                         "on with the new ones (not the run the checkpoint's would have continued bit for bit)\n",
+                         changed.c_str());
+            std::fflush(stderr);
+          }
+        }
         return;
       }
       if (all.gravity == 2) throw Error(all.kind, all.message).set_collective();
@@ -791,15 +846,17 @@ template <class T> struct TrainerImpl {
   }
 
   // The measured peaks of the first step beside the analytic model's.
-  void report_memory(const MemCounters& mem, io::H5File* logf) {
+  // The analytic model's input for a step at sequence length `len` (its
+  // layout `lay`) with `mo`'s activation policy and loss chunk.
+  MemoryModelInput memory_input(long len, const parallel::SeqLayout* lay, const ModelOptions& mo, int zero_stage) const {
     MemoryModelInput in;
     in.model = mc;
-    in.slots = layout ? layout->local : seq_len;
+    in.slots = lay ? lay->local : len;
     in.scalar_bytes = int(sizeof(T));
     in.accum_bytes = int(sizeof(A));
-    in.policy = model->options().policy;
-    in.loss_chunk = model->options().loss_chunk;
-    in.zero_stage = zero->stage();
+    in.policy = mo.policy;
+    in.loss_chunk = mo.loss_chunk;
+    in.zero_stage = zero_stage;
     in.world = size;
     // Every op the run holds keeps its packets; the step measured runs only
     // the ops of the current length (or of its document sets).
@@ -808,9 +865,49 @@ template <class T> struct TrainerImpl {
       in.attention.persistent += b.persistent;
       if (runs) in.attention.transient = std::max(in.attention.transient, b.transient);
     };
-    for (const auto& [len, su] : setups) add(su, len == seq_len);
+    for (const auto& [l, su] : setups) add(su, l == len);
     for (const auto& [docs, su] : doc_setups) add(su, true);
-    const MemoryEstimate est = estimate_memory(in);
+    return in;
+  }
+
+  // A run whose analytic memory (train/memory_model.hpp, within a few per
+  // cent of the measured peaks) exceeds what this host's ranks may use
+  // together is refused before the model is allocated: a host build on a
+  // machine that overcommits memory was otherwise killed (SIGKILL, no
+  // message) a minute in. Device memory is not checked here: an allocation
+  // beyond it is Kokkos' error, raised at once.
+  void check_host_memory_fits(long len, const ModelOptions& mo) {
+    if constexpr (!Kokkos::SpaceAccessibility<Kokkos::HostSpace, Mem>::accessible) {
+      (void)len, (void)mo;
+    } else {
+      const MemoryEstimate est = estimate_memory(memory_input(len, setups.at(len).layout, mo, int(cfg.get_int("train.zero"))));
+      double mine = 0;
+      for (std::int64_t b : est.bytes) mine += double(b);
+      MPI_Comm host;  // the ranks sharing this host's memory
+      MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &host);
+      const double together = allreduce_sum(mine, host, "host memory check");
+      int here = 1;
+      MPI_Comm_size(host, &here);
+      MPI_Comm_free(&host);
+      const std::uint64_t limit = io::process_memory_limit();
+      // The most crowded host decides for every rank (rank 0 words it).
+      const double over = allreduce_max(limit > 0 ? together / double(limit) : 0.0, comm, "host memory check");
+      const int most = int(allreduce_max(double(here), comm, "host memory check"));
+      const auto whole = [](double b) { return std::int64_t(std::min(b, 9e18)); };
+      const std::string why =
+          over <= 1 ? ""
+                    : "the run needs about " + format_bytes(whole(over * double(limit))) +
+                          " of host memory (the analytic model, train/memory_model.hpp: " + est.report() +
+                          (most > 1 ? " per rank, x " + std::to_string(most) + " ranks on a host" : "") + "), more than the " +
+                          format_bytes(whole(double(limit))) +
+                          " this process may use: a smaller model or train.seq_len, train.activation = whole, or train.zero = 3 "
+                          "over ranks on more hosts";
+      check_problem_on_root(comm, why);
+    }
+  }
+
+  void report_memory(const MemCounters& mem, io::H5File* logf) {
+    const MemoryEstimate est = estimate_memory(memory_input(seq_len, layout, model->options(), zero->stage()));
     if (rank != 0) return;
     std::string measured;
     for (MemCategory c : {MemCategory::Params, MemCategory::Grads, MemCategory::Optimizer, MemCategory::Activations,

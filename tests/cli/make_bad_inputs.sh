@@ -14,6 +14,8 @@ printf '{"vocab_size": 64, "hidden_size": "64", "num_hidden_layers": 1, "num_att
 printf '[64, 64]' > array.json
 printf '{"vocab_size": 64,' > truncated.json
 printf '{"vocab_size": 300, "hidden_size": 32, "num_hidden_layers": 1, "num_attention_heads": 2, "intermediate_size": 48}' > vocab300.json
+# 90 layers of the 7B shape: some 470 GiB of weights, gradients and AdamW state.
+printf '{"vocab_size": 64, "hidden_size": 4096, "num_hidden_layers": 90, "num_attention_heads": 32, "intermediate_size": 11008, "max_position_embeddings": 2048}' > huge_model.json
 rm -f fifo && mkfifo fifo  # a data path nobody writes to
 printf '{"vocab_size": 64, "hidden_size": 32, "num_hidden_layers": 1, "num_attention_heads": 2, "intermediate_size": 48}' > other.json
 printf '{"vocab_size": 64, "hidden_size": 32, "num_hidden_layers": 1, "num_attention_heads": 2, "intermediate_size": 48, "max_position_embeddings": 2}' > short_positions.json
@@ -39,6 +41,26 @@ for np in 1 4; do
   "$tool" flip fallback$np/ck.step00000002.h5 optim/m/model.embed_tokens.weight
   ln fallback$np/ck.step00000002.h5 fallback$np/ck.h5
 done
+# The newest step file damaged in its root group's object header (which the
+# 1.8 file format checksums; with the 1.0 format's headers such a file crashed
+# HDF5 in H5Aexists), or holding another step than its name says: --resume
+# falls back to the previous one.
+mkdir -p header stepname
+cp good/ck.h5 header/ck.step00000001.h5
+cp good/ck.h5 header/ck.step00000002.h5 && "$tool" set-int header/ck.step00000002.h5 step 2
+python3 -c "
+import struct, sys
+f = sys.argv[1]; b = bytearray(open(f, 'rb').read())
+assert b[:8] == b'\\x89HDF\\r\\n\\x1a\\n' and b[8] in (2, 3), 'not a version-2 superblock'
+root = struct.unpack_from('<Q', b, 36)[0]  # the root group's object header address (superblock v2)
+assert b[root:root + 4] == b'OHDR', 'no version-2 object header at the root address'
+b[root + 6] ^= 0xFF  # a byte inside the header, under its checksum
+open(f, 'wb').write(b)
+" header/ck.step00000002.h5
+ln header/ck.step00000002.h5 header/ck.h5
+mkdir -p changed && cp good/ck.h5 changed/ck.h5  # resumed with another learning rate
+cp good/ck.h5 stepname/ck.step00000001.h5
+cp good/ck.h5 stepname/ck.step00000003.h5 && "$tool" set-int stepname/ck.step00000003.h5 step 7
 # Token files (data.task = bin, uint16): a size that is not a multiple of the
 # dtype, an id beyond the tiny model's vocabulary (64), too short for a sequence.
 printf 'abc' > odd.bin
