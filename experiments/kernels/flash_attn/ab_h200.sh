@@ -4,9 +4,10 @@
 # each round times every listed variant once in turn; tools/ab_summary.py takes the medians), then the
 # elapsed cycles and tensor-pipe activity of each variant under ncu (SpeedOfLight section only: a few
 # passes), full and causal, at S x S.
-#   OUT=dir [PACK=1] [SIZES=16384,32768] [ROUNDS=4] [S=16384] [FWD=12,17] [BWD=12,13,14,15] [NCU=1] [PEERS=0]
+#   OUT=dir [PACK=1] [SIZES=16384,32768] [ROUNDS=4] [S=16384] [FWD=12,17] [BWD=12,13,14,15] [NCU=1] [PEERS=0] [LAB_SOME=1]
 #       experiments/kernels/flash_attn/ab_h200.sh
 # FWD= / BWD= (empty) skip that direction. The first variant of each list is the base of the ratios.
+# LAB_SOME=1 (the default here) compiles only the listed variants (run_h200.sh, flash_api.cuh); 0 builds all.
 # PEERS=1: each round also times torch's cuDNN SDPA (peers_sdpa.py) on the same shapes, right after our
 # variants, so "ours against cuDNN" is a median over rounds too (rows "fwd torch cuDNN", "bwd torch cuDNN").
 set -uo pipefail
@@ -20,7 +21,7 @@ exec > >(tee -a "$OUT/ab.log") 2>&1
 . ../../peers/pack.sh
 t0=$(date +%s)
 # build + check of the listed variants (+ one timing round, kept in OUT/check/)
-PACK= OUT="$OUT/check" BUILD="$BUILD" SIZES=4096 REPS_MS=50 MAIN=0 PEERS=0 \
+PACK= OUT="$OUT/check" BUILD="$BUILD" SIZES=4096 REPS_MS=50 MAIN=0 PEERS=0 LAB_SOME="${LAB_SOME:-1}" \
   WGMMA=$([ -n "$FWD" ] && echo 1 || echo 0) WG_FWD="${FWD:--1}" BWGMMA=$([ -n "$BWD" ] && echo 1 || echo 0) WG_BWD="${BWD:--1}" \
   ./run_h200.sh > "$OUT/check.log" 2>&1
 grep -E "^CHECK|BUILD FAILED|LINK FAILED|exit [0-9]" "$OUT/check.log"

@@ -5,9 +5,15 @@ cudaError_t bwd_d128(const BwdParams& p, int variant, cudaStream_t st) {
   switch (variant) {
     //                         D   BR  BC  W WM_S WM_KV WM_Q MINB
     case 0: return launch_bwd<128, 64, 64, 8, 4, 4, 4, 1>(p, st);
+#if LAB_ALL || LAB_BWD_1
     case 1: return launch_bwd<128, 64, 128, 8, 2, 4, 4, 1>(p, st);
+#endif
+#if LAB_ALL || LAB_BWD_2
     case 2: return launch_bwd<128, 64, 128, 8, 2, 4, 2, 1>(p, st);
+#endif
+#if LAB_ALL || LAB_BWD_3
     case 3: return launch_bwd<128, 64, 64, 4, 4, 4, 4, 2>(p, st);
+#endif
     case 4:
     case 5:
     case 6:
@@ -21,7 +27,7 @@ cudaError_t bwd_d128(const BwdParams& p, int variant, cudaStream_t st) {
     case 14:
     case 15:
     case 16: return bwd_wgmma_d128(p, variant - 4, st);  // sm_90a (flash_bwd_wgmma_d128.cu)
-    case 17:    // 2 launched head by head (the order before 2026-12-08), for the A/B
+    case 17:    // 2 launched head by head (the order before 2026-12-07), for the A/B
     case 18: {  // 6 (sm_90a) launched head by head
       BwdParams q = p;
       q.head_sect = 1;

@@ -12,23 +12,49 @@
 namespace burst_fa { namespace dev {
 cudaError_t bwd_wgmma_d128(const BwdParams& p, int variant, cudaStream_t st) {
   switch (variant) {
+#if LAB_ALL || LAB_BWD_4
     case 0: return launch_bwd_wgmma<128, false>(p, st);
+#endif
+#if LAB_ALL || LAB_BWD_5
     case 1: return launch_bwd_wgmma<128, true>(p, st);  // diagnostic: dS stored K-major (no transposed A)
+#endif
+#if LAB_ALL || LAB_BWD_6 || LAB_BWD_18
     case 2: return launch_bwd_wgmma<128, false, true>(p, st);  // dV issued before the dP^T wait
+#endif
+#if LAB_ALL || LAB_BWD_7
     case 3: return launch_bwd_wgmma<128, false, true, true>(p, st);  // + dQ by smem and a bulk tensor reduce-add
+#endif
+#if LAB_ALL || LAB_BWD_8
     case 4: return launch_bwd_tma_ws<128>(p, st);  // 7 + TMA producer warp, mbarrier ring (flash_bwd_tma_ws.cuh)
+#endif
+#if LAB_ALL || LAB_BWD_9
     case 5: return launch_bwd_tma_ws<128, 1>(p, st);  // 8 + the instruction diet
+#endif
+#if LAB_ALL || LAB_BWD_10
     case 6: return launch_bwd_tma_ws<128, 3>(p, st);  // 9 + dQ before dK, staged while dK runs
+#endif
+#if LAB_ALL || LAB_BWD_11
     case 7: return launch_bwd_tma_ws<128, 7>(p, st);  // 10 + the dQ staging without bank conflicts
+#endif
+#if LAB_ALL || LAB_BWD_12
     case 8: return launch_bwd_tma_ws<128, 7 | kBwdSleep>(p, st);  // 11 + the loader and the dQ writer asleep in their waits
+#endif
+#if LAB_ALL || LAB_BWD_13
     case 9: return launch_bwd_tma_ws<128, 15 | kBwdQ80>(p, st);  // 12 on 80-query tiles, dQ transposed (FA3's full-mask tile)
+#endif
+#if LAB_ALL || LAB_BWD_14
     case 10: return launch_bwd_tma_ws<128, 15 | kBwdQ80 | kBwdLseEarly>(p, st);  // 13 + lse / D loaded before the stage wait
+#endif
+#if LAB_ALL || LAB_BWD_15
     case 11: return launch_bwd_tma_ws<128, 15 | kBwdLseEarly>(p, st);            // 12 + lse / D loaded before the stage wait
+#endif
+#if LAB_ALL || LAB_BWD_16
     case 12: {  // variant 16: 14 launched head by head (the order before 2026-12-07), for the A/B
       BwdParams q = p;
       q.head_sect = 1;
       return launch_bwd_tma_ws<128, 15 | kBwdQ80 | kBwdLseEarly>(q, st);
     }
+#endif
   }
   return cudaErrorInvalidValue;
 }

@@ -4,9 +4,15 @@ namespace burst_fa { namespace dev {
 cudaError_t fwd_d64(const FwdParams& p, int variant, cudaStream_t st) {
   switch (variant) {
     case 0: return launch_fwd<64, 128, 64, 8, 1>(p, st);
+#if LAB_ALL || LAB_FWD_1
     case 1: return launch_fwd<64, 128, 32, 4, 2>(p, st);
+#endif
+#if LAB_ALL || LAB_FWD_2
     case 2: return launch_fwd<64, 64, 64, 4, 2>(p, st);
+#endif
+#if LAB_ALL || LAB_FWD_3
     case 3: return launch_fwd<64, 128, 64, 4, 2>(p, st);
+#endif
     case 4:
     case 5:
     case 7:

@@ -3,7 +3,8 @@
 # correctness against the fp64 GPU reference, time every variant, time torch's
 # FLASH and cuDNN SDPA on the same shapes, print the side-by-side table last.
 #   OUT=dir [SIZES=4096,8192,16384,32768] [REPS_MS=300] [CHECK=1] [WGMMA=1] [BWGMMA=1] [MAIN=1] [PEERS=1]
-#       [PACK=1] [WG_FWD=4,7,9,10] [WG_BWD=4,6,7,8,9,10,11 (9,10,11 with MAIN=0)] experiments/kernels/flash_attn/run_h200.sh
+#       [PACK=1] [WG_FWD=4,7,9,10] [WG_BWD=4,6,7,8,9,10,11 (9,10,11 with MAIN=0)] [LAB_SOME=0]
+#       experiments/kernels/flash_attn/run_h200.sh
 # The wgmma forward (variants 4, 5; 6 = the settled V-descriptor diagnostic;
 # 7 = TMA + warp-specialised ping-pong, flash_fwd_tma_ws.cuh; all in
 # flash_fwd_wgmma_d{64,128}.cu; 8, 9 = the trap-free and the overlapped variant 7, flash_fwd_tma_ws.cuh MODE 1, 2; 10 = 9 with 3 K/V stages; 11 = 10 on a persistent grid, flash_fwd_persist.cuh, d128 only; 12 = 10 with the descriptor diet and the sleeping producer, MODE 2 | kFwdDiet; 13 = 11 with 12's diet; 14 = 12 with both rows' softmax interleaved, | kFwdSoftIL; 15 = 14 with a quarter of exp2 on the FMA pipe, | kFwdPolyExp; 16 = 12 without the ping-pong barriers, | kFwdNoPingPong; 17 = 12 with 176-key tiles and 2 stages, d128 only; 18 = 17 without the ping-pong; default 4,7,9,10: variant 4 is the same-call baseline) and the wgmma backward (variants 4, 5, 6; 5 = the
@@ -31,6 +32,20 @@ nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu,
 nvcc --version | tail -1
 FLAGS="-O3 -std=c++17 -gencode=arch=compute_90,code=sm_90 -Xptxas -v -lineinfo"
 FLAGS_90A="-O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a -Xptxas -v -lineinfo"
+# LAB_SOME=1 (ab_h200.sh's default): compile only the variants WG_FWD / WG_BWD list (and forward 0, the
+# backward check's start; with MAIN=1 the mma.sync 0-3 the main process times), flash_api.cuh: the build of
+# every variant took ~115 s of a call, the d128 wgmma forward's 18 variants most of it.
+if [ "${LAB_SOME:-0}" = 1 ]; then
+  defs="-DLAB_SOME"
+  for v in ${WG_FWD:-4,7,9,10} $([ "${MAIN:-1}" = 1 ] && echo 1,2,3); do
+    for x in ${v//,/ }; do [ "$x" -ge 0 ] 2>/dev/null && defs+=" -DLAB_FWD_$x=1"; done
+  done
+  for v in ${WG_BWD:-$([ "${MAIN:-1}" = 1 ] && echo 4,6,7,8,9,10,11 || echo 9,10,11)} $([ "${MAIN:-1}" = 1 ] && echo 1,2,3); do
+    for x in ${v//,/ }; do [ "$x" -ge 0 ] 2>/dev/null && defs+=" -DLAB_BWD_$x=1"; done
+  done
+  echo "LAB_SOME: $defs"
+  FLAGS="$FLAGS $defs"; FLAGS_90A="$FLAGS_90A $defs"
+fi
 t0=$(date +%s)
 pids=()
 SRCS="flash_attn bench_attn flash_fwd_d64 flash_fwd_d128 flash_bwd_d64 flash_bwd_d128"
