@@ -18,6 +18,7 @@ import textwrap
 # The Agg backend (files only), set before matplotlib is imported: an invalid
 # MPLBACKEND in the environment made `import matplotlib` itself fail.
 os.environ["MPLBACKEND"] = "Agg"
+import h5py  # noqa: E402
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
@@ -27,12 +28,47 @@ plt.rcParams.update({"font.size": 11, "axes.grid": True, "grid.alpha": 0.3})
 MiB = 2.0 ** 20
 
 
-def table(f):
+STRING_COLUMNS = ("label", "method", "policy", "layout", "mask", "ring", "not_modelled", "describe")
+WRITTEN = []  # the figures this run wrote (stale PNGs in --out are not counted)
+
+
+def save(fig, path):
+    fig.savefig(path, dpi=110)
+    WRITTEN.append(path)
+
+
+def text_attr(f, name, default=""):
+    """A root attribute as str (h5py gives str, fixed-length bytes or numpy scalars)."""
+    v = f.attrs.get(name, default)
+    return v.decode(errors="replace") if isinstance(v, bytes) else str(v)
+
+
+def table(f, path=None):
+    """The flat table/ as {column: list of str | float array}, validated (exit 2 with one line naming the file):
+    a group of 1-D datasets of one length > 0; the text columns text (vlen or fixed-length bytes), the others numbers."""
+    path = path or f.filename
     t = f["table"]
-    out = {}
+    if not isinstance(t, h5py.Group):
+        die(f"'{path}' is not {WHAT}: 'table' is a {type(t).__name__}, not a group")
+    out, n = {}, None
     for k in t.keys():
-        v = t[k][:]
-        out[k] = [x.decode() if isinstance(x, bytes) else x for x in v] if v.dtype.kind in "OS" else v
+        d = t[k]
+        if not isinstance(d, h5py.Dataset) or d.ndim != 1:
+            die(f"'{path}': table/{k} is not a 1-D dataset")
+        v = d[()]
+        if k in STRING_COLUMNS:
+            if v.dtype.kind not in "OSU":
+                die(f"'{path}': table/{k} holds {v.dtype} values, not text")
+            out[k] = [x.decode(errors="replace") if isinstance(x, bytes) else str(x) for x in v]
+        else:
+            if v.dtype.kind not in "fiub":
+                die(f"'{path}': table/{k} holds {v.dtype} values, not numbers")
+            out[k] = np.asarray(v, dtype=float)
+        if n is not None and len(out[k]) != n:
+            die(f"'{path}': the table's columns differ in length (table/{k} has {len(out[k])} rows, others {n})")
+        n = len(out[k])
+    if not n:
+        die(f"'{path}' holds no runs (an empty table): run its experiment again")
     return out
 
 
@@ -47,7 +83,7 @@ def other(t, i):
         return "-"
     a = int(t["attempts"][i]) if "attempts" in t else 1
     txt = f"{t['foreign_cores'][i]:.2f}" + (f" ({a - 1} retaken)" if a > 1 else "")
-    if "probe_before" in t and t["probe_before"][i] == t["probe_before"][i]:
+    if "probe_before" in t and "probe_after" in t and t["probe_before"][i] == t["probe_before"][i]:
         pr = int(t["probe_retakes"][i]) if "probe_retakes" in t else 0
         txt += f"; speed probe {t['probe_before'][i]:.2f} / {t['probe_after'][i]:.2f}" + (f" ({pr} retaken)" if pr else "")
     return txt
@@ -145,7 +181,7 @@ def fig_main(t, out):
     axes[1].set_title("Memory per method (allocation tracker, first step)")
     axes[0].legend(ncol=3, fontsize=9)
     fig.tight_layout()
-    fig.savefig(os.path.join(out, "exp_main_throughput_memory.png"), dpi=110)
+    save(fig, os.path.join(out, "exp_main_throughput_memory.png"))
     plt.close(fig)
 
 
@@ -168,7 +204,7 @@ def fig_bars(t, out, fname, title):
         ax.set_xticklabels(t["label"], rotation=25, ha="right")
     fig.suptitle(textwrap.fill(title, 110), fontsize=11)
     fig.tight_layout()
-    fig.savefig(os.path.join(out, fname), dpi=110)
+    save(fig, os.path.join(out, fname))
     plt.close(fig)
 
 
@@ -185,7 +221,7 @@ def fig_scaling(t, out):
     ax.set_title("Scaling series (burst, whole, fused loss)")
     ax.legend()
     fig.tight_layout()
-    fig.savefig(os.path.join(out, "exp_scaling.png"), dpi=110)
+    save(fig, os.path.join(out, "exp_scaling.png"))
     plt.close(fig)
 
 
@@ -203,7 +239,7 @@ def fig_attention(t, out, fname, title):
     ax.set_title(textwrap.fill(title, 90), fontsize=11)
     ax.legend()
     fig.tight_layout()
-    fig.savefig(os.path.join(out, fname), dpi=110)
+    save(fig, os.path.join(out, fname))
     plt.close(fig)
 
 
@@ -225,7 +261,7 @@ def fig_memory(t, out):
     ax.set_title("Memory vs sequence length (burst, 4 ranks)")
     ax.legend(fontsize=9)
     fig.tight_layout()
-    fig.savefig(os.path.join(out, "exp_memory_vs_seq.png"), dpi=110)
+    save(fig, os.path.join(out, "exp_memory_vs_seq.png"))
     plt.close(fig)
 
 
@@ -247,7 +283,7 @@ def fig_pred_vs_meas(all_rows, out):
     ax.set_title("Performance model vs every real run")
     ax.legend(fontsize=9)
     fig.tight_layout()
-    fig.savefig(os.path.join(out, "exp_predicted_vs_measured.png"), dpi=110)
+    save(fig, os.path.join(out, "exp_predicted_vs_measured.png"))
     plt.close(fig)
 
 
@@ -261,20 +297,60 @@ TABLE_COLUMNS = {"train": ("label", "ranks", "seq", "method", "policy", "measure
                                "bytes_sent")}
 
 
-def check_results(f, path):
-    """Exit with one line (status 2) unless f is an experiment's results file of a known kind with its table."""
+def check_results(f, path, name):
+    """Exit with one line (status 2) unless f is experiment `name`'s results file (its `experiment` attribute,
+    where it has one) of a known kind with a well-formed table; returns the kind."""
     require(f, path, WHAT, attrs=COMMON_ATTRS, items=("table",))
-    kind = f.attrs["kind"]
-    kind = kind.decode() if isinstance(kind, bytes) else str(kind)
+    kind = text_attr(f, "kind")
     if kind not in TABLE_COLUMNS:
         die(f"'{path}': unknown experiment kind {kind!r} (train or attention)")
+    if "experiment" in f.attrs and text_attr(f, "experiment") != name:
+        die(f"'{path}' holds experiment {text_attr(f, 'experiment')!r}, not {name!r} as its name says (a copied or "
+            f"renamed file?)")
     if kind == "train":
         require(f, path, WHAT, attrs=("host",))
-    if len(f["table"].keys()) == 0:
+    if isinstance(f["table"], h5py.Group) and len(f["table"].keys()) == 0:
         die(f"'{path}' holds no runs (an empty table): run its experiment again")
+    t = table(f, path)
     for c in TABLE_COLUMNS[kind]:
-        if c not in f["table"]:
+        if c not in t:
             die(f"'{path}' is not {WHAT}: no column 'table/{c}'")
+    return kind
+
+
+def read_checked(path, fn):
+    """fn(open file) for one results file; a file h5py cannot read through (corrupted, truncated datasets):
+    one line naming it (status 2)."""
+    with open_h5(path, "results file") as f:
+        try:
+            return fn(f)
+        except (OSError, RuntimeError, KeyError, ValueError, TypeError) as e:
+            die(f"{path} is not a readable HDF5 file ({type(e).__name__}: {e})")
+
+
+def draw(name, kind, f, a, lines, all_rows, no_wait):
+    """The tables and figures of one (checked) results file."""
+    if kind == "train":
+        t = train_table(name, f, lines)
+        cal = t.get("calibration_point", np.zeros(len(t["label"])))
+        keep = [i for i in range(len(t["label"])) if not cal[i]]
+        all_rows.append((name, [t["measured_step_s"][i] for i in keep], [t["predicted_step_s"][i] for i in keep]))
+        if "error_no_wait" in t:
+            no_wait += [abs(t["error_no_wait"][i]) for i in keep if not math.isnan(t["error_no_wait"][i])]
+        if name == "main":
+            fig_main(t, a.out)
+        elif name == "scaling":
+            fig_scaling(t, a.out)
+        elif name == "memory":
+            fig_memory(t, a.out)
+        else:
+            fig_bars(t, a.out, f"exp_{name}.png", f"{name}: {text_attr(f, 'description')}")
+    else:
+        t = attention_table(name, f, lines)
+        all_rows.append((name, t["measured_step_s"], t["predicted_step_s"]))
+        if "error_no_wait" in t:
+            no_wait += [abs(e) for e in t["error_no_wait"] if not math.isnan(e)]
+        fig_attention(t, a.out, f"exp_{name}.png", f"{name}: {text_attr(f, 'description')}")
 
 
 def main():
@@ -296,35 +372,12 @@ def main():
     if not files:
         die(f"no exp_*.h5 in {a.results} (run experiments/runners/run_experiment.py first)")
     # every input checked before any output is written
-    for p in files.values():
-        with open_h5(p, "results file") as f:
-            check_results(f, p)
+    kinds = {name: read_checked(p, lambda f, p=p, name=name: check_results(f, p, name)) for name, p in files.items()}
     make_out_dir(a.out)
     for name in order + sorted(set(files) - set(order)):
         if name not in files:
             continue
-        with open_h5(files[name], "results file") as f:
-            if f.attrs["kind"] == "train":
-                t = train_table(name, f, lines)
-                cal = t.get("calibration_point", np.zeros(len(t["label"])))
-                keep = [i for i in range(len(t["label"])) if not cal[i]]
-                all_rows.append((name, [t["measured_step_s"][i] for i in keep], [t["predicted_step_s"][i] for i in keep]))
-                if "error_no_wait" in t:
-                    no_wait += [abs(t["error_no_wait"][i]) for i in keep if not math.isnan(t["error_no_wait"][i])]
-                if name == "main":
-                    fig_main(t, a.out)
-                elif name == "scaling":
-                    fig_scaling(t, a.out)
-                elif name == "memory":
-                    fig_memory(t, a.out)
-                else:
-                    fig_bars(t, a.out, f"exp_{name}.png", f"{name}: {f.attrs['description']}")
-            else:
-                t = attention_table(name, f, lines)
-                all_rows.append((name, t["measured_step_s"], t["predicted_step_s"]))
-                if "error_no_wait" in t:
-                    no_wait += [abs(e) for e in t["error_no_wait"] if not math.isnan(e)]
-                fig_attention(t, a.out, f"exp_{name}.png", f"{name}: {f.attrs['description']}")
+        read_checked(files[name], lambda f, name=name: draw(name, kinds[name], f, a, lines, all_rows, no_wait))
     fig_pred_vs_meas(all_rows, a.out)
     allm = [abs(p / m - 1) for _, ms, ps in all_rows for m, p in zip(ms, ps) if not math.isnan(p)]
     if allm:
@@ -336,7 +389,7 @@ def main():
     path = os.path.join(a.out, "experiments_tables.md")
     with open(path, "w") as fo:
         fo.write("\n".join(lines) + "\n")
-    print(f"wrote {path} and {len(glob.glob(os.path.join(a.out, 'exp_*.png')))} figures in {a.out}")
+    print(f"wrote {path} and {len(WRITTEN)} figures in {a.out}")
 
 
 if __name__ == "__main__":

@@ -6,7 +6,14 @@ import sys
 import h5py
 import numpy as np
 
-from burst_h5 import attrs, open_h5, read_dataset
+from burst_h5 import attrs, die, open_h5, read_dataset
+
+
+def column(path, log, name):
+    """A run log's column, or one line naming the file and the column it lacks (status 2)."""
+    if name not in log or not isinstance(log[name], h5py.Dataset):
+        die(f"{path}: the run log has no column 'log/{name}'")
+    return log[name][()]
 
 
 def summarize(path):
@@ -19,20 +26,23 @@ def summarize(path):
         names = []
         f.visit(lambda n: names.append(n) if isinstance(f[n], h5py.Dataset) else None)
         if "log" in f:
+            if not isinstance(f["log"], h5py.Group) or "rows" not in f["log"].attrs:
+                die(f"{path}: 'log' is not a run log (no attribute 'rows' on a log group)")
             print(f"  run log: {len(f['log'].keys())} columns x {f['log'].attrs['rows']} rows")
         else:
             for n in names:
                 print(f"  /{n} {f[n].shape} {f[n].dtype}")
         if "log" in f and "eval_loss" in f["log"]:
             log = f["log"]
-            step, el, ea = log["step"][()], log["eval_loss"][()], log["eval_accuracy"][()]
+            step, el, ea = column(path, log, "step"), column(path, log, "eval_loss"), column(path, log, "eval_accuracy")
+            loss = column(path, log, "loss")
             # per evaluation length (train.eval_seq_lens), when the run logged them
             lens = sorted(int(k[len("eval_accuracy_"):]) for k in log.keys() if k.startswith("eval_accuracy_"))
             head = "".join(f" {'acc@' + str(n):>10}" for n in lens)
             print(f"  {'step':>6} {'train loss':>11} {'held-out loss':>14} {'held-out acc':>13}{head}")
             for i in np.where(~np.isnan(el))[0]:
                 per = "".join(f" {log['eval_accuracy_' + str(n)][i]:>10.3f}" for n in lens)
-                print(f"  {int(step[i]) + 1:>6} {log['loss'][i]:>11.4f} {el[i]:>14.4f} {ea[i]:>13.3f}{per}")
+                print(f"  {int(step[i]) + 1:>6} {loss[i]:>11.4f} {el[i]:>14.4f} {ea[i]:>13.3f}{per}")
         if a.get("benchmark") == "gemm":
             sizes = read_dataset(f, "gemm/sizes")
             g = read_dataset(f, "gemm/gflops")

@@ -9,19 +9,26 @@ scaling, memory vs sequence length.
 """
 import argparse
 import os
+import shutil
+import tempfile
 
 # The Agg backend (files only), set before matplotlib is imported: an invalid
 # MPLBACKEND in the environment made `import matplotlib` itself fail.
 os.environ["MPLBACKEND"] = "Agg"
+import h5py  # noqa: E402
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-from burst_h5 import attrs, check_out_dir, make_out_dir, open_h5, require  # noqa: E402
+from burst_h5 import attrs, check_out_dir, die, make_out_dir, open_h5, require  # noqa: E402
 
 WHAT = "a `burst simulate --table paper` output"
 REQUIRED_ATTRS = ("cluster_file", "calibration_file", "gemm_fraction", "attn_rate_inf_tflops", "attn_t0_tokens",
                   "link_efficiency", "elementwise_passes", "allocator_slack")
 
+
+
+class Malformed(Exception):
+    """The input lacks something the report reads (named in the message)."""
 
 
 def repo_rel(path):
@@ -51,7 +58,13 @@ def end_to_end(f, sect, lines, figdir):
     for j, row in enumerate(rows):
         g = f[sect][row]
         names = list(g.keys())
-        names.sort(key=lambda n: ["BurstEngine", "LoongTrain-USP", "LoongTrain-DoubleRing", "DeepSpeed-Ulysses", "Megatron-CP"].index(n))
+        known = ["BurstEngine", "LoongTrain-USP", "LoongTrain-DoubleRing", "DeepSpeed-Ulysses", "Megatron-CP"]
+        for n in names:
+            if n not in known:
+                raise Malformed(f"{sect}/{row}/{n}: unknown framework {n!r} (known: {', '.join(known)})")
+        if not names:
+            raise Malformed(f"{sect}/{row}: no frameworks")
+        names.sort(key=known.index)
         lines.append(f"\n### {sect}: {row.replace('_', ', ')} GPUs\n")
         published = "published_tokens_per_s_per_gpu" in g[names[0]].attrs
         if published:
@@ -109,6 +122,8 @@ def end_to_end(f, sect, lines, figdir):
 
 def attention_only(f, lines, figdir):
     g = f["attention_only"]
+    if not isinstance(g, h5py.Group) or len(g.keys()) == 0:
+        raise Malformed("attention_only: an empty group (no methods)")
     lines.append("\n### Attention only: 40 heads x 128, causal, 32 GPUs, fwd+bwd TFLOP/s per GPU (predicted / published, error)\n")
     seq = None
     fig, ax = plt.subplots(figsize=(8, 5))
@@ -264,7 +279,28 @@ def main():
         require(f_in, a.h5, WHAT, attrs=("memory_capacity_gib",),
                 items=(("end_to_end", "gpus64") if "end_to_end" in f_in else ())
                 + (("scaling", "memory_vs_seq") if "ablation" in f_in else ()))
-    make_out_dir(a.out)
+    # Everything is drawn into a scratch directory first and moved into --out only when the whole report
+    # succeeded: a malformed input is one line naming what is missing, and nothing is written.
+    stage = tempfile.mkdtemp(prefix="simulate_report.")
+    try:
+        paths = report(a, f_in, stage)
+    except Malformed as e:
+        die(f"'{a.h5}' is not a well-formed {WHAT[2:]}: {e}")
+    except KeyError as e:
+        die(f"'{a.h5}' is not a well-formed {WHAT[2:]}: missing {e.args[0] if e.args else e}")
+    except (ValueError, TypeError, IndexError, AttributeError, ZeroDivisionError, OSError, RuntimeError) as e:
+        die(f"'{a.h5}' is not a well-formed {WHAT[2:]}: {type(e).__name__}: {e}")
+    else:
+        make_out_dir(a.out)
+        for n in paths:
+            shutil.move(os.path.join(stage, n), os.path.join(a.out, n))
+    finally:
+        shutil.rmtree(stage, ignore_errors=True)
+    print(f"wrote {os.path.join(a.out, 'simulate_tables.md')} and the figures in {a.out}")
+
+
+def report(a, f_in, out):
+    """The tables (simulate_tables.md) and figures into the directory out; returns the names written."""
     lines = []
     with f_in as f:
         r = attrs(f)
@@ -279,19 +315,19 @@ def main():
                      f"{100 * c['mfu_paper_script']:.1f}% (their script); published {c['published_tokens_per_s_per_gpu']:.0f}, "
                      f"{100 * c['published_mfu']:.1f}%.")
         if "end_to_end" in f:
-            end_to_end(f, "end_to_end", lines, a.out)
-            end_to_end(f, "gpus64", lines, a.out)
-        attention_only(f, lines, a.out)
+            end_to_end(f, "end_to_end", lines, out)
+            end_to_end(f, "gpus64", lines, out)
+        attention_only(f, lines, out)
         if "ablation" in f:
-            ablation(f, lines, a.out)
-            scaling(f, lines, a.out)
-            memory_vs_seq(f, lines, a.out)
+            ablation(f, lines, out)
+            scaling(f, lines, out)
+            memory_vs_seq(f, lines, out)
         if "sparse" in f:
-            sparse(f, lines, a.out)
-    path = os.path.join(a.out, "simulate_tables.md")
+            sparse(f, lines, out)
+    path = os.path.join(out, "simulate_tables.md")
     with open(path, "w") as fo:
         fo.write("\n".join(lines) + "\n")
-    print(f"wrote {path} and the figures in {a.out}")
+    return sorted(os.listdir(out))
 
 
 if __name__ == "__main__":

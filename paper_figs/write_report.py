@@ -36,6 +36,8 @@ def main():
     ap.add_argument("--out", required=True)
     a = ap.parse_args()
     r = a.results
+    if a.elapsed == a.elapsed and not 0 <= a.elapsed < float("inf"):
+        die(f"--elapsed {a.elapsed}: must be the script's wall seconds (a number >= 0)")
     if not os.path.isdir(r):
         die(f"no such directory: {r}" if not os.path.exists(r) else f"{r} is not a directory")
     if os.path.isdir(a.out):
@@ -50,8 +52,9 @@ def main():
                  "(scripts/reproduce_paper.sh writes them)")
     L = ["# BurstEngine: reproducing the paper (REPORT)", "",
          f"Written {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC on {socket.gethostname()} "
-         f"({os.cpu_count()} cores) by `scripts/reproduce_paper.sh`; the script ran for {a.elapsed:.0f} s "
-         f"({a.elapsed / 60:.1f} min) of wall time after set-up.", "",
+         f"({os.cpu_count()} cores) by `scripts/reproduce_paper.sh`; "
+         + (f"the script ran for {a.elapsed:.0f} s ({a.elapsed / 60:.1f} min) of wall time after set-up." if a.elapsed == a.elapsed
+            else "its wall time was not measured (no --elapsed)."), "",
          "Two halves: (1) the paper's tables at the paper's scale (32 and 64 A800s) from the performance and memory "
          "model (src/perf, `burst simulate`), beside the published numbers; (2) every experiment run for real at the "
          "scale of this machine (at most 8 MPI ranks on its cores), each run beside the same model's prediction for "

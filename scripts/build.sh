@@ -11,6 +11,10 @@ extra=()
 targets=()
 while [ $# -gt 0 ]; do
   case "$1" in
+    --build-dir|--deps-include|--target)
+      [ $# -ge 2 ] || { echo "build.sh: $1 needs a value (usage: scripts/build.sh [--cuda] [--build-dir DIR] [--deps-include DIR] [--target T]...)" >&2; exit 2; } ;;
+  esac
+  case "$1" in
     --cuda) backend=cuda ;;
     --build-dir) build=$2; shift ;;
     --deps-include) extra+=("-DBURST_DEPS_INCLUDE=$2"); shift ;;

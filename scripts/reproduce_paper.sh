@@ -36,8 +36,15 @@ mkdir -p "$res"
 start=$(date +%s)
 stamp() { echo "[$(( $(date +%s) - start ))s] $*"; }
 log=$res/reproduce.log
-: > "$log"
-run() { stamp "$*" | tee -a "$log"; "$@" 2>&1 | tee -a "$log"; }
+# The earlier run's log is kept as reproduce.log.prev, moved there only when this run writes its first line.
+rotated=0
+run() {
+  if [ $rotated = 0 ]; then
+    [ -e "$log" ] && mv -f "$log" "$log.prev"
+    : > "$log"; rotated=1
+  fi
+  stamp "$*" | tee -a "$log"; "$@" 2>&1 | tee -a "$log"
+}
 
 run "$py" experiments/runners/calibrate_cpu.py
 for e in main ablation scaling attention sparse memory; do

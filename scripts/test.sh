@@ -16,7 +16,8 @@ while [ $# -gt 0 ]; do
   case "$1" in
     --cuda) mode=cuda ;;
     --long) long=1 ;;
-    --from) from=$2; shift ;;
+    --from) [ $# -ge 2 ] || { echo "test.sh: --from needs a directory (usage: scripts/test.sh --cuda --from DIR)" >&2; exit 2; }
+            from=$2; shift ;;
     --no-cuda-compile) cuda_compile=0 ;;
     *) echo "test.sh: unknown option '$1'" >&2; exit 2 ;;
   esac

@@ -56,6 +56,8 @@ with P ranks on it each computes at cores / P of the one-thread rates.
 import argparse
 import json
 import os
+import shutil
+import signal
 import sys
 import time
 
@@ -520,7 +522,8 @@ def step_overhead(d):
         step_s, share = float(np.median(samples)), float(np.median([x[3] for x in raw[seq]]))
         ph5 = os.path.join(d, f"one_rank_pred_S{seq}.h5")
         C.simulate(["--model", model, "--seq", str(seq), "--gpus", "1", "--gpus-per-node", "1", "--zero", "0",
-                    "--offload", "off", "--policy", keys["train.activation"], "--fused-loss", "on", "--host-cores", "1"], ph5)
+                    "--offload", "off", "--policy", keys["train.activation"], "--fused-loss", "on", "--host-cores", "1"], ph5,
+                   cluster=os.path.join(d, "cpu.toml"), calibration=os.path.join(d, "cpu_calibration.toml"))
         with h5py.File(ph5, "r") as f:
             pred = float(f["run"].attrs["t_total"])  # at one full core: CPU seconds
         pts.append(dict(seq=seq, step_s=step_s, share=share, cpu_s=step_s * share, model_s=pred,
@@ -541,9 +544,47 @@ def step_overhead(d):
     return float(a), float(b), pts
 
 
+PUBLISHED_LAST = ("cpu_calibration.toml", "calibration.h5", "cpu.toml")  # the descriptions the runners read
+
+
+def publish(stage, final):
+    """Move every file of the finished calibration from the staging directory into `final` (the earlier
+    calibration's files of the same names replaced; the descriptions last), with SIGINT / SIGTERM held
+    off meanwhile so that an interrupt never leaves half of each."""
+    os.makedirs(final, exist_ok=True)
+    names = sorted(os.listdir(stage), key=lambda n: (n in PUBLISHED_LAST, PUBLISHED_LAST.index(n) if n in PUBLISHED_LAST else 0, n))
+    held = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
+    try:
+        for n in names:
+            os.replace(os.path.join(stage, n), os.path.join(final, n))
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, held)
+
+
 def main():
-    d = os.path.join(C.results_dir(), "calibration")
-    os.makedirs(d, exist_ok=True)
+    """Measure into a staging directory (results/work/calibration.staging.<pid>) and move the files over
+    results/calibration/ only when everything was measured: a failed or interrupted calibration leaves
+    the earlier one exactly as it was."""
+    final = os.path.join(C.results_dir(), "calibration")
+    if os.path.exists(final) and not os.path.isdir(final):
+        C.die(f"{final}: exists and is not a directory")
+    C.require_mpiexec()
+    C.burst_bin()
+    stage = os.path.join(C.results_dir(), "work", f"calibration.staging.{os.getpid()}")
+    try:
+        os.makedirs(stage)
+        measure(stage, final)
+    except C.Interrupted as e:
+        e.exit(f"{final} was left as it was")
+    except C.CommandFailed as e:  # a benchmark command failed: its error lines, no traceback
+        e.report()
+        print(f"{C.prog()}: {final} was left as it was", file=sys.stderr)
+        sys.exit(1)
+    finally:
+        shutil.rmtree(stage, ignore_errors=True)
+
+
+def measure(d, final):
     cores = C.host_cores()
     t_start = time.time()
     waited = C.wait_for_quiet()
@@ -831,6 +872,8 @@ step_overhead_us_per_token = {step_b * 1e6:.4g}
         f.attrs["quiet_retries"] = C.QUIET_RETRIES
         f.attrs["retakes"] = sum(1 for c in log if c["attempt"] > 0)
         f.attrs["kept_not_quiet"] = kept_loud
+    publish(d, final)  # everything measured: now it replaces the earlier calibration
+    cpath, kpath = os.path.join(final, "cpu.toml"), os.path.join(final, "cpu_calibration.toml")
     print(f"block (bench layer, one rank): GEMMs {gemm_rate / 1e9:.1f} GFLOP/s per CPU-second ({gemm_txt} at t = {LAYER_SEQ}); "
           f"rest {rest_txt} CPU-ms = {layer_over * 1e3:.3f} ms + {lay['rest_b'] * 1e9:.1f} ns/token ({passes:.1f} passes)"
           f" + {lay['rest_c'] * 1e12:.2f} ps/token^2 (to attention)")
@@ -880,8 +923,5 @@ step_overhead_us_per_token = {step_b * 1e6:.4g}
 
 
 if __name__ == "__main__":
-    try:
-        main()
-    except C.CommandFailed as e:  # a benchmark command failed: its error lines, no traceback
-        e.report()
-        sys.exit(1)
+    C.handle_signals()
+    main()

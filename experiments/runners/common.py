@@ -12,6 +12,8 @@ import resource
 import json
 import os
 import shlex
+import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -48,6 +50,39 @@ class CommandFailed(RuntimeError):
         sys.stderr.flush()
 
 
+class Interrupted(BaseException):
+    """SIGTERM / SIGINT to a runner (handle_signals): the command running is stopped (its process group),
+    the runner's own temporaries removed, one line, exit 128 + the signal's number."""
+
+    def __init__(self, signum):
+        super().__init__(signum)
+        self.signum = signum
+
+    def exit(self, what=""):
+        """One line naming the signal (and what was kept), exit 130 (SIGINT) / 143 (SIGTERM)."""
+        name = signal.Signals(self.signum).name
+        print(f"{prog()}: interrupted ({name}){'; ' + what if what else ''}", file=sys.stderr, flush=True)
+        sys.exit(128 + self.signum)
+
+
+def _raise_interrupted(signum, frame):
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)  # once: the clean-up is not interrupted again
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    raise Interrupted(signum)
+
+
+def handle_signals():
+    """SIGTERM and SIGINT raise Interrupted (the main code removes its temporaries and calls .exit())."""
+    signal.signal(signal.SIGTERM, _raise_interrupted)
+    signal.signal(signal.SIGINT, _raise_interrupted)
+
+
+def require_mpiexec():
+    """mpiexec on PATH, else one line (status 2) before any work."""
+    if shutil.which("mpiexec") is None:
+        die("mpiexec is not on PATH: install MPI (MPICH or Open MPI) or add its bin directory to PATH")
+
+
 def build_dir():
     return os.environ.get("BURST_BUILD", os.path.join(ROOT, "build-host"))
 
@@ -59,16 +94,27 @@ def burst_bin():
     return b
 
 
-def results_dir():
-    d = os.environ.get("BURST_RESULTS", os.path.join(ROOT, "experiments", "results"))
-    os.makedirs(d, exist_ok=True)
+def _make_dir(d, what):
+    """os.makedirs(d) of a directory the runner writes to, checked to be writable; else one line (status 2)."""
+    if os.path.exists(d) and not os.path.isdir(d):
+        die(f"{what} {d}: exists and is not a directory")
+    try:
+        os.makedirs(d, exist_ok=True)
+    except OSError as e:
+        die(f"{what} {d}: cannot create the directory: {e.strerror or e}")
+    if not os.access(d, os.W_OK | os.X_OK):
+        die(f"{what} {d}: not writable")
     return d
+
+
+def results_dir():
+    if "BURST_RESULTS" in os.environ:
+        return _make_dir(os.environ["BURST_RESULTS"], "BURST_RESULTS")
+    return _make_dir(os.path.join(ROOT, "experiments", "results"), "the results directory")
 
 
 def work_dir(name):
-    d = os.path.join(results_dir(), "work", name)
-    os.makedirs(d, exist_ok=True)
-    return d
+    return _make_dir(os.path.join(results_dir(), "work", name), "the work directory")
 
 
 def cpu_cluster_paths():
@@ -224,6 +270,31 @@ def wait_for_quiet(limit_s=None, interval_s=1.0):
     return time.time() - t0
 
 
+def kill_group(p, grace_s=5.0):
+    """Stop the process group of Popen p (mpiexec and its ranks): SIGTERM, then SIGKILL after grace_s."""
+    for sig, wait_s in ((signal.SIGTERM, grace_s), (signal.SIGKILL, grace_s)):
+        try:
+            os.killpg(p.pid, sig)
+        except ProcessLookupError:
+            break
+        try:
+            p.wait(timeout=wait_s)
+            break
+        except subprocess.TimeoutExpired:
+            continue
+
+
+def run_group(cmd, stdout, env=None, timeout=None):
+    """Run cmd in its own process group (stdout + stderr to the open file stdout); returns its status. On a
+    timeout or any exception (an interrupt of the runner) the whole group is stopped first: no orphaned ranks."""
+    p = subprocess.Popen(cmd, stdout=stdout, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+    try:
+        return p.wait(timeout=timeout)
+    except BaseException:
+        kill_group(p)
+        raise
+
+
 def run_measured(cmd, log_path, env=None, timeout=900, retries=None):
     """Run cmd (stdout + stderr to log_path) and account the machine's CPU
     during it: our own (this process and the command's processes, from
@@ -247,13 +318,13 @@ def run_measured(cmd, log_path, env=None, timeout=900, retries=None):
                     + "$ " + " ".join(shlex.quote(c) for c in cmd) + "\n")
             f.flush()
             try:
-                r = subprocess.run(cmd, stdout=f, stderr=subprocess.STDOUT, env=env, timeout=timeout)
+                rc = run_group(cmd, stdout=f, env=env, timeout=timeout)
             except subprocess.TimeoutExpired:
                 f.flush()
                 raise CommandFailed(cmd, f"timed out after {timeout} s", open(log_path, errors="replace").read()[-3000:],
                                     log_path) from None
-        if r.returncode != 0:
-            raise CommandFailed(cmd, r.returncode, open(log_path, errors="replace").read()[-3000:], log_path)
+        if rc != 0:
+            raise CommandFailed(cmd, rc, open(log_path, errors="replace").read()[-3000:], log_path)
         ru1 = resource.getrusage(resource.RUSAGE_CHILDREN)
         foreign, steal, wall = meter.read()
         cpu = ru1.ru_utime + ru1.ru_stime - ru0.ru_utime - ru0.ru_stime
@@ -376,9 +447,10 @@ def probe_reference():
         return float(f.attrs.get("probe_fwd_bwd_s", float("nan")))
 
 
-def simulate(args, out_h5, cluster=None):
-    """`burst simulate ... --output out_h5` with this machine's cluster (or `cluster`); returns its stdout."""
-    c, k = cpu_cluster_paths()
+def simulate(args, out_h5, cluster=None, calibration=None):
+    """`burst simulate ... --output out_h5` with this machine's cluster (or `cluster`, and `calibration`);
+    returns its stdout."""
+    c, k = (cluster, calibration) if cluster and calibration else cpu_cluster_paths()
     c = cluster or c
     cmd = [burst_bin(), "simulate", "--cluster", c, "--calibration", k, "--output", out_h5] + args
     r = subprocess.run(cmd, capture_output=True, text=True)
@@ -419,6 +491,8 @@ def load_config(name):
             cfg = tomllib.load(f)
     except tomllib.TOMLDecodeError as e:
         die(f"{path}: not valid TOML: {e}")
+    except UnicodeDecodeError as e:
+        die(f"{path}: not valid TOML: not UTF-8 text (byte {e.start}: {e.reason})")
     except OSError as e:
         die(f"{path}: cannot read it: {e.strerror or e}")
     if "experiment" not in cfg:

@@ -22,6 +22,9 @@ measurement and the prediction as attributes, plus flat datasets (label,
 measured, predicted, error) for the figure scripts.
 """
 import argparse
+import difflib
+import errno
+import fcntl
 import itertools
 import json
 import math
@@ -43,28 +46,136 @@ SIM_KEYS = {  # train key -> simulate flag (the same names the engine and the mo
 }
 
 
+# The keys an experiment config may have (anything else is a misspelling: an error, with the closest match).
+TOP_KEYS = ("experiment", "train", "bench", "run", "matrix", "methods")
+EXPERIMENT_KEYS = ("kind", "description")
+RUN_KEYS = ("label", "ranks", "gpus_per_node", "seq", "set", "calibration_point")
+MATRIX_KEYS = ("method", "seq", "ranks")
+
+
+def _suggest(key, known):
+    close = difflib.get_close_matches(key, known, n=1, cutoff=0.6)
+    return f"; did you mean '{close[0]}'?" if close else f" (known: {', '.join(known)})"
+
+
+def _known(table, where, known):
+    for k in table:
+        if k not in known:
+            raise C.InputError(f"{where}: unknown key '{k}'{_suggest(k, known)}")
+
+
+def _typed(v, where, kind, lo=None):
+    """v checked to be kind ("table", "string", "integer"); integers >= lo."""
+    if kind == "table":
+        ok = isinstance(v, dict)
+    elif kind == "string":
+        ok = isinstance(v, str)
+    else:
+        ok = isinstance(v, int) and not isinstance(v, bool) and (lo is None or v >= lo)
+        kind = "an integer" + (f" >= {lo}" if lo is not None else "")
+    if not ok:
+        a = kind if kind.startswith("an ") else f"a {kind}"
+        raise C.InputError(f"{where} = {v!r}: must be {a}")
+    return v
+
+
+def _list_of(v, where, kind, lo=None):
+    if not isinstance(v, list) or not v:
+        raise C.InputError(f"{where} = {v!r}: must be a non-empty list")
+    for i, x in enumerate(v):
+        _typed(x, f"{where}[{i}]", kind, lo)
+    return v
+
+
+def validate_config(cfg):
+    """The whole experiment config checked before anything runs: the tables and keys it may have, their
+    types; raises InputError naming the key and what was expected."""
+    _known(cfg, "the config", TOP_KEYS)
+    exp = _typed(cfg["experiment"], "experiment", "table")
+    _known(exp, "[experiment]", EXPERIMENT_KEYS)
+    kind = exp.get("kind", "train")
+    if kind not in ("train", "attention"):
+        raise C.InputError(f"[experiment] kind = {kind!r} is not allowed: must be train or attention")
+    _typed(exp.get("description", ""), "[experiment] description", "string")
+    for t in ("train", "bench"):
+        if t in cfg:
+            _typed(cfg[t], t, "table")
+    other = "bench" if kind == "train" else "train"
+    if other in cfg:
+        raise C.InputError(f"[{other}] is not read by kind = {kind!r} experiments (its settings go in "
+                           f"[{'train' if kind == 'train' else 'bench'}])")
+    runs = cfg.get("run", [])
+    if not isinstance(runs, list):
+        raise C.InputError(f"run = {runs!r}: must be [[run]] tables")
+    for i, r in enumerate(runs):
+        where = f"[[run]] number {i + 1}"
+        if not isinstance(r, dict):
+            raise C.InputError(f"{where}: must be a table")
+        if "label" not in r or "ranks" not in r:
+            raise C.InputError(f"{where} needs a label and ranks")
+        _known(r, where, RUN_KEYS)
+        lab = _typed(r["label"], f"{where} label", "string")
+        if not lab or "/" in lab:
+            raise C.InputError(f"{where} label = {lab!r}: must be a non-empty name without '/'")
+        _typed(r["ranks"], f"{where} ranks", "integer", 1)
+        _typed(r.get("gpus_per_node", 0), f"{where} gpus_per_node", "integer", 0)
+        if "seq" in r:
+            _typed(r["seq"], f"{where} seq", "integer", 1)
+        _typed(r.get("set", {}), f"{where} set", "table")
+        cp = r.get("calibration_point", 0)
+        if not isinstance(cp, (bool, int)):
+            raise C.InputError(f"{where} calibration_point = {cp!r}: must be true / false")
+    m = cfg.get("matrix")
+    if m is not None:
+        _typed(m, "matrix", "table")
+        _known(m, "[matrix]", MATRIX_KEYS)
+        missing = [k for k in MATRIX_KEYS if k not in m]
+        if missing:
+            raise C.InputError(f"[matrix] needs method, seq and ranks (lists); it has no {', '.join(missing)}")
+        _list_of(m["method"], "[matrix] method", "string")
+        _list_of(m["seq"], "[matrix] seq", "integer", 1)
+        _list_of(m["ranks"], "[matrix] ranks", "integer", 1)
+    methods = cfg.get("methods", {})
+    _typed(methods, "methods", "table")
+    for k, v in methods.items():
+        if not isinstance(v, dict):
+            raise C.InputError(f"[methods] {k} = {v!r}: must be a table ([methods.{k}] of settings)")
+        if m is None:
+            raise C.InputError(f"[methods.{k}]: [methods] applies to the [matrix] runs, and there is no [matrix]")
+        if k not in m["method"]:
+            raise C.InputError(f"[methods.{k}]: not a method of [matrix] method{_suggest(k, m['method'])}")
+
+
 def expand_runs(cfg):
-    """Runs from [[run]] entries and/or a [matrix] (method x seq x ranks)."""
+    """Runs from [[run]] entries and/or a [matrix] (method x seq x ranks); the config is validated first."""
+    validate_config(cfg)
     runs = []
-    for i, r in enumerate(cfg.get("run", [])):
-        if not isinstance(r, dict) or "label" not in r or "ranks" not in r:
-            raise C.InputError(f"[[run]] number {i + 1} needs a label and ranks")
+    for r in cfg.get("run", []):
         runs.append(dict(r))
     m = cfg.get("matrix")
     if m:
-        missing = [k for k in ("method", "seq", "ranks") if k not in m]
-        if missing:
-            raise C.InputError(f"[matrix] needs method, seq and ranks (lists); it has no {', '.join(missing)}")
         extra = cfg.get("methods", {})
         for method, seq, ranks in itertools.product(m["method"], m["seq"], m["ranks"]):
             sets = {"parallel.method": method, "train.seq_len": seq}
             sets.update(extra.get(method, {}))
             runs.append({"label": f"{method}_S{seq}_np{ranks}", "ranks": ranks, "set": sets})
+    labels = set()
+    base = C.flatten(cfg.get("train", {}))
     for r in runs:
-        r.setdefault("set", {})
+        r["set"] = C.flatten(r.get("set", {}))
         r.setdefault("gpus_per_node", 0)
         if "seq" in r:
             r["set"]["train.seq_len"] = r["seq"]
+        if r["label"] in labels:
+            raise C.InputError(f"two runs are labelled {r['label']!r}: labels must be unique")
+        labels.add(r["label"])
+        if cfg["experiment"].get("kind", "train") == "train":
+            seq = r["set"].get("train.seq_len", base.get("train.seq_len"))
+            if seq is None:
+                raise C.InputError(f"run {r['label']!r} has no sequence length: give it seq = N "
+                                   f"(or train.seq_len in [train])")
+            if isinstance(seq, bool) or not isinstance(seq, int) or seq < 1:
+                raise C.InputError(f"run {r['label']!r}: train.seq_len = {seq!r}: must be an integer >= 1")
     return runs
 
 
@@ -159,6 +270,7 @@ def run_train(name, cfg, runs, out):
         wall = probe.run(lambda: C.mpiexec(P, ["train"] + C.set_args(keys), os.path.join(wd, f"{label}.log"), gpus_per_node=G))
         with h5py.File(log_h5, "r") as f:
             secs = np.array(f["log/seconds"][:], dtype=float)
+            check_steps(label, keys, secs, os.path.join(wd, f"{label}.log"))
             cpu = np.array(f["log/cpu_seconds"][:], dtype=float) if "log/cpu_seconds" in f else None
             wait = np.array(f["log/comm_wait_seconds"][:], dtype=float) if "log/comm_wait_seconds" in f else None
             meas_mem = {k[len("mem_peak_"):]: float(f["log/" + k][0]) for k in f["log"].keys() if k.startswith("mem_peak_")}
@@ -318,10 +430,105 @@ def run_attention(name, cfg, runs, out):
     return rows
 
 
+class RunIncomplete(Exception):
+    """A train run that ended before the steps asked (a stop signal to a rank: burst exits 0 after its step)."""
+
+
+def check_steps(label, keys, secs, log_path):
+    """Fail a run whose log holds fewer steps than asked, or whose output says it was stopped early."""
+    try:
+        text = open(log_path, errors="replace").read()
+    except OSError:
+        text = ""
+    stop = [x for x in text.splitlines() if "received: stopped after step" in x]
+    asked = keys.get("train.steps")
+    if stop or (isinstance(asked, int) and not isinstance(asked, bool) and len(secs) < asked):
+        why = stop[-1].strip() if stop else f"{len(secs)} of {asked} steps in its run log"
+        raise RunIncomplete(f"run {label!r} stopped early ({why}; log {log_path})")
+
+
+class Lock:
+    """An exclusive lock (flock) on exp_<name>.h5.lock beside the results file, taken before any work: a second
+    runner of the same experiment exits 2 naming the first; the lock file is removed by its holder."""
+
+    def __init__(self, out_path):
+        self.path = out_path + ".lock"
+        while True:
+            try:
+                fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+            except OSError as e:
+                C.die(f"{self.path}: cannot create the lock file: {e.strerror or e}")
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError as e:
+                if e.errno not in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+                    raise
+                holder = os.read(fd, 200).decode(errors="replace").strip() or "?"
+                os.close(fd)
+                C.die(f"{out_path}: another runner is writing it ({holder}; lock {self.path}); wait for it to end")
+            try:  # the file we locked is still the one at the path (a holder that ended removed it)
+                same = os.stat(self.path).st_ino == os.fstat(fd).st_ino
+            except FileNotFoundError:
+                same = False
+            if same:
+                break
+            os.close(fd)
+        os.ftruncate(fd, 0)
+        os.write(fd, f"pid {os.getpid()}, started {time.strftime('%Y-%m-%d %H:%M:%S')}".encode())
+        self.fd = fd
+
+    def release(self):
+        try:
+            os.remove(self.path)
+        except OSError:
+            pass
+        os.close(self.fd)
+
+
+def check_output(out_path):
+    """The results file's place, checked before any work: exp_<name>.h5 a file (or absent) we may replace."""
+    d = os.path.dirname(out_path)
+    if os.path.isdir(out_path):
+        C.die(f"{out_path}: is a directory, not a results file; nothing was run")
+    if not os.access(d, os.W_OK | os.X_OK):
+        C.die(f"{d}: not writable; nothing was run")
+
+
+def earlier_rows(path, kind):
+    """The rows of an earlier results file (its table/), checked to be of the same kind; for merging --only."""
+    with C.open_h5(path, "results file") as f:
+        C.require(f, path, "an exp_* results file", attrs=("kind",), items=("table", "runs"))
+        k = f.attrs["kind"]
+        k = k.decode() if isinstance(k, bytes) else str(k)
+        if k != kind:
+            C.die(f"{path}: holds a kind = {k!r} experiment, not {kind!r}: cannot merge --only into it "
+                  f"(run without --only, or move it away)")
+        t = f["table"]
+        if not isinstance(t, h5py.Group) or "label" not in t:
+            C.die(f"'{path}' is not an exp_* results file: no table/label")
+        cols = {}
+        for c in t.keys():
+            d = t[c]
+            cols[c] = list(d.asstr()[()]) if h5py.check_string_dtype(d.dtype) else [float(x) for x in d[()]]
+        n = len(cols["label"])
+        if any(len(v) != n for v in cols.values()):
+            C.die(f"'{path}': the table's columns differ in length: cannot merge --only into it")
+        groups = {}
+        for g in f["runs"].keys():
+            lab = f["runs"][g].attrs.get("label")
+            groups[lab.decode() if isinstance(lab, bytes) else lab] = g
+        rows = [{c: cols[c][i] for c in cols} for i in range(n)]
+        missing = [r["label"] for r in rows if r["label"] not in groups]
+        if missing:
+            C.die(f"'{path}': no runs/ group for row {missing[0]!r}: cannot merge --only into it")
+    return rows, groups
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("name")
-    ap.add_argument("--only", help="run only labels containing this text (debugging)")
+    ap.add_argument("--only", help="run only labels containing this text; the other runs of an earlier results "
+                                   "file are kept (merged)")
     args = ap.parse_args()
     cfg_path, cfg = C.load_config(args.name)
     if args.name.endswith(".toml"):  # a config file given by path (tests): exp_<stem>.h5
@@ -332,28 +539,40 @@ def main():
         C.die(f"{cfg_path}: {e}")
     if not runs:  # nothing to run: never replace an earlier results file with an empty one
         C.die(f"{cfg_path}: no configurations ([[run]] entries or a [matrix] table)")
+    args.all_labels = [r["label"] for r in runs]
     if args.only is not None:
-        labels = [r["label"] for r in runs]
+        labels = args.all_labels
         runs = [r for r in runs if args.only in r["label"]]
         if not runs:
             C.die(f"--only {args.only!r} matches none of the {len(labels)} labels of {cfg_path} "
                   f"({', '.join(labels[:6])}{', ...' if len(labels) > 6 else ''}); nothing was run or written")
     kind = cfg["experiment"].get("kind", "train")
-    if kind not in ("train", "attention"):
-        C.die(f"{cfg_path}: [experiment] kind = {kind!r} is not allowed: must be train or attention")
     out_path = os.path.join(C.results_dir(), f"exp_{args.name}.h5")
+    check_output(out_path)
+    C.require_mpiexec()
+    C.burst_bin()
     cl, kal = C.cpu_cluster_paths()
-    print(f"experiment {args.name} ({kind}): {len(runs)} configuration(s) -> {out_path}", flush=True)
-    tmp = out_path + ".tmp"
+    C.handle_signals()
+    lock = Lock(out_path)
+    tmp = f"{out_path}.{os.getpid()}.tmp"  # this runner's own: no runner removes another's
     try:
+        args.earlier = None
+        if args.only is not None and os.path.exists(out_path):  # the runs not re-run are kept from it
+            args.earlier = earlier_rows(out_path, kind)
+        print(f"experiment {args.name} ({kind}): {len(runs)} configuration(s) -> {out_path}", flush=True)
         errs, rows = write_results(args, cfg_path, cfg, kind, runs, cl, kal, tmp)
+    except C.Interrupted as e:
+        e.exit(f"{out_path} was not written")
     except C.CommandFailed as e:  # a burst command failed: its error, no traceback; the earlier results stay
         e.report()
         print(f"{C.prog()}: {out_path} was not written", file=sys.stderr)
         sys.exit(1)
+    except RunIncomplete as e:
+        C.die(f"{e}; {out_path} was not written", status=1)
     finally:
         if os.path.exists(tmp):  # the partial file of a failed or interrupted run
             os.remove(tmp)
+        lock.release()
     if errs:
         print(f"  {len(errs)} predicted runs: max |error| {100 * max(errs):.1f}%, {sum(e <= 0.25 for e in errs)} within 25%"
               f" ({sum(abs(r['error_no_wait']) <= 0.25 for r in rows if not math.isnan(r['error_no_wait']) and not r.get('calibration_point', 0))}"
@@ -361,9 +580,38 @@ def main():
     print(f"wrote {out_path}")
 
 
+def merge_earlier(args, kind, out, rows, out_path):
+    """--only: the rows (and runs/ groups) of the earlier file that were not re-run, kept beside the new ones
+    (a re-run row replaces the earlier row of its label). Train rows in the config's order; attention rows
+    in the earlier file's order, new ones after them. Returns the merged rows."""
+    old_rows, old_groups = args.earlier
+    if old_rows and rows and set(old_rows[0]) != set(rows[0]):
+        C.die(f"{out_path}: its table's columns are not this runner's: cannot merge "
+              f"--only into it (run without --only); it was not replaced")
+    new = {r["label"]: r for r in rows}
+    merged = [("new", new[r["label"]]) if r["label"] in new else ("old", r) for r in old_rows]
+    seen = {r["label"] for r in old_rows}
+    merged += [("new", r) for r in rows if r["label"] not in seen]
+    if kind == "train":
+        order = {lab: i for i, lab in enumerate(args.all_labels)}
+        merged.sort(key=lambda x: order.get(x[1]["label"], len(order)))
+    new_groups = {out["runs"][g].attrs["label"]: g for g in out["runs"].keys()}
+    for g in list(out["runs"].keys()):
+        out.move(f"runs/{g}", f"runs_new/{g}")
+    with h5py.File(out_path, "r") as old:
+        for i, (src, r) in enumerate(merged):
+            name = f"runs/{i:02d}_{r['label']}"
+            if src == "new":
+                out.move(f"runs_new/{new_groups[r['label']]}", name)
+            else:
+                old.copy(old["runs"][old_groups[r["label"]]], out, name=name)
+    del out["runs_new"]
+    return [r for _, r in merged]
+
+
 def write_results(args, cfg_path, cfg, kind, runs, cl, kal, tmp):
     """Run the experiment into tmp, then move it over exp_<name>.h5; returns (|errors|, rows)."""
-    out_path = tmp[:-len(".tmp")]
+    out_path = os.path.join(os.path.dirname(tmp), f"exp_{args.name}.h5")
     with h5py.File(tmp, "w") as out:
         C.write_attrs(out, C.machine_attrs())
         out.attrs["experiment"] = args.name
@@ -376,6 +624,8 @@ def write_results(args, cfg_path, cfg, kind, runs, cl, kal, tmp):
         out.attrs["measured_convention"] = ("train: median step seconds after the first step (rank 0's step timer); "
                                             "attention: median over repeats of the slowest rank's fwd + bwd")
         rows = run_train(args.name, cfg, runs, out) if kind == "train" else run_attention(args.name, cfg, runs, out)
+        if getattr(args, "earlier", None) and rows:
+            rows = merge_earlier(args, kind, out, rows, out_path)
         t = out.create_group("table")
         for key in rows[0].keys() if rows else []:
             vals = [r[key] for r in rows]
