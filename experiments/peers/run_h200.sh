@@ -49,8 +49,10 @@
 #                                                    the lab's rates of the defaults at 4K and 32K beside cuDNN
 #   PART=24 OUT=$OUT BUDGET=585                      PART 22 and 23 in one call (~520 s)
 #   PART=25 OUT=$OUT BUDGET=300                      the lab alone: the defaults and the sections' A/B beside cuDNN, 2K-32K
-#   PART=27 OUT=$OUT BUDGET=585                      build, the kernels' tests, the lab's default rates at 4K / 32K (~520 s)
+#                                                    (FWD= BWD= SIZES= narrow it; 79 s for 10,17 / 14 at 4K, 32K: LAB_SOME)
+#   PART=27 OUT=$OUT BUDGET=585                      build, the kernels' tests, the lab's default rates at 4K / 32K (~420 s)
 #   PART=26 OUT=$OUT BUDGET=300                      the lab alone: the cp.async / mma.sync kernels in sections of heads, A/B, 2K-8K
+#                                                    (59 s with ROUNDS=2)
 #   PART=12 then PART=13 (same warm machine)         the timed call (whole build, bench kernels, the block with
 #                                                   the CUDA / portable RoPE, the 1B step, gemm beta 1), then every gpu test
 #                                                   (after the torch block when the card is not an H200)
