@@ -332,8 +332,6 @@ template <class T> struct TrainerImpl {
   std::vector<long> run_lengths() const {
     std::vector<long> ls = {cfg.get_int("train.seq_len")};
     if (cfg.get_int("train.short_steps") > 0) ls.push_back(cfg.get_int("train.short_seq_len"));
-    BURST_CHECK_CONFIG(cfg.get_int("data.random_positions") <= mc.max_position_embeddings * 64, "data.random_positions = ",
-                       cfg.get_int("data.random_positions"), " is beyond what the model's positions were built for");
     for (auto l : cfg.get_int_list("train.eval_seq_lens")) ls.push_back(long(l));
     std::sort(ls.begin(), ls.end());
     ls.erase(std::unique(ls.begin(), ls.end()), ls.end());
@@ -344,8 +342,6 @@ template <class T> struct TrainerImpl {
   }
   std::vector<long> eval_lengths() const {
     std::vector<long> ls;
-    BURST_CHECK_CONFIG(cfg.get_int("data.random_positions") <= mc.max_position_embeddings * 64, "data.random_positions = ",
-                       cfg.get_int("data.random_positions"), " is beyond what the model's positions were built for");
     for (auto l : cfg.get_int_list("train.eval_seq_lens")) ls.push_back(long(l));
     if (ls.empty()) ls.push_back(cfg.get_int("train.seq_len"));
     return ls;
