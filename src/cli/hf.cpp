@@ -42,10 +42,7 @@ int cmd_import_hf(Runtime& rt, const ImportHfOptions& opt) {
   const fs::path out_dir = fs::path(opt.output).parent_path();
   BURST_CHECK_INPUT(out_dir.empty() || fs::is_directory(out_dir), "--output '", opt.output, "': the directory '",
                     out_dir.string(), "' does not exist");
-  {
-    const std::string p = output_problem("--output", opt.output, /*weights_ok=*/true);
-    BURST_CHECK_CONFIG(p.empty(), p);
-  }
+  check_output("--output", opt.output, /*weights_ok=*/true);
   BURST_CHECK_INPUT(fs::is_directory(opt.model_dir), "model directory '", opt.model_dir, "' does not exist",
                     fs::exists(opt.model_dir) ? " (it is a file; give the directory holding config.json)" : "");
   const std::string cfg_path = (fs::path(opt.model_dir) / "config.json").string();

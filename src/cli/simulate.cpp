@@ -3,15 +3,13 @@
 // the points the model is calibrated on (--table calibration).
 #include "cli/simulate.hpp"
 
-#include "core/output_path.hpp"
-#include "train/weights.hpp"
-
 #include "core/error.hpp"
 #include "io/h5.hpp"
 #include "parallel/layout.hpp"
 #include "model/config.hpp"
 #include "perf/paper.hpp"
 #include "perf/step.hpp"
+#include "train/weights.hpp"
 
 #include <cmath>
 #include <cstdio>
@@ -410,10 +408,7 @@ int cmd_simulate(const SimulateOptions& o) {
   BURST_CHECK_CONFIG(cores_ok(o.host_cores), "--host-cores ", o.host_cores, " must be a number of cores in [0.01, 1e6]");
   BURST_CHECK_CONFIG(cores_ok(o.host_cpu), "--host-cpu ", o.host_cpu, " must be CPU seconds per wall second in [0.01, 1e6]");
   // The output file before any work.
-  if (!o.output.empty()) {
-    const std::string bad = output_problem("--output", o.output);  // train/weights.hpp: never a checkpoint, a log, an input
-    BURST_CHECK_CONFIG(bad.empty(), bad);
-  }
+  if (!o.output.empty()) check_output("--output", o.output);  // train/weights.hpp: never a checkpoint, a log, an input
   Ctx x;
   x.cl = load_cluster(o.cluster, dir);
   if (o.gpus_per_node > 0) {
@@ -437,8 +432,7 @@ int cmd_simulate(const SimulateOptions& o) {
   if (!o.table.empty()) {
     x.m14 = shape_of("14B"), x.m7 = shape_of("7B");
     const std::string out = o.output.empty() ? "experiments/results/simulate_" + o.table + ".h5" : o.output;
-    const std::string bad = output_problem(o.output.empty() ? "the --table output (default; give --output)" : "--output", out);
-    BURST_CHECK_CONFIG(bad.empty(), bad);
+    if (o.output.empty()) check_output("the --table output (default; give --output)", out);  // --output: checked above
     io::H5File f = io::H5File::create(out);
     mark_command_output(f, "simulate");
     f.set_attr("/", "cluster", x.cl.name);

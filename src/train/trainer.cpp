@@ -841,7 +841,6 @@ template <class T> struct TrainerImpl {
     if (rank == 0) std::printf("%s; skipped, %ld so far (train.on_nonfinite = skip)\n", what.c_str(), res.skipped_steps);
   }
 
-  // The measured peaks of the first step beside the analytic model's.
   // The analytic model's input for a step at sequence length `len` (its
   // layout `lay`) with `mo`'s activation policy and loss chunk.
   MemoryModelInput memory_input(long len, const parallel::SeqLayout* lay, const ModelOptions& mo, int zero_stage) const {
@@ -902,6 +901,7 @@ template <class T> struct TrainerImpl {
     }
   }
 
+  // The measured peaks of the first step beside the analytic model's.
   void report_memory(const MemCounters& mem, io::H5File* logf) {
     const MemoryEstimate est = estimate_memory(memory_input(seq_len, layout, model->options(), zero->stage()));
     if (rank != 0) return;

@@ -168,4 +168,9 @@ std::string output_problem(const std::string& what, const std::string& path, boo
   return p.empty() ? overwrite_problem(what, path, weights_ok) : p;
 }
 
+void check_output(const std::string& what, const std::string& path, bool weights_ok) {
+  const std::string p = output_problem(what, path, weights_ok);
+  BURST_CHECK_CONFIG(p.empty(), p);
+}
+
 }  // namespace burst

@@ -96,5 +96,7 @@ std::string overwrite_problem(const std::string& what, const std::string& path, 
 // Both checks of a command's output file: core/output_path.hpp's (a
 // writable directory, not a directory) first, then overwrite_problem.
 std::string output_problem(const std::string& what, const std::string& path, bool weights_ok = false);
+// output_problem raised as Error(Config) (bad input, status 2) on a one-process command.
+void check_output(const std::string& what, const std::string& path, bool weights_ok = false);
 
 }  // namespace burst
