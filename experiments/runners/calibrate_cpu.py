@@ -38,7 +38,8 @@ microbenchmarks, measured now, before any experiment is compared:
 - the step outside the layers (data, embedding, the trainer's bookkeeping):
   no microbenchmark isolates it, so what one-rank training steps of the
   model at STEP_SEQ tokens leave unexplained by every term above, as a line
-  in the tokens (intercept: per step; slope: per token). One-rank runs only,
+  in the tokens (intercept: per step; slope: per token), least squares in
+  relative terms over five lengths (fit_overhead). One-rank runs only,
   at sizes no experiment runs; no multi-rank run is used.
 
 Every point above is the MEDIAN of SAMPLES independent samples (separate
@@ -97,7 +98,7 @@ ATTN_SEQ = [256, 512, 1024, 2048]  # the per-rank block sizes of the runs (S / P
 LAYER_SEQ = [256, 512, 1024, 2048]  # bench layer, one rank: tokens per rank of the runs
 CONC_RANKS = [2, 4, 8]  # bench layer copies at once (the runs' rank counts)
 CONC_SEQ = 512          # tokens per copy (the runs' most common tokens per rank)
-STEP_SEQ = [1024, 2048]  # one-rank training steps (no experiment runs one rank at these sizes)
+STEP_SEQ = [256, 768, 1024, 1536, 2048]  # one-rank training steps (no experiment runs one rank at these sizes)
 STEPS = 8               # train steps of each, the first dropped
 REPEATS = 5             # timed repeats of the kernel benchmarks
 SAMPLES = C._env_number("BURST_CALIB_SAMPLES", "3", int, 1, 100)  # independent samples per calibration point (median kept)
@@ -507,6 +508,35 @@ def one_rank_step(d, seq, sample=0):
     return model, keys, step_s, share
 
 
+def fit_overhead(x, y, scale):
+    """The line a + b x through residuals y at sizes x, both terms >= 0,
+    least squares in RELATIVE terms (each row divided by its step's own time
+    `scale`): the runs' predictions are judged by their relative error, and
+    the short steps, whose absolute noise is small, then set the intercept
+    instead of an extrapolation from the long ones (with two points, 1K and
+    2K tokens, 3% of noise in the 2K step moved the intercept by 9 ms, the
+    whole step of the smallest runs). When the line's intercept (slope)
+    comes out negative, refit with the slope (intercept) alone instead of
+    clamping one coefficient and keeping the other, which over-predicts the
+    ends."""
+    x, y, w = (np.asarray(v, dtype=float) for v in (x, y, scale))
+    if len(x) == 0 or len(x) != len(y) or len(x) != len(w) or not np.all(w > 0) or not np.all(np.isfinite(y)):
+        raise ValueError("fit_overhead: needs as many finite residuals as sizes and positive step times")
+    w = 1.0 / w
+    A = np.vstack([w, x * w]).T
+    (a, b), *_ = np.linalg.lstsq(A, y * w, rcond=None)
+    if a < 0 or b < 0:
+        only_b = max(0.0, float(np.dot(x * w, y * w) / np.dot(x * w, x * w)))
+        only_a = max(0.0, float(np.dot(w, y * w) / np.dot(w, w)))
+        if a < 0 and b < 0:
+            a, b = 0.0, 0.0
+        elif a < 0:
+            a, b = 0.0, only_b
+        else:
+            a, b = only_a, 0.0
+    return float(a), float(b)
+
+
 def step_overhead(d):
     """What one-rank steps at STEP_SEQ leave unexplained by the model with
     every other term (cluster and calibration already written), in CPU
@@ -530,17 +560,7 @@ def step_overhead(d):
                         residual=step_s * share - pred, samples=samples, spread=spread(samples)))
     x = np.array([p["seq"] for p in pts], dtype=float)
     y = np.array([p["residual"] for p in pts])
-    A = np.vstack([np.ones_like(x), x]).T
-    (a, b), *_ = np.linalg.lstsq(A, y, rcond=None)
-    # Both terms must be >= 0: when the line's intercept (slope) comes out
-    # negative, refit with the slope (intercept) alone instead of clamping
-    # one coefficient and keeping the other, which over-predicts the ends.
-    if a < 0 and b < 0:
-        a, b = 0.0, 0.0
-    elif a < 0:
-        a, b = 0.0, max(0.0, float(np.dot(x, y) / np.dot(x, x)))
-    elif b < 0:
-        a, b = max(0.0, float(np.mean(y))), 0.0
+    a, b = fit_overhead(x, y, np.array([p["cpu_s"] for p in pts]))
     return float(a), float(b), pts
 
 
