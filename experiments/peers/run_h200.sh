@@ -48,6 +48,7 @@
 #   PART=23 OUT=$OUT BUDGET=560 (after 22, warm)     the figures of record: the 1B step, the torch block, the blocks, compare.py,
 #                                                    the lab's rates of the defaults at 4K and 32K beside cuDNN
 #   PART=24 OUT=$OUT BUDGET=585                      PART 22 and 23 in one call (~520 s)
+#   PART=28 OUT=$OUT BUDGET=500 [ROUNDS=5]           the block beside torch eager in alternating rounds (build burst, ~6 min)
 #   PART=25 OUT=$OUT BUDGET=300                      the lab alone: the defaults and the sections' A/B beside cuDNN, 2K-32K
 #                                                    (FWD= BWD= SIZES= narrow it; 79 s for 10,17 / 14 at 4K, 32K: LAB_SOME)
 #   PART=27 OUT=$OUT BUDGET=585                      build, the kernels' tests, the lab's default rates at 4K / 32K (~420 s)
@@ -243,6 +244,38 @@ if [ "$PART" = 27 ]; then
     env PACK=1 OUT="$OUT/ab7" FWD=10,17 BWD=14 PEERS=1 ROUNDS=3 SIZES=4096,32768 NCU=0 \
     experiments/kernels/flash_attn/ab_h200.sh
   part_done h5
+fi
+if [ "$PART" = 28 ]; then
+  # The block beside torch in alternating rounds (ROUNDS, default 5): odd
+  # rounds torch first, even rounds ours first, so that neither side always
+  # runs on the hotter card (PART 24, 2026-12-07 20:00: the blocks' phases
+  # alone matched another H200's within 2%, the whole blocks ran 3.5%
+  # slower, torch eager 1.1-1.4%). Each round's files in $OUT/rN (the card's
+  # SM clock, power and temperature before each side in clocks.csv), the
+  # ratios per round and their median by block_rounds.py; torch.compile in
+  # round 1 only. Only `burst` is built (~2 min).
+  step "bootstrap (Kokkos CUDA from .offline)" 120 scripts/bootstrap.sh --cuda --from .offline
+  step "build (burst)" 240 scripts/build.sh --cuda --deps-include "$(pwd)/.offline/include" -DBURST_ENABLE_NCCL=ON --target burst
+  build=$(pwd)/build-cuda
+  if [ -x "$build/burst" ]; then
+    clocks() { echo "$1,$(nvidia-smi --query-gpu=clocks.sm,power.draw,temperature.gpu --format=csv,noheader | head -n 1)" >> "$OUT/clocks.csv"; }
+    echo "when,sm_clock,power,temperature" > "$OUT/clocks.csv"
+    for r in $(seq 1 "${ROUNDS:-5}"); do
+      mkdir -p "$OUT/r$r"
+      ours() { clocks "r$r burst"; for m in 1B 7B; do layer32k " (round $r)" 30 "r$r/layer_${m}_bf16.h5"; done; }
+      theirs() {
+        clocks "r$r torch"
+        step "torch LLaMA block 1B and 7B at 32K (round $r)" 90 python3 experiments/peers/peers.py "$OUT/r$r" --only block \
+          --tokens 32768 $([ "$r" -gt 1 ] && echo --no-compile)
+      }
+      if [ $((r % 2)) = 1 ]; then theirs; ours; else ours; theirs; fi
+      [ "$(left)" -lt 60 ] && break
+    done
+    clocks end
+    step "block_rounds.py (the ratios per round, their median)" 20 python3 experiments/peers/block_rounds.py "$OUT"
+    (cd "$OUT" && tar cf part28_rounds.tar r[0-9]* && rm -rf r[0-9]*)
+  fi
+  part_done
 fi
 if [ "$PART" = 24 ]; then
   # PART 22 and 23 in one call (~520 s; for a budget that holds one), by
