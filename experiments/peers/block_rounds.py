@@ -55,9 +55,14 @@ def load_round(p):
     for r in rows:
         if not isinstance(r, dict) or "ms" not in r:
             continue
-        key = (str(r.get("model")), int(r.get("tokens", 0)))
+        try:
+            key, ms = (str(r.get("model")), int(r.get("tokens", 0))), float(r["ms"])
+        except (TypeError, ValueError):
+            die(f"{pj}: a block row with a non-numeric 'tokens' or 'ms': {r}")
         if key in ours:
-            out[(key[0], str(r.get("mode")))] = (float(r["ms"]), ours[key])
+            if not ms > 0:
+                die(f"{pj}: block {key[0]} {r.get('mode')}: 'ms' must be > 0, got {ms}")
+            out[(key[0], str(r.get("mode")))] = (ms, ours[key])
     return out
 
 

@@ -143,6 +143,17 @@ expect "cmp_empty holds none of .*nothing to compare" $CP "$tmp/cmp_empty"
 expect "cmp_ce/ce_bf16.h5 is not a readable HDF5 file" $CP "$tmp/cmp_ce"
 expect "cmp_json/peers_eager.json: not valid JSON" $CP "$tmp/cmp_json"
 expect "layer_tiny_float.h5' is not a \`burst bench layer\` output: no attribute 'preset'" $CP "$tmp/cmp_layer"
+BR=experiments/peers/block_rounds.py
+mkdir -p "$tmp/br_none" "$tmp/br_nojson/r1" "$tmp/br_badjson/r1" "$tmp/br_layer/r1"
+printf '{"block": 3}\n' > "$tmp/br_badjson/r1/peers_block.json"
+cp "$tmp/cmp_layer/layer_tiny_float.h5" "$tmp/br_layer/r1/"
+printf '{"block": []}\n' > "$tmp/br_layer/r1/peers_block.json"
+check 2 1 "^usage: block_rounds.py DIR" $BR
+expect "no such directory: .*none" $BR "$tmp/none"
+expect "br_none holds no round directories r1/, r2/" $BR "$tmp/br_none"
+expect "br_nojson/r1: no peers_block.json" $BR "$tmp/br_nojson"
+expect "br_badjson/r1/peers_block.json: no 'block' list" $BR "$tmp/br_badjson"
+expect "layer_tiny_float.h5' is not a \`burst bench layer\` output: no attribute 'preset'" $BR "$tmp/br_layer"
 RP=experiments/runners/repredict_attention.py
 check 2 0 "^repredict_attention.py: error: the following arguments are required: exp, binary" $RP
 expect "foreign.h5' is not an attention-kind exp_\* results file .*: no attribute 'cluster_toml'" $RP "$tmp/foreign.h5" /bin/true
