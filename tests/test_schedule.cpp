@@ -2,6 +2,7 @@
 // N, L <= 8, run through the in-process transport simulator; transfer counts
 // against the counts the schedule implies; the simulator catches broken programs.
 #include "core/error.hpp"
+#include "parallel/attention_method.hpp"
 #include "parallel/layout.hpp"
 #include "parallel/schedule.hpp"
 
@@ -240,4 +241,28 @@ TEST(Layout, BadInputIsRefused) {
   EXPECT_THROW(parse_doc_lengths("3,x", 6), burst::Error);
   EXPECT_THROW(parse_doc_lengths("3,2", 6), burst::Error);
   EXPECT_EQ(parse_doc_lengths("3,3", 6), (std::vector<long>{3, 3}));
+}
+
+// The defaults of USP's head-parallel size and LoongTrain's inner ring come
+// from the GROUP's ranks per node (a cp group is a contiguous run of ranks):
+// a 4-rank group on 8-rank nodes is one node's all-to-all, not hp = 1 (a
+// plain ring, as before), as the model (perf/attention.cpp) takes min(G, P).
+TEST(Schedule, HeadParallelDefaultsFollowTheGroupsRanksPerNode) {
+  const auto r = [](const char* method, int P, int L) {
+    AttnOptions o;
+    o.method = method;
+    const AttnOptions x = resolve_options(o, P, L);
+    return std::make_pair(x.hp, x.inner);
+  };
+  EXPECT_EQ(r("usp", 4, 8).first, 4);       // the group fits in a node
+  EXPECT_EQ(r("usp", 16, 8).first, 8);      // two whole nodes: the node's ranks
+  EXPECT_EQ(r("usp", 6, 4).first, 1);       // nodes that do not tile the group: a ring
+  EXPECT_EQ(r("ulysses", 6, 4).first, 6);   // Ulysses: every rank
+  EXPECT_EQ(r("loongtrain", 4, 8).second, 4);
+  EXPECT_EQ(r("loongtrain", 16, 8).second, 8);
+  EXPECT_EQ(r("loongtrain", 6, 4).second, 6);
+  AttnOptions given;
+  given.method = "usp", given.hp = 2, given.inner = 2;  // given values are kept
+  EXPECT_EQ(resolve_options(given, 4, 8).hp, 2);
+  EXPECT_EQ(resolve_options(given, 4, 8).inner, 2);
 }

@@ -61,7 +61,7 @@ struct AttnLayouts {
 // every rank, before any communication): Error(Config) naming the value and
 // the rule.
 void validate_attention(const AttnOptions& opt, const AttnProblem& pb, int group_size, int ranks_per_node);
-// Defaults filled in: hp (ulysses: P; usp: ranks per node), inner (ranks per node).
+// Defaults filled in: hp (ulysses: P; usp: the group's ranks per node, min(ranks per node, P)), inner (the same).
 AttnOptions resolve_options(const AttnOptions& opt, int group_size, int ranks_per_node);
 // `opt` resolved.
 AttnLayouts plan_layouts(const AttnOptions& opt, const AttnProblem& pb, int group_size);

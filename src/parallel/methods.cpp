@@ -286,8 +286,13 @@ void validate_attention(const AttnOptions& opt, const AttnProblem& pb, int P, in
 AttnOptions resolve_options(const AttnOptions& in, int P, int L) {
   AttnOptions opt = in;
   if (opt.method == "ulysses") opt.hp = P;
-  if (opt.hp <= 0) opt.hp = (L >= 1 && P % L == 0) ? L : 1;
-  if (opt.inner <= 0) opt.inner = (L >= 1 && P % L == 0) ? L : P;
+  // The group's members per node: a group is a contiguous run of ranks (the
+  // mesh's cp groups), so a group smaller than a node has all P on one
+  // (before, the node's L was taken: a 4-rank group on 8-rank nodes got
+  // hp = 1, a plain ring, where the model, perf/attention.cpp, takes min(G, P)).
+  const int Lg = std::min(L, P);
+  if (opt.hp <= 0) opt.hp = (Lg >= 1 && P % Lg == 0) ? Lg : 1;
+  if (opt.inner <= 0) opt.inner = (Lg >= 1 && P % Lg == 0) ? Lg : P;
   return opt;
 }
 

@@ -28,6 +28,7 @@
 #include <cmath>
 #include <csignal>
 #include <ctime>
+#include <exception>
 #include <cstdio>
 #include <filesystem>
 #include <limits>
@@ -350,8 +351,23 @@ template <class T> struct TrainerImpl {
   ActPolicy policy = ActPolicy::Keep;
   LengthSetup make_setup(long seq, const std::vector<long>& docs) {
     LengthSetup ls;
-    ls.op = make_attention_op(seq, docs, &ls.layout, &ls.description);
+    try {
+      ls.op = make_attention_op(seq, docs, &ls.layout, &ls.description);
+    } catch (const Error& e) {
+      if (e.kind() != ErrorKind::Config) throw;
+      throw Error(ErrorKind::Config, length_keys(seq) + ": " + e.message());  // which setting asked for this length
+    }
     return ls;
+  }
+  // "at S tokens (the settings that ask for that length)", for an error about that length.
+  std::string length_keys(long seq) const {
+    std::string keys;
+    const auto add = [&](const char* k) { keys += std::string(keys.empty() ? "" : ", ") + k; };
+    if (cfg.get_int("train.seq_len") == seq) add("train.seq_len");
+    if (cfg.get_int("train.short_steps") > 0 && cfg.get_int("train.short_seq_len") == seq) add("train.short_seq_len");
+    const auto ev = cfg.get_int_list("train.eval_seq_lens");
+    if (std::find(ev.begin(), ev.end(), seq) != ev.end()) add("train.eval_seq_lens");
+    return "at " + std::to_string(seq) + " tokens" + (keys.empty() ? "" : " (" + keys + ")");
   }
 
   // docs: document lengths (empty: one document). The model's sliding-window
@@ -943,10 +959,12 @@ template <class T> struct TrainerImpl {
                   steps);
     std::unique_ptr<io::H5File> logf;
     std::unique_ptr<io::RunLog> log;
+    bool log_existed = false;  // a resumed run appends to it (and keeps it whatever happens)
     if (rank == 0 && !cfg.get_string("io.run_log").empty()) {
       const std::string lp = cfg.get_string("io.run_log");
-      logf = std::make_unique<io::H5File>(resume && std::filesystem::exists(lp) ? io::H5File::open(lp, io::H5File::Mode::ReadWrite)
-                                                                               : io::H5File::create(lp));
+      log_existed = std::filesystem::exists(lp);
+      logf = std::make_unique<io::H5File>(resume && log_existed ? io::H5File::open(lp, io::H5File::Mode::ReadWrite)
+                                                                      : io::H5File::create(lp));
       log = std::make_unique<io::RunLog>(*logf);
       // Steps after the checkpoint run again: drop their rows (a kill can
       // land between a step's row and its checkpoint).
@@ -970,6 +988,22 @@ template <class T> struct TrainerImpl {
       logf->set_attr("/", "zero", cfg.get_int("train.zero"));
       logf->flush();  // a run killed before its first row still leaves a run log --resume recognises
     }
+    // A run that fails before its first row (bad input found late: the mask
+    // of the first batch's data, an evaluation length) leaves no new run log:
+    // an empty one would hold no data and only make the corrected rerun
+    // refuse to replace "an earlier run's" log. A resumed run's log is kept.
+    struct EmptyNewRunLog {
+      std::unique_ptr<io::H5File>& f;
+      std::unique_ptr<io::RunLog>& l;
+      std::string path;
+      int uncaught = std::uncaught_exceptions();
+      ~EmptyNewRunLog() {
+        if (path.empty() || !l || l->rows() > 0 || std::uncaught_exceptions() <= uncaught) return;
+        l.reset(), f.reset();
+        std::error_code ec;
+        std::filesystem::remove(path, ec);
+      }
+    } empty_new_log{logf, log, logf && !(resume && log_existed) ? cfg.get_string("io.run_log") : std::string()};
     if (rank == 0) {
       std::printf("model %s\n", mc.describe().c_str());
       if (cfg.get_int("train.short_steps") > 0)
