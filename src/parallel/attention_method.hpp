@@ -31,8 +31,8 @@ struct AttnOptions {
   std::string ring = "auto";         // flat | double | auto (pick_shape: burst/USP double over whole nodes unless a flat ring stops early; ring flat)
   std::string backward = "auto";     // burst | kv | auto (burst for MHA, kv for GQA)
   bool partial_bf16 = false;         // travelling partial sums in bf16 (default fp32/accumulation type)
-  int inner = 0;                     // loongtrain: ranks per inner ring (0 = ranks per node)
-  int hp = 0;                        // usp: head-parallel size (0 = ranks per node)
+  int inner = 0;                     // loongtrain: ranks per inner ring (0 = the group's ranks per node)
+  int hp = 0;                        // usp: head-parallel size (0 = the group's ranks per node)
   std::string placement = "head-first";  // usp: head-first (hp inside the node) | ring-first
   std::string usp_inner = "burst";   // usp: ring | burst (its ring shape follows `ring`)
   bool trace = false;                // check every payload's block id against the schedule

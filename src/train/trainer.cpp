@@ -104,8 +104,8 @@ ConfigSchema train_schema() {
       .string("parallel.backward", "auto", {"burst", "kv", "auto"},
               "what travels in backward (auto: Q, dO, lse, D for MHA, K, V for GQA)")
       .string("parallel.partial", "fp32", {"fp32", "bf16"}, "dtype of the partial sums that travel")
-      .integer("parallel.inner", 0, 0, 1 << 20, "loongtrain: ranks per inner ring (0 = ranks per node)")
-      .integer("parallel.hp", 0, 0, 1 << 20, "usp: head-parallel size (0 = ranks per node)")
+      .integer("parallel.inner", 0, 0, 1 << 20, "loongtrain: ranks per inner ring (0 = the cp group's ranks per node)")
+      .integer("parallel.hp", 0, 0, 1 << 20, "usp: head-parallel size (0 = the cp group's ranks per node)")
       .string("parallel.placement", "head-first", {"head-first", "ring-first"}, "usp: where the head-parallel group sits")
       .string("parallel.usp_inner", "burst", {"ring", "burst"}, "usp: the ring over the cp blocks")
       .string("train.on_nonfinite", "abort", {"abort", "skip"},
