@@ -380,6 +380,11 @@ TEST(DistAttention, RelErrorSeesNonFiniteValues) {
   EXPECT_TRUE(std::isinf(rel_error({1.0, INFINITY, -INFINITY, 4.0}, ref)));
   EXPECT_TRUE(std::isinf(rel_error({1.0, -2.0, 0.0, 4.0}, ref)));
   EXPECT_FALSE(rel_error({1.0, -2.0, -INFINITY, NAN}, ref) <= 1e-4);  // attn-check's test
+  // A reference that is zero up to rounding is judged against the floor, not its rounding.
+  EXPECT_GT(rel_error({4e-7, -3e-7}, {8e-16, -5e-16}), 1e8);
+  EXPECT_NEAR(rel_error({4e-7, -3e-7}, {8e-16, -5e-16}, 0.4), 1e-6, 1e-12);
+  EXPECT_NEAR(rel_error({1.0, -2.2}, {1.0, -2.0}, 0.1), 0.1, 1e-12);  // a floor below the scale changes nothing
+  EXPECT_TRUE(std::isnan(rel_error({NAN, 0.0}, {0.0, 0.0}, 1.0)));
 }
 
 // --input with a NaN or inf in q, k, v or do is refused up front, naming the

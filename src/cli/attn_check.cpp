@@ -31,6 +31,15 @@ namespace {
 
 constexpr double kMaxCheckElems = 134217728;  // 2^27 per [S, heads, d] tensor: 1 GiB in double
 
+// Whether a method's ranks exchange partial outputs (forward) or gradient
+// partials (backward), the payloads --partial rounds: the rings (ring, burst,
+// loongtrain, usp with a ring over more than one group; `resolved`: hp filled in), not ulysses or the
+// all-gather method (whole K,V gathered, dK,dV reduce-scattered in fp32).
+bool partials_travel(const AttnOptions& resolved, int P) {
+  if (resolved.method == "ulysses" || resolved.method == "allgather") return false;
+  return resolved.method != "usp" || resolved.hp < P;  // usp over one group: no ring
+}
+
 template <class T> int run(Runtime& rt, const AttnCheckOptions& opt) {
   using Acc = accum_t<T>;
   const int P = rt.size(), me = rt.rank();
@@ -88,15 +97,21 @@ template <class T> int run(Runtime& rt, const AttnCheckOptions& opt) {
   if (me == 0) {
     // bf16: inputs and outputs rounded to 8 bits of mantissa (2^-8 = 3.9e-3
     // relative per element), products in fp32 (tensor cores on the GPU).
-    const double tol = opt.tolerance > 0                     ? opt.tolerance
-                       : std::is_same<T, double>::value ? 1e-10
-                       : std::is_same<T, bf16>::value   ? 2e-2
-                                                        : 1e-4;
+    // --partial bf16: the travelling partial outputs / gradients are rounded
+    // to bf16 whatever the dtype, so the default is bf16's.
+    const double tol = opt.tolerance > 0                                      ? opt.tolerance
+                       : std::is_same<T, bf16>::value || opt.partial == "bf16" ? 2e-2
+                       : std::is_same<T, double>::value                  ? 1e-10
+                                                                         : 1e-4;
     const char* names[] = {"o", "lse", "dq", "dk", "dv"};
     std::printf("attn-check: %s, %s layout, %s mask%s, S=%ld, heads %ld (kv %ld) x %ld, %s, %d ranks (%s)\n", r.description.c_str(),
                 opt.layout.c_str(), opt.mask.c_str(), opt.mask == "window" ? (" " + std::to_string(opt.window)).c_str() : "",
                 opt.seq, n, m, d, scalar_name<T>(), P, rt.topology().describe().c_str());
     std::printf("  padding %ld slots; travel %ld of %ld slots per block\n", r.padding, r.travel, r.local);
+    if (opt.partial == "bf16" && !partials_travel(resolve_options(ao, P, rt.topology().ranks_per_node), P))
+      std::printf("  note: --partial bf16 has no effect here: %s moves no partial outputs or gradients between ranks\n",
+                  opt.method.c_str());
+    std::printf("  gradients judged against max(their own scale, %.1f x the largest gradient's)\n", kGradientFloor);
     std::vector<double> errs;
     for (int i = 0; i < 5; ++i) {
       errs.push_back(r.err[i]);

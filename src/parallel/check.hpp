@@ -25,9 +25,16 @@ struct Outputs {
 Tensors make_inputs(const AttnProblem& pb, const std::string& input, unsigned long long seed);
 // The block kernel on the whole natural-order sequence, in double.
 Outputs reference(const AttnProblem& pb, const SeqLayout& base, const Tensors& in);
-// max |x - ref| / max |ref| (matching -inf entries ignored); NaN when
-// either holds a NaN, inf when an entry is infinite in one only.
-double rel_error(const std::vector<double>& x, const std::vector<double>& ref);
+// max |x - ref| / max(max |ref|, floor) (matching -inf entries ignored); NaN
+// when either holds a NaN, inf when an entry is infinite in one only. The
+// floor judges a reference that is zero up to rounding against a scale of
+// its own kind instead of that rounding (check_attention: the gradients').
+double rel_error(const std::vector<double>& x, const std::vector<double>& ref, double floor = 0);
+// A tenth of the largest gradient's scale: the floor of dq, dk and dv. When
+// every query sees only itself (a window of 1, documents of one token) dq and
+// dk are exactly 0 and the double reference holds ~1e-16 of rounding, against
+// which any float rounding read as a relative error of ~1e9.
+constexpr double kGradientFloor = 0.1;
 
 struct CheckResult {
   std::string description;
