@@ -19,6 +19,9 @@ import sys
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "paper_figs"))
 from burst_h5 import die, open_h5, require  # noqa: E402
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from compare import load_peers  # noqa: E402
+
 USAGE = "usage: block_rounds.py DIR   (DIR holds r1/, r2/, ... with layer_*_bf16.h5 and peers_block.json)"
 
 
@@ -43,12 +46,7 @@ def load_round(p):
     pj = os.path.join(p, "peers_block.json")
     if not os.path.exists(pj):
         die(f"{p}: no peers_block.json (the torch block of this round)")
-    try:
-        with open(pj) as fh:
-            peers = json.load(fh)
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
-        die(f"{pj}: cannot read it as JSON: {e}")
-    rows = peers.get("block") if isinstance(peers, dict) else None
+    rows = load_peers(p).get("block")  # compare.py's reader: bad JSON exits in one line
     if not isinstance(rows, list):
         die(f"{pj}: no 'block' list (experiments/peers/peers.py --only block writes one)")
     out = {}

@@ -259,15 +259,16 @@ if [ "$PART" = 28 ]; then
   build=$(pwd)/build-cuda
   if [ -x "$build/burst" ]; then
     clocks() { echo "$1,$(nvidia-smi --query-gpu=clocks.sm,power.draw,temperature.gpu --format=csv,noheader | head -n 1)" >> "$OUT/clocks.csv"; }
+    # ours / theirs: round $r's side
+    ours() { clocks "r$r burst"; for m in 1B 7B; do layer32k " (round $r)" 30 "r$r/layer_${m}_bf16.h5"; done; }
+    theirs() {
+      clocks "r$r torch"
+      step "torch LLaMA block 1B and 7B at 32K (round $r)" 90 python3 experiments/peers/peers.py "$OUT/r$r" --only block \
+        --tokens 32768 $([ "$r" -gt 1 ] && echo --no-compile)
+    }
     echo "when,sm_clock,power,temperature" > "$OUT/clocks.csv"
     for r in $(seq 1 "${ROUNDS:-5}"); do
       mkdir -p "$OUT/r$r"
-      ours() { clocks "r$r burst"; for m in 1B 7B; do layer32k " (round $r)" 30 "r$r/layer_${m}_bf16.h5"; done; }
-      theirs() {
-        clocks "r$r torch"
-        step "torch LLaMA block 1B and 7B at 32K (round $r)" 90 python3 experiments/peers/peers.py "$OUT/r$r" --only block \
-          --tokens 32768 $([ "$r" -gt 1 ] && echo --no-compile)
-      }
       if [ $((r % 2)) = 1 ]; then theirs; ours; else ours; theirs; fi
       [ "$(left)" -lt 60 ] && break
     done

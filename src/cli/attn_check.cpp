@@ -33,8 +33,9 @@ constexpr double kMaxCheckElems = 134217728;  // 2^27 per [S, heads, d] tensor: 
 
 // Whether a method's ranks exchange partial outputs (forward) or gradient
 // partials (backward), the payloads --partial rounds: the rings (ring, burst,
-// loongtrain, usp with a ring over more than one group; `resolved`: hp filled in), not ulysses or the
-// all-gather method (whole K,V gathered, dK,dV reduce-scattered in fp32).
+// loongtrain, usp with a ring over more than one group; `resolved`: hp filled
+// in), not ulysses or the all-gather method (whole K,V gathered, dK,dV
+// reduce-scattered in fp32).
 bool partials_travel(const AttnOptions& resolved, int P) {
   if (resolved.method == "ulysses" || resolved.method == "allgather") return false;
   return resolved.method != "usp" || resolved.hp < P;  // usp over one group: no ring
@@ -99,10 +100,10 @@ template <class T> int run(Runtime& rt, const AttnCheckOptions& opt) {
     // relative per element), products in fp32 (tensor cores on the GPU).
     // --partial bf16: the travelling partial outputs / gradients are rounded
     // to bf16 whatever the dtype, so the default is bf16's.
-    const double tol = opt.tolerance > 0                                      ? opt.tolerance
+    const double tol = opt.tolerance > 0                                     ? opt.tolerance
                        : std::is_same<T, bf16>::value || opt.partial == "bf16" ? 2e-2
-                       : std::is_same<T, double>::value                  ? 1e-10
-                                                                         : 1e-4;
+                       : std::is_same<T, double>::value                        ? 1e-10
+                                                                               : 1e-4;
     const char* names[] = {"o", "lse", "dq", "dk", "dv"};
     std::printf("attn-check: %s, %s layout, %s mask%s, S=%ld, heads %ld (kv %ld) x %ld, %s, %d ranks (%s)\n", r.description.c_str(),
                 opt.layout.c_str(), opt.mask.c_str(), opt.mask == "window" ? (" " + std::to_string(opt.window)).c_str() : "",

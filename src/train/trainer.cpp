@@ -25,6 +25,7 @@
 #include <algorithm>
 #include <chrono>
 #include <map>
+#include <set>
 #include <cmath>
 #include <csignal>
 #include <ctime>
@@ -329,11 +330,17 @@ template <class T> struct TrainerImpl {
     return lens;
   }
 
+  // Every length this run trains or evaluates at, with the setting that asks for it.
+  std::vector<std::pair<long, const char*>> length_settings() const {
+    std::vector<std::pair<long, const char*>> ls = {{cfg.get_int("train.seq_len"), "train.seq_len"}};
+    if (cfg.get_int("train.short_steps") > 0) ls.emplace_back(cfg.get_int("train.short_seq_len"), "train.short_seq_len");
+    for (auto l : cfg.get_int_list("train.eval_seq_lens")) ls.emplace_back(long(l), "train.eval_seq_lens");
+    return ls;
+  }
   // Every length this run trains or evaluates at.
   std::vector<long> run_lengths() const {
-    std::vector<long> ls = {cfg.get_int("train.seq_len")};
-    if (cfg.get_int("train.short_steps") > 0) ls.push_back(cfg.get_int("train.short_seq_len"));
-    for (auto l : cfg.get_int_list("train.eval_seq_lens")) ls.push_back(long(l));
+    std::vector<long> ls;
+    for (const auto& setting : length_settings()) ls.push_back(setting.first);
     std::sort(ls.begin(), ls.end());
     ls.erase(std::unique(ls.begin(), ls.end()), ls.end());
     return ls;
@@ -362,11 +369,9 @@ template <class T> struct TrainerImpl {
   // "at S tokens (the settings that ask for that length)", for an error about that length.
   std::string length_keys(long seq) const {
     std::string keys;
-    const auto add = [&](const char* k) { keys += std::string(keys.empty() ? "" : ", ") + k; };
-    if (cfg.get_int("train.seq_len") == seq) add("train.seq_len");
-    if (cfg.get_int("train.short_steps") > 0 && cfg.get_int("train.short_seq_len") == seq) add("train.short_seq_len");
-    const auto ev = cfg.get_int_list("train.eval_seq_lens");
-    if (std::find(ev.begin(), ev.end(), seq) != ev.end()) add("train.eval_seq_lens");
+    std::set<std::string> named;  // an evaluation length listed twice is named once
+    for (const auto& [l, key] : length_settings())
+      if (l == seq && named.insert(key).second) keys += std::string(keys.empty() ? "" : ", ") + key;
     return "at " + std::to_string(seq) + " tokens" + (keys.empty() ? "" : " (" + keys + ")");
   }
 
@@ -959,12 +964,11 @@ template <class T> struct TrainerImpl {
                   steps);
     std::unique_ptr<io::H5File> logf;
     std::unique_ptr<io::RunLog> log;
-    bool log_existed = false;  // a resumed run appends to it (and keeps it whatever happens)
+    bool appends = false;  // a resumed run appends to its run log (and keeps it whatever happens)
     if (rank == 0 && !cfg.get_string("io.run_log").empty()) {
       const std::string lp = cfg.get_string("io.run_log");
-      log_existed = std::filesystem::exists(lp);
-      logf = std::make_unique<io::H5File>(resume && log_existed ? io::H5File::open(lp, io::H5File::Mode::ReadWrite)
-                                                                      : io::H5File::create(lp));
+      appends = resume && std::filesystem::exists(lp);
+      logf = std::make_unique<io::H5File>(appends ? io::H5File::open(lp, io::H5File::Mode::ReadWrite) : io::H5File::create(lp));
       log = std::make_unique<io::RunLog>(*logf);
       // Steps after the checkpoint run again: drop their rows (a kill can
       // land between a step's row and its checkpoint).
@@ -1003,7 +1007,7 @@ template <class T> struct TrainerImpl {
         std::error_code ec;
         std::filesystem::remove(path, ec);
       }
-    } empty_new_log{logf, log, logf && !(resume && log_existed) ? cfg.get_string("io.run_log") : std::string()};
+    } empty_new_log{logf, log, logf && !appends ? cfg.get_string("io.run_log") : std::string()};
     if (rank == 0) {
       std::printf("model %s\n", mc.describe().c_str());
       if (cfg.get_int("train.short_steps") > 0)
