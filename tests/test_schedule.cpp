@@ -240,6 +240,8 @@ TEST(Layout, BadInputIsRefused) {
   EXPECT_THROW(parse_layout("diagonal"), burst::Error);
   EXPECT_THROW(parse_doc_lengths("3,x", 6), burst::Error);
   EXPECT_THROW(parse_doc_lengths("3,2", 6), burst::Error);
+  EXPECT_THROW(parse_doc_lengths("3,3,", 6), burst::Error);  // getline alone would read "3,3"
+  EXPECT_THROW(parse_doc_lengths(",3,3", 6), burst::Error);
   EXPECT_EQ(parse_doc_lengths("3,3", 6), (std::vector<long>{3, 3}));
 }
 

@@ -157,7 +157,7 @@ int main(int argc, char** argv) {
   chk->add_option("--heads", ac.heads, "query heads")->capture_default_str();
   chk->add_option("--kv-heads", ac.kv_heads, "key/value heads")->capture_default_str();
   chk->add_option("--head-dim", ac.head_dim, "head dimension")->capture_default_str();
-  chk->add_option("--ranks-per-node", ranks_per_node, "emulate nodes of this many ranks (BURST_GPUS_PER_NODE)");
+  auto* chk_rpn = chk->add_option("--ranks-per-node", ranks_per_node, "emulate nodes of this many ranks (BURST_GPUS_PER_NODE)");
   chk->add_option("--dtype", ac.dtype, "float | double | bf16")->capture_default_str();
   chk->add_option("--seed", ac.seed, "seed of the random inputs")->capture_default_str();
   chk->add_option("--tolerance", ac.tolerance, "relative error allowed (default 1e-10 double, 1e-4 float)");
@@ -261,7 +261,7 @@ int main(int argc, char** argv) {
 
   // The runtime lives outside the try block so that an error is handled
   // while MPI is still up (a failing rank must be able to abort the job).
-  if (*chk && ranks_per_node != 0) {
+  if (*chk && (ranks_per_node != 0 || chk_rpn->count() > 0)) {
     if (ranks_per_node < 1) return early_message(str_cat("--ranks-per-node ", ranks_per_node, " must be >= 1"));
     setenv("BURST_GPUS_PER_NODE", std::to_string(ranks_per_node).c_str(), 1);  // read by the runtime's topology
   }

@@ -239,6 +239,8 @@ std::vector<long> log_uniform_documents(long seq, long lo, long hi, unsigned lon
 
 std::vector<long> parse_doc_lengths(const std::string& csv, long seq) {
   std::vector<long> out;
+  // getline drops one empty field at the end: "256," would read as "256".
+  BURST_CHECK_CONFIG(csv.empty() || csv.back() != ',', "--doc-lengths: '", csv, "' ends with a comma");
   std::stringstream ss(csv);
   std::string item;
   while (std::getline(ss, item, ',')) {
