@@ -44,11 +44,12 @@ def summarize(path):
                 per = "".join(f" {log['eval_accuracy_' + str(n)][i]:>10.3f}" for n in lens)
                 print(f"  {int(step[i]) + 1:>6} {loss[i]:>11.4f} {el[i]:>14.4f} {ea[i]:>13.3f}{per}")
         if a.get("benchmark") == "gemm":
-            sizes = read_dataset(f, "gemm/sizes")
+            # every shape timed (the squares of gemm/sizes first, then bench.shapes / bench.llama)
+            m, n, k = (read_dataset(f, "gemm/" + x) for x in ("m", "n", "k"))
             g = read_dataset(f, "gemm/gflops")
-            print(f"  {'n':>6} {'GFLOP/s per rank (mean)':>24} {'sum over ranks':>16}")
-            for j, n in enumerate(sizes):
-                print(f"  {n:>6} {np.mean(g[:, j]):>24.2f} {np.sum(g[:, j]):>16.2f}")
+            print(f"  {'M x N x K':>22} {'GFLOP/s per rank (mean)':>24} {'sum over ranks':>16}")
+            for j in range(len(m)):
+                print(f"  {f'{m[j]} x {n[j]} x {k[j]}':>22} {np.mean(g[:, j]):>24.2f} {np.sum(g[:, j]):>16.2f}")
 
 
 if __name__ == "__main__":

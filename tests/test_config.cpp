@@ -126,6 +126,12 @@ TEST(Config, Overrides) {
     return std::string("(no error)");
   };
   EXPECT_EQ(err("model.heads=many"), "--set model.heads=many: 'many' is not an integer");
+  // digits beyond 64 bits are an integer out of range, not "not an integer"
+  EXPECT_EQ(err("model.heads=99999999999999999999"),
+            "--set model.heads=99999999999999999999: '99999999999999999999' is out of range: must be in [1, 1024]");
+  EXPECT_EQ(err("model.heads=-99999999999999999999").find("is out of range: must be in [1, 1024]") != std::string::npos, true);
+  // whole bounds are written in full (not 1.6384e+04)
+  EXPECT_EQ(err("bench.sizes=[1,100000]"), "bench.sizes = [1, 100000] at --set: element 100000 is out of range: must be in [1, 16384]");
   EXPECT_EQ(err("model.head=2"), "--set: unknown key 'model.head'; did you mean 'model.heads'?");
   // the key's name under another section (too far off for the edit distance)
   EXPECT_EQ(err("train.run_log=x.h5"), "--set: unknown key 'train.run_log'; did you mean 'io.run_log'?");

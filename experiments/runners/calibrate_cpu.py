@@ -651,6 +651,9 @@ def measure(d, final):
         C.mpiexec(2, ["bench", "pingpong", "--output", p_h5], os.path.join(d, f"pingpong_s{i}.log"))
         with h5py.File(p_h5, "r") as f:
             alphas.append(float(f.attrs["alpha_s"])), betas.append(float(f.attrs["beta_bytes_per_s"]))
+    betas = [b for b in betas if np.isfinite(b)]  # NaN: a sample whose largest message was not slower (bench pingpong)
+    if not betas:
+        raise SystemExit(f"calibrate_cpu: no pingpong sample fitted a bandwidth (logs in {d})")
     alpha, beta = float(np.median(alphas)), float(np.median(betas))
 
     tiles = tile_costs(d)

@@ -15,6 +15,7 @@
 #include "core/error.hpp"
 #include "core/output_path.hpp"
 #include "io/h5.hpp"
+#include "io/h5_output.hpp"
 #include "kernels/attention.hpp"
 #include "parallel/check.hpp"
 
@@ -129,7 +130,8 @@ template <class T> int run(Runtime& rt, const AttnCheckOptions& opt) {
     }
     std::printf("attn-check: %s (tolerance %.1e)\n", status == 0 ? "PASS" : "FAIL", tol);
     if (!opt.output.empty()) {
-      auto f = io::H5File::create(opt.output);
+      io::H5Output f_out(opt.output);  // "<output>.tmp" until complete: a failed write leaves the earlier file
+      io::H5File& f = f_out.file();
       mark_command_output(f, "attn-check");
       const io::Dims qd{std::uint64_t(opt.seq), std::uint64_t(n), std::uint64_t(d)}, kd{std::uint64_t(opt.seq), std::uint64_t(m), std::uint64_t(d)};
       f.write("o", got.o, qd);
@@ -147,7 +149,7 @@ template <class T> int run(Runtime& rt, const AttnCheckOptions& opt) {
       f.set_attr("/", "mask", opt.mask);
       f.set_attr("/", "ranks", std::int64_t(P));
       f.set_attr("/", "dtype", std::string(scalar_name<T>()));
-      f.close();  // a file that cannot be completed (disk full) is an error, not a silent loss
+      f_out.publish();  // a file that cannot be completed (disk full) is an error, not a silent loss
     }
   }
   MPI_Bcast(&status, 1, MPI_INT, 0, rt.world());

@@ -10,6 +10,7 @@
 #include "core/error.hpp"
 #include "core/timer.hpp"
 #include "io/h5.hpp"
+#include "io/h5_output.hpp"
 #include "kernels/attention.hpp"
 
 #include <algorithm>
@@ -56,6 +57,32 @@ static ConfigSchema bench_attention_schema() {
           return "bench.dtype = " + c.get_string("bench.dtype") +
                  " needs bench.methods: the single-rank benchmark times the portable float kernel (the bf16 "
                  "tensor-core kernels alone: experiments/kernels/flash_attn/run_h200.sh; in a block: burst bench layer)";
+        return "";
+      })
+      .rule([](const Config& c) -> std::string {
+        // A key the chosen mode does not read, given, is refused: a run that
+        // silently ignored it (bench.causal = false under the methods, whose
+        // mask is bench.masks) would be taken for what was asked.
+        const bool methods = !c.get_string_list("bench.methods").empty(), tiles = !methods && c.get_bool("bench.tile_costs");
+        const std::vector<std::string> for_methods = {"bench.layouts", "bench.masks", "bench.rings",  "bench.backward",
+                                                      "bench.partial", "bench.window", "bench.documents", "bench.hp",
+                                                      "bench.inner"};
+        std::vector<std::string> unused;
+        if (methods) {
+          unused = {"bench.causal", "bench.tile", "bench.peak_gflops", "bench.tile_costs"};
+        } else {
+          unused = for_methods;
+          unused.push_back("bench.warmup");  // the kernel and tile benchmarks warm up once
+          if (tiles) unused.insert(unused.end(), {"bench.causal", "bench.tile", "bench.peak_gflops"});
+        }
+        const char* mode = methods ? "the distributed methods (bench.methods; the mask: bench.masks)"
+                           : tiles ? "bench.tile_costs (the engine's tiles, causal and other masks by kind)"
+                                   : "the single-rank kernel benchmark (no bench.methods)";
+        for (const std::string& k : unused)
+          if (c.origin(k) != "default") return k + " (" + c.origin(k) + ") is not read by " + mode;
+        if (tiles && c.get_int_list("bench.seq").size() > 1)
+          return "bench.tile_costs times one block size, bench.seq[0]: bench.seq lists " +
+                 std::to_string(c.get_int_list("bench.seq").size()) + " sizes";
         return "";
       })
       .rule([](const Config& c) -> std::string {
@@ -132,7 +159,8 @@ int cmd_bench_attention(Runtime& rt, const BenchGemmOptions& opt) {
   }
   if (rt.rank() == 0) {
     const std::string out = opt.output.empty() ? cfg.get_string("bench.output") : opt.output;
-    io::H5File h = io::H5File::create(out);
+    io::H5Output h_out(out);  // "<out>.tmp" until complete: a failed run leaves the earlier file
+    io::H5File& h = h_out.file();
     h.write("attention/seq", sz);
     h.write("attention/fwd_seconds", tf);
     h.write("attention/bwd_seconds", tb);
@@ -147,7 +175,7 @@ int cmd_bench_attention(Runtime& rt, const BenchGemmOptions& opt) {
     h.set_attr("/", "flop_convention", std::string("fwd 4 S^2 n d (x0.5 causal), bwd 2.5 x fwd"));
     h.set_attr("/", "config", cfg.dump());
     h.set_attr("/", "environment", run_environment("; "));
-    h.close();  // a file that cannot be completed (disk full) is an error, not a silent loss
+    h_out.publish();  // a file that cannot be completed (disk full) is an error, not a silent loss
     std::printf("wrote %s\n", out.c_str());
   }
   return 0;

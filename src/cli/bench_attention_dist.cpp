@@ -19,12 +19,14 @@
 // query-key pairs) x n d for window and document masks; backward 2.5 x
 // forward; per rank = / P.
 #include "cli/bench_common.hpp"
+#include "cli/bench_memory.hpp"
 #include "cli/commands.hpp"
 #include "comm/collectives.hpp"
 #include "comm/communicator.hpp"
 #include "core/error.hpp"
 #include "core/timer.hpp"
 #include "io/h5.hpp"
+#include "io/h5_output.hpp"
 #include "kernels/activations.hpp"
 #include "parallel/attention_method.hpp"
 #include "perf/shape.hpp"
@@ -150,7 +152,42 @@ template <class X> std::vector<X> gather(Runtime& rt, X x) {
 struct Case {
   std::string method, layout, mask, ring;
   long seq;
+  std::string name() const {
+    return method + "/" + layout + "_" + mask + (ring == "-" ? "" : "_" + ring) + "/S" + std::to_string(seq);
+  }
 };
+
+// The method's options and the problem of case `c`.
+std::pair<AttnOptions, AttnProblem> case_setup(const Config& cfg, const Case& c) {
+  AttnOptions ao;
+  ao.method = c.method;
+  ao.ring = c.ring == "-" ? "auto" : c.ring;
+  ao.backward = cfg.get_string("bench.backward");
+  ao.partial_bf16 = cfg.get_string("bench.partial") == "bf16";
+  ao.hp = int(cfg.get_int("bench.hp"));
+  ao.inner = int(cfg.get_int("bench.inner"));
+  AttnProblem pb;
+  pb.layout = parse_layout(c.layout);
+  pb.mask.type = parse_mask(c.mask);
+  pb.seq = c.seq;
+  pb.heads = cfg.get_int("bench.heads"), pb.kv_heads = cfg.get_int("bench.kv_heads"), pb.head_dim = cfg.get_int("bench.head_dim");
+  if (pb.mask.type == MaskType::Window) {
+    const long w = cfg.get_int("bench.window");
+    pb.mask.window = w > 0 ? w : std::max(1L, c.seq / 4);
+  }
+  if (pb.mask.type == MaskType::Document || pb.layout == LayoutKind::Document)
+    pb.doc_lengths = document_lengths(c.seq, cfg.get_int("bench.documents"));
+  return {ao, pb};
+}
+
+// A lower bound of what time_method allocates on a rank: its local q, k,
+// v, dO and the storage copy of O (T), O, dQ, dK, dV and the LSE (the
+// accumulator type); the method's own buffers come on top.
+template <class T> double case_local_bytes(const AttnOptions& ao, const AttnProblem& pb, int P, int L) {
+  const double s = double(plan_layouts(resolve_options(ao, P, L), pb, P).shards.local);
+  const double n = double(pb.heads), m = double(pb.kv_heads), d = double(pb.head_dim);
+  return s * d * ((3 * n + 2 * m) * sizeof(T) + (2 * n + 2 * m) * sizeof(accum_t<T>)) + s * n * sizeof(accum_t<T>);
+}
 
 template <class T> int run_all(Runtime& rt, const Config& cfg, const std::string& output) {
   const int P = rt.size(), L = rt.topology().ranks_per_node;
@@ -169,15 +206,46 @@ template <class T> int run_all(Runtime& rt, const Config& cfg, const std::string
         for (const auto& ring : rings)
           for (long S : cfg.get_int_list("bench.seq")) cases.push_back({m, lay, mk, ring, S});
       }
+  // Every case before any work: a duplicate (its group in the file would
+  // hold the last run only) and memory beyond the host's are refused; the
+  // cases validate_attention refuses are skipped (the same answer on every
+  // rank), and when that is every one, nothing runs.
+  std::vector<std::string> skip(cases.size());
+  long runnable = 0;
+  for (size_t i = 0; i < cases.size(); ++i) {
+    for (size_t j = 0; j < i; ++j)
+      BURST_CHECK_CONFIG(cases[i].name() != cases[j].name(), "bench attention: the case ", cases[i].name(),
+                         " is listed twice (bench.methods, layouts, masks, rings or seq repeat an entry)");
+    const auto [ao, pb] = case_setup(cfg, cases[i]);
+    try {
+      validate_attention(ao, pb, P, L);
+    } catch (const Error& e) {
+      skip[i] = e.message();
+      continue;
+    }
+    ++runnable;
+    check_bench_fits_ranks(rt.world(), "bench attention, " + cases[i].name() + " (" + std::to_string(pb.heads) + " heads, " +
+                                           std::to_string(pb.kv_heads) + " kv, " + std::to_string(pb.head_dim) +
+                                           " wide: the rank's q, k, v, O, dO and gradients, before the method's buffers)",
+                           case_local_bytes<T>(ao, pb, P, L));
+  }
+  if (runnable == 0) {
+    if (rt.rank() == 0)
+      for (size_t i = 0; i < cases.size(); ++i) std::printf("%-46s skipped: %s\n", cases[i].name().c_str(), skip[i].c_str());
+    BURST_CHECK_CONFIG(false, "bench attention: every one of the ", cases.size(),
+                       " cases was skipped, nothing was measured (the last: ", skip.back(), ")");
+  }
 
-  std::unique_ptr<io::H5File> h5;
+  std::unique_ptr<io::H5Output> h5_out;  // "<out>.tmp" until complete: a failed or refused run leaves the earlier file
+  io::H5File* h5 = nullptr;
   const std::string out = !output.empty() ? output
                           : cfg.origin("bench.output") == "default"
                               ? "experiments/results/attention_dist_np" + std::to_string(P) + ".h5"
                               : cfg.get_string("bench.output");
   check_bench_output(rt, output, out);
   if (rt.rank() == 0) {
-    h5 = std::make_unique<io::H5File>(io::H5File::create(out));
+    h5_out = std::make_unique<io::H5Output>(out);
+    h5 = &h5_out->file();
     std::printf("distributed attention, %s, %ld heads (kv %ld) x %ld, %d ranks (%s), %d warm-up + %d repeats, on %s\n",
                 scalar_name<T>(), long(cfg.get_int("bench.heads")), long(cfg.get_int("bench.kv_heads")),
                 long(cfg.get_int("bench.head_dim")), P, rt.topology().describe().c_str(), warmup, reps,
@@ -186,37 +254,14 @@ template <class T> int run_all(Runtime& rt, const Config& cfg, const std::string
                 "fwd s", "bwd s", "TFLOP/s", "bytes/rank", "analytic", "exposed", "compute", "comm", "overlap");
   }
   int status = 0;
-  long ran = 0;  // cases run (the others were skipped: validate_attention refused them)
-  std::string last_skip;
-  for (const Case& c : cases) {
-    AttnOptions ao;
-    ao.method = c.method;
-    ao.ring = c.ring == "-" ? "auto" : c.ring;
-    ao.backward = cfg.get_string("bench.backward");
-    ao.partial_bf16 = cfg.get_string("bench.partial") == "bf16";
-    ao.hp = int(cfg.get_int("bench.hp"));
-    ao.inner = int(cfg.get_int("bench.inner"));
-    AttnProblem pb;
-    pb.layout = parse_layout(c.layout);
-    pb.mask.type = parse_mask(c.mask);
-    pb.seq = c.seq;
-    pb.heads = cfg.get_int("bench.heads"), pb.kv_heads = cfg.get_int("bench.kv_heads"), pb.head_dim = cfg.get_int("bench.head_dim");
-    if (pb.mask.type == MaskType::Window) {
-      const long w = cfg.get_int("bench.window");
-      pb.mask.window = w > 0 ? w : std::max(1L, c.seq / 4);
-    }
-    if (pb.mask.type == MaskType::Document || pb.layout == LayoutKind::Document)
-      pb.doc_lengths = document_lengths(c.seq, cfg.get_int("bench.documents"));
-    const std::string name = c.method + "/" + c.layout + "_" + c.mask + (c.ring == "-" ? "" : "_" + c.ring) + "/S" +
-                             std::to_string(c.seq);
-    try {  // the same answer on every rank, before any communication
-      validate_attention(ao, pb, P, L);
-    } catch (const Error& e) {
-      if (rt.rank() == 0) std::printf("%-46s skipped: %s\n", name.c_str(), e.message().c_str());
-      last_skip = e.message();
+  for (size_t ci = 0; ci < cases.size(); ++ci) {
+    const Case& c = cases[ci];
+    const auto [ao, pb] = case_setup(cfg, c);
+    const std::string name = c.name();
+    if (!skip[ci].empty()) {
+      if (rt.rank() == 0) std::printf("%-46s skipped: %s\n", name.c_str(), skip[ci].c_str());
       continue;
     }
-    ++ran;
     auto world = Communicator::create(rt.world(), "world");
     // CPU seconds per wall second of this rank over the timed case: below 1
     // when ranks share cores with each other or with other jobs (the
@@ -307,19 +352,11 @@ template <class T> int run_all(Runtime& rt, const Config& cfg, const std::string
                              "(same blocks, all ranks at once); t_comm: the method with comm_only (transfers, no math)"));
     h5->set_attr("/", "config", cfg.dump());
     h5->set_attr("/", "environment", run_environment("; "));
-    if (ran == 0) {  // nothing measured: no empty result file, and a failing status naming why
-      h5.reset();
-      std::error_code ec;
-      std::filesystem::remove(out, ec);
-    } else {
-      h5->close();  // a file that cannot be completed (disk full) is an error, not a silent loss
-      std::printf("wrote %s\n", out.c_str());
-    }
+    h5_out->publish();  // a file that cannot be completed (disk full) is an error, not a silent loss
+    std::printf("wrote %s\n", out.c_str());
     if (status != 0) std::fprintf(stderr, "bench attention: bytes handed to the transport differ from the schedule's count\n");
   }
   MPI_Bcast(&status, 1, MPI_INT, 0, rt.world());
-  BURST_CHECK_CONFIG(ran > 0, "bench attention: every one of the ", cases.size(),
-                     " cases was skipped, nothing was measured (the last: ", last_skip, ")");
   return status;
 }
 

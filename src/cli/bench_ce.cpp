@@ -16,6 +16,7 @@
 #include "core/memory.hpp"
 #include "core/timer.hpp"
 #include "io/h5.hpp"
+#include "io/h5_output.hpp"
 #include "kernels/lm_head_loss.hpp"
 
 #include <algorithm>
@@ -76,10 +77,26 @@ template <class T> static void run(Runtime& rt, const Config& cfg, const std::st
     // x, dx [N, H], W, dW [V, H], the targets and the largest chunk's logits [c, V].
     long c = 1;
     for (auto ch : cfg.get_int_list("bench.chunks")) c = std::max<long>(c, std::min<long>(ch, N));
-    check_bench_fits("bench ce at N = " + std::to_string(N) + " tokens, H = " + std::to_string(H) + ", V = " + std::to_string(V) +
-                         " (x, dx, W, dW and a chunk's logits)",
-                     (2.0 * double(N) * double(H) + 2.0 * double(V) * double(H) + double(c) * double(V)) * double(sizeof(T)) +
-                         4.0 * double(N));
+    const double views =
+        (2.0 * double(N) * double(H) + 2.0 * double(V) * double(H) + double(c) * double(V)) * double(sizeof(T)) + 4.0 * double(N);
+    // The check's double-precision reference on the host: the checked
+    // tokens' logits [check, V], the dW rows it compares and a dx row; on a
+    // device build also the host copies of x, W and dW.
+    const bool device = bench_dev_kind() == MemSpaceKind::Device;
+    const double host = check == 0 ? 0.0
+                                   : 8.0 * (double(check) * double(V) + double(check + 4) * double(H)) +
+                                         (device ? (double(N) + 2.0 * double(V)) * double(H) * double(sizeof(T)) : 0.0);
+    const std::string what = "bench ce at N = " + std::to_string(N) + " tokens, H = " + std::to_string(H) + ", V = " +
+                             std::to_string(V) + " (x, dx, W, dW and a chunk's logits";
+    const std::string ref = "the reference of bench.check_tokens = " + std::to_string(check) + " (0: no check)";
+    if (device) {
+      check_bench_fits(what + ")", views);
+      const double avail = host_memory_available();
+      BURST_CHECK_CONFIG(host <= avail, "bench ce: ", ref, " needs ", format_bytes(whole_bytes(host)),
+                         " of host memory, more than the ", format_bytes(whole_bytes(avail)), " this process may use");
+    } else {
+      check_bench_fits(what + "; " + ref + ")", views + host);
+    }
   }
   View2<T> x(mem_label(MemCategory::Workspace, "ce.x"), N, H), W(mem_label(MemCategory::Params, "ce.W"), V, H);
   View2<T> dx(mem_label(MemCategory::Workspace, "ce.dx"), N, H), dW(mem_label(MemCategory::Grads, "ce.dW"), V, H);
@@ -183,7 +200,8 @@ template <class T> static void run(Runtime& rt, const Config& cfg, const std::st
     for (int ci = 0; ci < nc; ++ci)
       std::printf("%8lld %11.5f %9.1f %16.1f %10.5f\n", (long long)std::min<long>(chunks[ci], N), sec[ci], tflops[ci],
                   extra[ci] / 1048576.0, loss_mean[ci]);
-    io::H5File f = io::H5File::create(output);
+    io::H5Output f_out(output);  // "<output>.tmp" until complete: a failed run leaves the earlier file
+    io::H5File& f = f_out.file();
     std::vector<std::int64_t> ch;
     for (auto c : chunks) ch.push_back(std::min<long>(c, N));
     f.write("ce/chunks", ch);
@@ -206,7 +224,7 @@ template <class T> static void run(Runtime& rt, const Config& cfg, const std::st
     f.set_attr("/", "check_rel_error_dx", err_dx);
     f.set_attr("/", "check_rel_error_dw_rows", err_dw);
     set_bench_provenance(f, rt, cfg);
-    f.close();  // a file that cannot be completed (disk full) is an error, not a silent loss
+    f_out.publish();  // a file that cannot be completed (disk full) is an error, not a silent loss
     std::printf("wrote %s\n", output.c_str());
   }
 }

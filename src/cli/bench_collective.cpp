@@ -23,6 +23,7 @@
 // previous one, posted before the compute, completed by wait_all_bounded
 // after it (so the compute can hide the transfer and the partner's turn).
 #include "cli/bench_common.hpp"
+#include "cli/bench_memory.hpp"
 #include "cli/commands.hpp"
 #include "comm/collectives.hpp"
 #include "comm/communicator.hpp"
@@ -30,6 +31,7 @@
 #include "core/error.hpp"
 #include "core/timer.hpp"
 #include "io/h5.hpp"
+#include "io/h5_output.hpp"
 #include "perf/attention.hpp"
 
 #include <mpi.h>
@@ -102,7 +104,29 @@ int cmd_bench_collective(Runtime& rt, const BenchGemmOptions& opt) {
   const int G = cfg.get_int("bench.group") > 0 ? int(cfg.get_int("bench.group")) : P;
   BURST_CHECK_CONFIG(P % G == 0 && G >= 2, "bench.group ", G, " must be >= 2 and divide the ", P, " ranks");
   BURST_CHECK_CONFIG(!cfg.get_string_list("bench.kinds").empty(), "bench.kinds is empty: name at least one collective");
+  {
+    const auto& kinds = cfg.get_string_list("bench.kinds");
+    const auto has = [&](const char* k) { return std::find(kinds.begin(), kinds.end(), k) != kinds.end(); };
+    // A ring round is one transfer overlapping the compute: bench.calls does not apply to it.
+    BURST_CHECK_CONFIG(calls == 1 || !has("ring"), "bench.calls = ", calls,
+                       " applies to the collectives; kind 'ring' (one transfer per round, overlapping the compute) "
+                       "takes no back-to-back calls: time it in a run of its own");
+    // The reductions move floats: a chunk not a whole number of them would be timed as a smaller one.
+    if (has("reduce_scatter") || has("all_reduce"))
+      for (std::int64_t c : cfg.get_int_list("bench.chunk_bytes"))
+        BURST_CHECK_CONFIG(c % 4 == 0, "bench.chunk_bytes entry ", c,
+                           " is not a multiple of 4 bytes: reduce_scatter and all_reduce move floats");
+  }
   check_bench_output(rt, opt.output, opt.output.empty() ? cfg.get_string("bench.output") : opt.output);
+  {
+    // Per case: the send and receive buffers (chunk x G each), the
+    // reduce-scatter's (chunk x G and chunk) and the all-reduce's (chunk x G).
+    std::int64_t chunk = 0;
+    for (std::int64_t c : cfg.get_int_list("bench.chunk_bytes")) chunk = std::max(chunk, c);
+    check_bench_fits_ranks(rt.world(), "bench collective at bench.chunk_bytes " + std::to_string(chunk) + " over groups of " +
+                                           std::to_string(G) + " ranks",
+                           double(chunk) * (4.0 * G + 1.0));
+  }
   MPI_Comm group_comm = MPI_COMM_NULL;
   MPI_Comm_split(rt.world(), me / G, me, &group_comm);
   auto world = Communicator::create(group_comm, G == P ? "world" : "group");  // duplicates it
@@ -210,7 +234,8 @@ int cmd_bench_collective(Runtime& rt, const BenchGemmOptions& opt) {
   }
   if (me == 0) {
     const std::string out = opt.output.empty() ? cfg.get_string("bench.output") : opt.output;
-    io::H5File f = io::H5File::create(out);
+    io::H5Output f_out(out);  // "<out>.tmp" until complete: a failed run leaves the earlier file
+    io::H5File& f = f_out.file();
     // One group per kind, one entry per (chunk, work) case.
     for (const std::string& kind : cfg.get_string_list("bench.kinds")) {
       auto pick = [&](const std::vector<double>& col) {
@@ -237,7 +262,7 @@ int cmd_bench_collective(Runtime& rt, const BenchGemmOptions& opt) {
     f.set_attr("/", "calls_per_iteration", std::int64_t(calls));
     f.set_attr("/", "spin_steps_per_cpu_second", rate);
     f.set_attr("/", "config", cfg.dump());
-    f.close();  // a file that cannot be completed (disk full) is an error, not a silent loss
+    f_out.publish();  // a file that cannot be completed (disk full) is an error, not a silent loss
     std::printf("wrote %s\n", out.c_str());
   }
   return 0;

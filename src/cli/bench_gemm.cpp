@@ -15,6 +15,7 @@
 #include "core/memory.hpp"
 #include "core/timer.hpp"
 #include "io/h5.hpp"
+#include "io/h5_output.hpp"
 #include "kernels/gemm.hpp"
 
 #include <algorithm>
@@ -39,7 +40,12 @@ static ConfigSchema bench_gemm_schema() {
       .string("bench.beta", "0", {"0", "1"}, "C = op(A) op(B) + beta C: 1 = accumulate, as the model's weight gradients (fp32) and dX sums")
       .integer("bench.repeats", 5, 1, 10000, "timed repetitions per shape (the median is reported)")
       .integer("bench.warmup", 1, 0, 1000, "untimed repetitions before timing")
-      .string("bench.output", "experiments/results/gemm_host.h5", {}, "HDF5 file to write");
+      .string("bench.output", "experiments/results/gemm_host.h5", {}, "HDF5 file to write")
+      .rule([](const Config& c) -> std::string {
+        if (!c.get_bool("bench.llama") && c.origin("bench.tokens") != "default")
+          return "bench.tokens (" + c.origin("bench.tokens") + ") is the M of the LLaMA shapes: it needs bench.llama = true";
+        return "";
+      });
   return s;
 }
 
@@ -227,10 +233,13 @@ template <class T, class TC> static void run(Runtime& rt, const Config& cfg, con
                   sh.k, s_all[si], g_all[si] / 1e3, sum / 1e3, p_all[si] / 1048576.0);
     }
     std::printf("max relative error on sampled entries %.3g (tolerance %.0e)\n", worst, tol);
-    io::H5File f = io::H5File::create(output);
-    std::vector<std::int64_t> sq;
-    for (auto v : cfg.get_int_list("bench.sizes")) sq.push_back(v);
-    f.write("gemm/sizes", sq);
+    io::H5Output f_out(output);  // "<output>.tmp" until complete: a failed run leaves the earlier file
+    io::H5File& f = f_out.file();
+    if (cfg.get_bool("bench.squares")) {  // the squares timed (the first shapes); gemm/m, n, k hold every shape
+      std::vector<std::int64_t> sq;
+      for (auto v : cfg.get_int_list("bench.sizes")) sq.push_back(v);
+      f.write("gemm/sizes", sq);
+    }
     f.write("gemm/m", m), f.write("gemm/n", n), f.write("gemm/k", k);
     f.write("gemm/trans_a", ta), f.write("gemm/trans_b", tb);
     f.write("gemm/bytes", bytes);
@@ -252,7 +261,7 @@ template <class T, class TC> static void run(Runtime& rt, const Config& cfg, con
     f.set_attr("/", "threads_per_rank", std::int64_t(Kokkos::DefaultExecutionSpace::concurrency()));
     f.set_attr("/", "gemm_path", std::string(path));
     set_bench_provenance(f, rt, cfg);
-    f.close();  // a file that cannot be completed (disk full) is an error, not a silent loss
+    f_out.publish();  // a file that cannot be completed (disk full) is an error, not a silent loss
     std::printf("wrote %s\n", output.c_str());
   }
   BURST_CHECK(worst <= tol, ErrorKind::Numeric, "gemm result differs from the double-precision reference: relative error ",

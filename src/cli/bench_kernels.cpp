@@ -12,6 +12,7 @@
 #include "core/memory.hpp"
 #include "core/timer.hpp"
 #include "io/h5.hpp"
+#include "io/h5_output.hpp"
 #include "kernels/activations.hpp"
 #include "kernels/attention.hpp"
 #include "kernels/optim.hpp"
@@ -185,7 +186,8 @@ template <class T> static void run(Runtime& rt, const Config& cfg, const std::st
       gbps.push_back(bytes[i] / secs[i] / 1e9);
       std::printf("%-18s %11.4f %12.1f %10.1f\n", names[i].c_str(), secs[i] * 1e3, bytes[i] / 1e6, gbps.back());
     }
-    io::H5File f = io::H5File::create(output);
+    io::H5Output f_out(output);  // "<output>.tmp" until complete: a failed run leaves the earlier file
+    io::H5File& f = f_out.file();
     std::string all;
     for (const auto& n : names) all += (all.empty() ? "" : ";") + n;
     f.set_attr("/", "kernel_names", all);
@@ -195,7 +197,7 @@ template <class T> static void run(Runtime& rt, const Config& cfg, const std::st
     f.set_attr("/", "benchmark", std::string("kernels"));
     f.set_attr("/", "dtype", std::string(scalar_name<T>()));
     set_bench_provenance(f, rt, cfg);
-    f.close();  // a file that cannot be completed (disk full) is an error, not a silent loss
+    f_out.publish();  // a file that cannot be completed (disk full) is an error, not a silent loss
     std::printf("wrote %s\n", output.c_str());
   }
 }

@@ -30,6 +30,7 @@
 #include "core/memory.hpp"
 #include "core/timer.hpp"
 #include "io/h5.hpp"
+#include "io/h5_output.hpp"
 #include "kernels/gemm.hpp"
 #include "model/llama.hpp"
 
@@ -82,6 +83,9 @@ ModelConfig bench_layer_model(const std::string& preset, long hidden, long heads
   BURST_CHECK_CONFIG(H > 0 && n > 0 && d > 0 && F > 0, "bench layer: preset custom needs bench.hidden, bench.heads, "
                      "bench.head_dim and bench.ffn (got ", hidden, ", ", heads, ", ", head_dim, ", ", ffn, ")");
   BURST_CHECK_CONFIG(tokens >= 2, "bench layer: tokens = ", tokens, " must be >= 2");
+  const long m = kv_heads > 0 ? kv_heads : n;
+  BURST_CHECK_CONFIG(n % m == 0, "bench layer: bench.heads = ", n, heads > 0 ? "" : " (the preset's)",
+                     " must be divisible by bench.kv_heads = ", m);
   ModelConfig c;
   c.name = "bench-layer-" + preset;
   c.vocab = 8;  // the block alone: embedding and head are allocated but never used
@@ -439,7 +443,8 @@ template <class T> static int run(Runtime& rt, const Config& cfg, const std::str
       std::printf("device memory pool: %s reserved at most (stream-ordered allocation; the whole run, the double check "
                   "included)\n",
                   format_bytes(device_pool_reserved_high()).c_str());
-    io::H5File h = io::H5File::create(output);
+    io::H5Output h_out(output);  // "<output>.tmp" until complete: a failed run leaves the earlier file
+    io::H5File& h = h_out.file();
     h.write("layer/fwd_bwd_seconds", t_fb);
     h.write("layer/fwd_seconds", t_f);
     std::string all;
@@ -489,7 +494,7 @@ template <class T> static int run(Runtime& rt, const Config& cfg, const std::str
     h.set_attr("/", "check_passed", std::int64_t(passed ? 1 : 0));
     h.set_attr("/", "check_error", check_error);
     set_bench_provenance(h, rt, cfg);
-    h.close();  // a file that cannot be completed (disk full) is an error, not a silent loss
+    h_out.publish();  // a file that cannot be completed (disk full) is an error, not a silent loss
     std::printf("wrote %s\n", output.c_str());
   }
   BURST_CHECK(check_error.empty(), ErrorKind::Numeric, "bench layer: the check against the double block failed to run: ",

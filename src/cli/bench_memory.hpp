@@ -7,6 +7,8 @@
 #include "core/memory.hpp"
 #include "io/h5.hpp"
 
+#include <mpi.h>
+
 #ifdef BURST_HAVE_CUDA
 #include <cuda_runtime.h>
 #endif
@@ -35,13 +37,45 @@ inline double bench_memory_available(const char** what) {
   return limit > 0 ? double(limit) : INFINITY;
 }
 
+// What this process may use of the host's memory (inf when unknown): the
+// limit of host-side work (a check's reference, host mirrors) on any build.
+inline double host_memory_available() {
+  const std::uint64_t limit = io::process_memory_limit();
+  return limit > 0 ? double(limit) : INFINITY;
+}
+
+inline std::int64_t whole_bytes(double b) { return std::int64_t(std::min(b, 9e18)); }
+
 // `bytes`: what the case allocates at once (its large views: a lower bound).
 inline void check_bench_fits(const std::string& what, double bytes) {
   const char* where = "";
   const double avail = bench_memory_available(&where);
-  const auto whole = [](double b) { return std::int64_t(std::min(b, 9e18)); };
-  BURST_CHECK_CONFIG(bytes <= avail, what, " needs ", format_bytes(whole(bytes)), " (", whole(bytes),
-                     " bytes) of memory, more than the ", where, " (", format_bytes(whole(avail)), ")");
+  BURST_CHECK_CONFIG(bytes <= avail, what, " needs ", format_bytes(whole_bytes(bytes)), " (", whole_bytes(bytes),
+                     " bytes) of memory, more than the ", where, " (", format_bytes(whole_bytes(avail)), ")");
+}
+
+// The same for a bench of several ranks, `bytes` per rank: on host builds
+// the ranks of a host share its memory (their sum is checked; a machine that
+// overcommits would otherwise kill the run part way, with no message), on
+// CUDA builds each rank has its device. The most crowded host decides for
+// every rank (the same answer everywhere, before any of them allocates).
+inline void check_bench_fits_ranks(MPI_Comm world, const std::string& what, double bytes) {
+  int here = 1;
+#ifndef BURST_HAVE_CUDA
+  MPI_Comm host;
+  MPI_Comm_split_type(world, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &host);
+  MPI_Comm_size(host, &here);
+  MPI_Comm_free(&host);
+#endif
+  const char* where = "";
+  const double avail = bench_memory_available(&where);
+  double worst[2] = {bytes * here / avail, double(here)};
+  MPI_Allreduce(MPI_IN_PLACE, worst, 2, MPI_DOUBLE, MPI_MAX, world);
+  if (worst[0] <= 1) return;
+  const int most = int(worst[1]);
+  BURST_CHECK_CONFIG(false, what, " needs ", format_bytes(whole_bytes(bytes)), " (", whole_bytes(bytes), " bytes) per rank",
+                     most > 1 ? " x " + std::to_string(most) + " ranks on a host" : std::string(), ", more than the ", where,
+                     " (", format_bytes(whole_bytes(bytes * most / worst[0])), ")");
 }
 
 }  // namespace burst::cli

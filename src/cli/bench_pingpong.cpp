@@ -13,10 +13,12 @@
 #include "core/error.hpp"
 #include "core/timer.hpp"
 #include "io/h5.hpp"
+#include "io/h5_output.hpp"
 
 #include <mpi.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <vector>
 
@@ -34,7 +36,9 @@ static ConfigSchema bench_pingpong_schema() {
 // t = alpha + bytes / beta: alpha is the smallest message's time, beta the
 // largest message's bytes over its time beyond alpha. (A least-squares line
 // is dominated by the large messages and, on a loaded machine where a
-// round trip waits for the scheduler, gave negative intercepts.)
+// round trip waits for the scheduler, gave negative intercepts.) The sizes
+// differ (the caller's check). When the largest message was not slower than
+// the smallest, no bandwidth can be read from them: beta is NaN (and said).
 void fit_alpha_beta(const std::vector<double>& bytes, const std::vector<double>& t, double* alpha, double* beta) {
   size_t lo = 0, hi = 0;
   for (size_t i = 0; i < bytes.size(); ++i) {
@@ -43,7 +47,7 @@ void fit_alpha_beta(const std::vector<double>& bytes, const std::vector<double>&
   }
   *alpha = t[lo];
   const double dt = t[hi] - t[lo];
-  *beta = dt > 0 ? (bytes[hi] - bytes[lo]) / dt : bytes[hi] / t[hi];
+  *beta = dt > 0 ? (bytes[hi] - bytes[lo]) / dt : std::nan("");
 }
 
 int cmd_bench_pingpong(Runtime& rt, const BenchGemmOptions& opt) {
@@ -51,6 +55,9 @@ int cmd_bench_pingpong(Runtime& rt, const BenchGemmOptions& opt) {
   BURST_CHECK_CONFIG(rt.size() >= 2, "bench pingpong needs at least 2 ranks (mpiexec -n 2)");
   check_bench_output(rt, opt.output, opt.output.empty() ? cfg.get_string("bench.output") : opt.output);
   const auto& sizes = cfg.get_int_list("bench.bytes");
+  BURST_CHECK_CONFIG(*std::min_element(sizes.begin(), sizes.end()) < *std::max_element(sizes.begin(), sizes.end()),
+                     "bench.bytes needs at least two different message sizes: alpha is the smallest one's time, beta "
+                     "the largest one's bytes beyond it");
   const int reps = int(cfg.get_int("bench.repeats")), warm = int(cfg.get_int("bench.warmup"));
   const int me = rt.rank();
   std::vector<double> bytes, oneway, fastest;
@@ -87,8 +94,12 @@ int cmd_bench_pingpong(Runtime& rt, const BenchGemmOptions& opt) {
       std::printf("  %10.0f B  %10.2f us  %8.3f GB/s   median %10.2f us\n", bytes[i], fastest[i] * 1e6, bytes[i] / fastest[i] / 1e9,
                   oneway[i] * 1e6);
     std::printf("alpha %.2f us, beta %.3f GB/s (fastest round trips: smallest message; largest beyond it)\n", alpha * 1e6, beta / 1e9);
+    if (!std::isfinite(beta))
+      std::fprintf(stderr, "bench pingpong: the largest message (%.0f B) was not slower than the smallest: no bandwidth "
+                   "fitted (beta NaN); give larger bench.bytes or more bench.repeats\n", *std::max_element(bytes.begin(), bytes.end()));
     const std::string out = opt.output.empty() ? cfg.get_string("bench.output") : opt.output;
-    io::H5File f = io::H5File::create(out);
+    io::H5Output f_out(out);  // "<out>.tmp" until complete: a failed run leaves the earlier file
+    io::H5File& f = f_out.file();
     f.write("pingpong/bytes", bytes);
     f.write("pingpong/oneway_seconds", oneway);
     f.write("pingpong/oneway_fastest_seconds", fastest);
@@ -97,7 +108,7 @@ int cmd_bench_pingpong(Runtime& rt, const BenchGemmOptions& opt) {
     f.set_attr("/", "beta_bytes_per_s", beta);
     f.set_attr("/", "ranks", std::int64_t(rt.size()));
     f.set_attr("/", "config", cfg.dump());
-    f.close();  // a file that cannot be completed (disk full) is an error, not a silent loss
+    f_out.publish();  // a file that cannot be completed (disk full) is an error, not a silent loss
     std::printf("wrote %s\n", out.c_str());
   }
   return 0;

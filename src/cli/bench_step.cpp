@@ -16,6 +16,7 @@
 #include "core/memory.hpp"
 #include "core/timer.hpp"
 #include "io/h5.hpp"
+#include "io/h5_output.hpp"
 #include "kernels/cross_entropy.hpp"
 #include "kernels/optim.hpp"
 #include "model/llama.hpp"
@@ -215,10 +216,11 @@ template <class T> int run(Runtime& rt, const Config& cfg, const std::string& cl
                            " model's weights, gradients and optimizer state, each layer's input)",
                        fixed + double(mc.layers) * double(S) * double(mc.hidden) * double(sizeof(T)));
   }
-  // The file first: a bad path fails before any step runs; each size's group
-  // is written as soon as it is measured.
-  std::unique_ptr<io::H5File> h;
-  if (rt.rank() == 0) h = std::make_unique<io::H5File>(io::H5File::create(output));
+  // The file first: a path that cannot be created fails before any step runs;
+  // each size's group is written as soon as it is measured, into the
+  // temporary that publish() renames onto --output at the end.
+  std::unique_ptr<io::H5Output> h;  // "<output>.tmp" until complete: a failed or stopped run leaves the earlier file
+  if (rt.rank() == 0) h = std::make_unique<io::H5Output>(output);
   std::vector<StepResult> res;
   for (long S : sizes) {
     res.push_back(run_one<T>(cfg, mc, S));
@@ -247,25 +249,25 @@ template <class T> int run(Runtime& rt, const Config& cfg, const std::string& cl
       const MemoryEstimate est = estimate_memory(mi);
       std::printf("  analytic model (train/memory_model.hpp) %s\n", est.report().c_str());
       const std::string g = "tokens_" + std::to_string(r.tokens);
-      h->write(g + "/step_seconds", r.step_times);
-      h->write(g + "/loss", r.losses);
-      h->write(g + "/grad_norm", r.grad_norms);
-      h->write(g + "/phase_seconds", r.phase_s);
+      h->file().write(g + "/step_seconds", r.step_times);
+      h->file().write(g + "/loss", r.losses);
+      h->file().write(g + "/grad_norm", r.grad_norms);
+      h->file().write(g + "/phase_seconds", r.phase_s);
       std::string names;
       for (const auto& n : r.phase_names) names += (names.empty() ? "" : ";") + n;
-      h->set_attr("/" + g, "phase_names", names);
+      h->file().set_attr("/" + g, "phase_names", names);
       std::vector<double> mem;
       for (int c = 0; c < kMemCategories; ++c) mem.push_back(double(r.peak_by_cat[size_t(c)]));
-      h->write(g + "/peak_bytes_by_category", mem);
+      h->file().write(g + "/peak_bytes_by_category", mem);
       std::vector<double> mod;
       for (int c = 0; c < kMemCategories; ++c) mod.push_back(double(est.bytes[size_t(c)]));
-      h->write(g + "/model_peak_bytes_by_category", mod);
-      h->set_attr("/" + g, "peak_bytes", r.peak_total);
-      h->set_attr("/" + g, "pool_reserved_high_bytes", r.pool_reserved_high);
+      h->file().write(g + "/model_peak_bytes_by_category", mod);
+      h->file().set_attr("/" + g, "peak_bytes", r.peak_total);
+      h->file().set_attr("/" + g, "pool_reserved_high_bytes", r.pool_reserved_high);
     }
   }
   if (rt.rank() == 0) {
-    io::H5File& hf = *h;
+    io::H5File& hf = h->file();
     std::vector<double> tok, step, tps, tfl, mfu, fb, opt;
     for (size_t k = 0; k < res.size(); ++k) {
       const StepResult& r = res[k];
@@ -297,7 +299,7 @@ template <class T> int run(Runtime& rt, const Config& cfg, const std::string& cl
                            "ends (embedding, layer_forward, lm_head_loss, recompute, layer_backward, embedding_backward), "
                            "optimizer = grad norm + clip + AdamW; the timed steps run without those fences"));
     set_bench_provenance(hf, rt, cfg);
-    hf.close();  // a file that cannot be completed (disk full) is an error, not a silent loss
+    h->publish();  // a file that cannot be completed (disk full) is an error, not a silent loss
     std::printf("wrote %s\n", output.c_str());
   }
   return 0;

@@ -31,11 +31,13 @@
 // timed `bench.repeats` times after a warm-up, CPU clock, medians written
 // with the tile counts (tiles x heads) of each kind.
 #include "cli/bench_common.hpp"
+#include "cli/bench_memory.hpp"
 #include "core/timer.hpp"
 #include "cli/commands.hpp"
 #include "core/config.hpp"
 #include "core/error.hpp"
 #include "io/h5.hpp"
+#include "io/h5_output.hpp"
 #include "kernels/attention.hpp"
 
 #include <algorithm>
@@ -119,11 +121,18 @@ int bench_attention_tiles(Runtime& rt, const Config& cfg, const std::string& out
     cfgs.push_back(c);
   }
 
-  std::unique_ptr<io::H5File> h5;
+  // The largest configuration's views (q, k, v, dO, O, dQ, dK, dV, the LSE and D in float), on every rank.
+  check_bench_fits_ranks(rt.world(),
+                         "bench.tile_costs at " + std::to_string(S) + " tokens (" + std::to_string(n) + " heads, " +
+                             std::to_string(nkv) + " kv, " + std::to_string(d) + " wide)",
+                         4.0 * double(S) * (double(d) * double(4 * n + 4 * nkv) + 2.0 * double(n)));
+  std::unique_ptr<io::H5Output> h5_out;  // "<out>.tmp" until complete: a failed run leaves the earlier file
+  io::H5File* h5 = nullptr;
   const std::string out = output.empty() ? cfg.get_string("bench.output") : output;
   check_bench_output(rt, output, out);
   if (rt.rank() == 0) {
-    h5 = std::make_unique<io::H5File>(io::H5File::create(out));
+    h5_out = std::make_unique<io::H5Output>(out);
+    h5 = &h5_out->file();
     std::printf("attention tile costs (host kernel, float, %ld heads (kv %ld) x %ld, %ld x %ld tiles), CPU seconds, median of %d\n"
                 "%18s %6s %8s %8s %8s %10s %10s %12s %12s\n",
                 n, nkv, d, T, T, reps, "config", "s", "whole", "partial", "skipped", "fwd ms", "bwd ms", "fwd us/tile",
@@ -213,7 +222,7 @@ int bench_attention_tiles(Runtime& rt, const Config& cfg, const std::string& out
     h5->set_attr("/", "threads", std::int64_t(Kokkos::DefaultExecutionSpace::concurrency()));
     h5->set_attr("/", "clock", std::string("CPU seconds of the process (CLOCK_PROCESS_CPUTIME_ID)"));
     set_bench_provenance(*h5, rt, cfg);
-    h5->close();  // a file that cannot be completed (disk full) is an error, not a silent loss
+    h5_out->publish();  // a file that cannot be completed (disk full) is an error, not a silent loss
     std::printf("wrote %s\n", out.c_str());
   }
   return 0;

@@ -247,6 +247,20 @@ int main(int argc, char** argv) {
     return early_error(e.get_exit_code() == 0 ? 0 : 2, e.what(), [&] { app.exit(e); });
   }
 
+  // An empty --output given is refused: the commands read "" as "not
+  // given" and would write to their default path instead.
+  {
+    std::vector<CLI::App*> todo = {&app};
+    while (!todo.empty()) {
+      CLI::App* a = todo.back();
+      todo.pop_back();
+      for (CLI::App* sc : a->get_subcommands()) todo.push_back(sc);  // the ones given
+      const CLI::Option* o = a->get_option_no_throw("--output");
+      if (o != nullptr && o->count() > 0 && o->as<std::string>().empty())
+        return early_message("--output is empty: give the file to write (or leave --output out for the default)");
+    }
+  }
+
   // The model needs no runtime (no MPI, no Kokkos).
   if (*sim) {
     try {

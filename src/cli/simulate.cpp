@@ -5,6 +5,7 @@
 
 #include "core/error.hpp"
 #include "io/h5.hpp"
+#include "io/h5_output.hpp"
 #include "parallel/layout.hpp"
 #include "model/config.hpp"
 #include "perf/paper.hpp"
@@ -433,7 +434,8 @@ int cmd_simulate(const SimulateOptions& o) {
     x.m14 = shape_of("14B"), x.m7 = shape_of("7B");
     const std::string out = o.output.empty() ? "experiments/results/simulate_" + o.table + ".h5" : o.output;
     if (o.output.empty()) check_output("the --table output (default; give --output)", out);  // --output: checked above
-    io::H5File f = io::H5File::create(out);
+    io::H5Output f_out(out);  // "<out>.tmp" until complete: a failed run leaves the earlier file
+    io::H5File& f = f_out.file();
     mark_command_output(f, "simulate");
     f.set_attr("/", "cluster", x.cl.name);
     f.set_attr("/", "cluster_file", x.cl.file);
@@ -460,7 +462,7 @@ int cmd_simulate(const SimulateOptions& o) {
       table_memory_vs_seq(f, x);
       table_sparse(f, x);
     }
-    f.close();  // a file that cannot be completed (disk full) is an error, not a silent loss
+    f_out.publish();  // a file that cannot be completed (disk full) is an error, not a silent loss
     std::printf("\nwrote %s\n", out.c_str());
     return 0;
   }
@@ -507,7 +509,8 @@ int cmd_simulate(const SimulateOptions& o) {
       std::printf("  %d blocking collectives, waiting %.5f s for their members on shared cores (in fwd, bwd)\n",
                   a.fwd.collectives + a.bwd.collectives, a.fwd.sync + a.bwd.sync);
     if (!o.output.empty()) {
-      io::H5File f = io::H5File::create(o.output);
+      io::H5Output f_out(o.output);
+      io::H5File& f = f_out.file();
       mark_command_output(f, "simulate");
       f.set_attr("/", "cluster", x.cl.name);
       f.set_attr("/", "cluster_file", x.cl.file);
@@ -526,21 +529,22 @@ int cmd_simulate(const SimulateOptions& o) {
       f.set_attr("attention", "host_cores", x.cl.host_cores);
       f.set_attr("attention", "collectives", std::int64_t(a.fwd.collectives + a.bwd.collectives));
       f.set_attr("attention", "collective_sync_s", a.fwd.sync + a.bwd.sync);
-      f.close();
+      f_out.publish();
     }
     return 0;
   }
   const StepResult r = simulate_step(x.cl, x.k, s);
   print_result(s, r, x.cl);
   if (!o.output.empty()) {
-    io::H5File f = io::H5File::create(o.output);
+    io::H5Output f_out(o.output);
+    io::H5File& f = f_out.file();
     mark_command_output(f, "simulate");
     f.set_attr("/", "cluster", x.cl.name);
     f.set_attr("/", "cluster_file", x.cl.file);
     f.set_attr("/", "calibration_file", x.k.file);
     write_prediction(f, "run", s, r);
     f.set_attr("run", "host_cores", x.cl.host_cores);
-    f.close();
+    f_out.publish();
     std::printf("wrote %s\n", o.output.c_str());
   }
   return 0;

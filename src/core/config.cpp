@@ -185,9 +185,13 @@ static const char* type_name(ConfigSchema::Type t) {
   return "?";
 }
 
+// A bound as written: whole numbers in full ([1, 1073741824], not 1.07374e+09).
 static std::string bound_text(double v) {
   std::ostringstream os;
-  os << v;
+  if (std::isfinite(v) && v == std::floor(v) && std::fabs(v) < 9.007199254740992e15)
+    os << std::int64_t(v);
+  else
+    os << v;
   return os.str();
 }
 
@@ -419,6 +423,16 @@ void ConfigSchema::apply_override(Config& cfg, const std::string& assignment) co
     if (parsed) t = toml::parse("v = " + value, std::string("--set"));
   } catch (const toml::parse_error&) {
     parsed = false;
+  }
+  if (!parsed && (k->type == Type::Int || k->type == Type::IntList)) {
+    // Digits toml++ refused: a whole number beyond 64 bits, not "not an integer".
+    std::string d = value;
+    d.erase(0, d.find_first_not_of(" \t"));
+    d.erase(d.find_last_not_of(" \t") + 1);
+    if (!d.empty() && (d[0] == '+' || d[0] == '-')) d.erase(0, 1);
+    const bool whole = !d.empty() && d.find_first_not_of("0123456789_") == std::string::npos;
+    BURST_CHECK_CONFIG(!whole, "--set ", name, "=", value, ": '", value, "' is out of range: must be in [", bound_text(k->min),
+                       ", ", bound_text(k->max), "]");
   }
   if (!parsed || (k->type == Type::String && !t["v"].is_string())) {
     BURST_CHECK_CONFIG(k->type == Type::String || k->type == Type::StringList, "--set ", name, "=", value, ": '", value,

@@ -18,12 +18,37 @@
 
 namespace burst {
 
+// The file a symbolic link `path` leads to, through every link of a chain
+// (relative targets taken from the link's directory), whether it exists or
+// not; `path` itself when it is no link, or when the chain does not end (a
+// loop: 40 links, as the kernel's limit). Outputs are written where the link
+// points (the temporary beside the target, renamed onto it), so that a link
+// to a file on another disk stays a link.
+inline std::string link_target(const std::string& path) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  fs::path p = path;
+  for (int i = 0; i < 40; ++i) {
+    if (!fs::is_symlink(p, ec)) return p.string();
+    const fs::path t = fs::read_symlink(p, ec);
+    if (ec) return path;
+    p = t.is_absolute() ? t : p.parent_path() / t;
+  }
+  return path;
+}
+
 // What is wrong with `path` as a file to create ("" when nothing is): the
 // directory must exist and be writable, and the path must not be a directory.
+// A symbolic link is judged by the file it leads to.
 inline std::string output_path_problem(const std::string& what, const std::string& path) {
   namespace fs = std::filesystem;
   std::error_code ec;
   if (path.empty()) return what + " is empty: give the file to write";
+  if (fs::is_symlink(path, ec)) {
+    const std::string target = link_target(path);
+    if (target == path) return what + " = '" + path + "' is a symbolic link that leads nowhere (a loop?)";
+    return output_path_problem(what + " (the link '" + path + "')", target);
+  }
   if (fs::is_directory(path, ec)) return what + " = '" + path + "' is a directory, not a file";
   const fs::path dir = fs::path(path).parent_path();
   if (!dir.empty() && !fs::is_directory(dir, ec))
