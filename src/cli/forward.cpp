@@ -6,6 +6,7 @@
 //   Hugging Face's order (embeddings, each layer's output, the last one
 //   after the final norm).
 #include "cli/commands.hpp"
+#include "cli/model_arg.hpp"
 #include "core/durable.hpp"
 #include "core/error.hpp"
 #include "core/output_path.hpp"
@@ -24,15 +25,10 @@
 namespace burst::cli {
 
 namespace {
-ModelConfig model_of(const std::string& m) {
-  // A path (an existing file, or anything ending in .json) is a config.json; otherwise a preset.
-  const bool is_file = std::filesystem::exists(m) || (m.size() > 5 && m.compare(m.size() - 5, 5, ".json") == 0);
-  return is_file ? model_from_hf_file(m) : model_preset(m);
-}
 
 template <class T> int run_forward(const ForwardOptions& opt) {
   using Mem = DeviceMem;
-  const ModelConfig mc = model_of(opt.model);
+  const ModelConfig mc = model_from_arg(opt.model);
   const std::filesystem::path out_dir = std::filesystem::path(opt.output).parent_path();
   BURST_CHECK_INPUT(out_dir.empty() || std::filesystem::is_directory(out_dir), "--output '", opt.output,
                     "': the directory '", out_dir.string(), "' does not exist");

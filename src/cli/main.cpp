@@ -264,6 +264,12 @@ int main(int argc, char** argv) {
   // The model needs no runtime (no MPI, no Kokkos).
   if (*sim) {
     try {
+      for (const CLI::Option* op : sim->get_options())
+        if (op->count() > 0) so.given.insert(op->get_name());
+      for (const char* name : {"--host-cores", "--host-cpu"}) {  // doubles: 0 is "not given" inside, as for the integers
+        const CLI::Option* op = sim->get_option(name);
+        BURST_CHECK_CONFIG(op->count() == 0 || op->as<double>() != 0, name, " 0 must be > 0");
+      }
       refuse_given_zero(sim_gpn, so.gpus_per_node, "");
       refuse_given_zero(sim_hp, so.hp, " (default: GPUs per node)");
       refuse_given_zero(sim_inner, so.inner, " (default: GPUs per node)");

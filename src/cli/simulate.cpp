@@ -2,6 +2,7 @@
 // configuration, or for every table of the paper (--table paper), or for
 // the points the model is calibrated on (--table calibration).
 #include "cli/simulate.hpp"
+#include "cli/model_arg.hpp"
 
 #include "core/error.hpp"
 #include "io/h5.hpp"
@@ -15,8 +16,8 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <functional>
-#include <sys/stat.h>
 
 namespace burst::cli {
 
@@ -45,9 +46,7 @@ double parse_seq(const std::string& text) {
 }
 
 ModelShape shape_of(const std::string& name) {
-  struct stat st;
-  const bool file = name.find('/') != std::string::npos && ::stat(name.c_str(), &st) == 0;  // else a preset name
-  const ModelConfig c = file ? model_from_hf_file(name) : model_preset(name);
+  const ModelConfig c = model_from_arg(name);
   ModelShape m;
   m.name = c.name;
   m.layers = c.layers, m.hidden = c.hidden, m.ffn = c.ffn, m.heads = c.heads, m.kv_heads = c.kv_heads, m.head_dim = c.head_dim;
@@ -61,16 +60,32 @@ bool on_off(const std::string& v, const char* flag) {
   return v == "on";
 }
 
+// 1M, 128K, or the whole count (never %g's 1.0486e+06: --seq is at most 2^40).
 std::string seq_label(double S) {
-  char b[32];
-  if (S >= 1048576 && std::fmod(S, 1048576) == 0) std::snprintf(b, sizeof b, "%gM", S / 1048576);
-  else if (S >= 1024 && std::fmod(S, 1024) == 0) std::snprintf(b, sizeof b, "%gK", S / 1024);
-  else std::snprintf(b, sizeof b, "%g", S);
+  char b[40];
+  const auto n = static_cast<long long>(S);
+  if (n >= 1048576 && n % 1048576 == 0) std::snprintf(b, sizeof b, "%lldM", n / 1048576);
+  else if (n >= 1024 && n % 1024 == 0) std::snprintf(b, sizeof b, "%lldK", n / 1024);
+  else std::snprintf(b, sizeof b, "%lld", n);
   return b;
 }
 
 // One prediction as an HDF5 group: inputs and outputs as attributes, the
 // memory categories as a dataset.
+// The attention settings of a run as given (hp, inner 0: the default, which
+// `attention` describes as resolved).
+void write_attention_inputs(io::H5File& f, const std::string& g, const AttnConfig& a) {
+  f.set_attr(g, "ring", a.ring);
+  f.set_attr(g, "backward", a.backward);
+  f.set_attr(g, "partial", std::string(a.partial_bf16 ? "bf16" : "fp32"));
+  f.set_attr(g, "placement", a.placement);
+  f.set_attr(g, "usp_inner", a.usp_inner);
+  f.set_attr(g, "mask", std::string(a.document ? "document" : a.window > 0 ? "window" : a.causal ? "causal" : "full"));
+  f.set_attr(g, "window", std::int64_t(a.window));
+  f.set_attr(g, "layout", a.layout);
+  if (!a.doc_lengths.empty()) f.write(g + "/doc_lengths", std::vector<std::int64_t>(a.doc_lengths.begin(), a.doc_lengths.end()));
+}
+
 void write_prediction(io::H5File& f, const std::string& g, const StepConfig& s, const StepResult& r) {
   f.create_group(g);
   f.set_attr(g, "model", s.model.name);
@@ -83,12 +98,14 @@ void write_prediction(io::H5File& f, const std::string& g, const StepConfig& s, 
   f.set_attr(g, "fused_loss", int(s.fused_loss));
   f.set_attr(g, "zero", s.zero);
   f.set_attr(g, "offload", int(s.offload));
+  write_attention_inputs(f, g, s.attn);
   f.set_attr(g, "attention", r.attention);
   const std::pair<const char*, double> vals[] = {
       {"t_layers_fwd", r.t_layers_fwd}, {"t_recompute", r.t_recompute}, {"t_layers_bwd", r.t_layers_bwd},
       {"t_lm_head", r.t_lm_head}, {"t_zero_exposed", r.t_zero_exposed}, {"t_optimizer", r.t_optimizer},
       {"t_total", r.t_total}, {"t_step_sync", r.t_step_sync}, {"t_layer_overhead", r.t_layer_overhead},
       {"t_step_overhead", r.t_step_overhead}, {"gemm_fwd_per_layer", r.gemm_fwd}, {"elem_fwd_per_layer", r.elem_fwd},
+      {"attn_recompute_per_layer", r.attn_recompute}, {"zero_comm_per_layer", r.zero_comm_layer},
       {"attn_collectives_per_step", r.attn_collectives},
       {"attn_sync_per_step", r.attn_sync}, {"attn_fwd_per_layer", r.attn_fwd}, {"attn_bwd_per_layer", r.attn_bwd},
       {"attn_exposed_comm_per_layer", r.attn_exposed_comm},
@@ -109,8 +126,9 @@ void write_prediction(io::H5File& f, const std::string& g, const StepConfig& s, 
 
 void print_result(const StepConfig& s, const StepResult& r, const Cluster& c) {
   std::printf("%s, %s tokens on %d x %s, %s\n", s.model.name.c_str(), seq_label(s.S).c_str(), s.P, c.name.c_str(), r.attention.c_str());
+  const bool cpu = c.machine_cores > 0;  // a CPU cluster (host.cores): its ranks are processes, not GPUs
   std::printf("  policy %s, LM head %s, ZeRO-%d, optimizer %s\n", s.policy.c_str(), s.fused_loss ? "fused" : "unfused", s.zero,
-              s.offload ? "offloaded (CPU Adam)" : "on the GPU");
+              s.offload ? "offloaded (CPU Adam)" : cpu ? "on the ranks" : "on the GPU");
   std::printf("  per layer: attention fwd %.4f s, bwd %.4f s (exposed communication %.4f s), recompute attention %.4f s, "
               "GEMMs fwd %.4f s, elementwise fwd %.4f s, ZeRO comm %.4f s\n",
               r.attn_fwd, r.attn_bwd, r.attn_exposed_comm, r.attn_recompute, r.gemm_fwd, r.elem_fwd, r.zero_comm_layer);
@@ -125,7 +143,7 @@ void print_result(const StepConfig& s, const StepResult& r, const Cluster& c) {
   if (r.attn_collectives > 0)
     std::printf("  attention: %.0f blocking collectives per step, waiting %.4f s for their members on shared cores (in the layer terms)\n",
                 r.attn_collectives, r.attn_sync);
-  std::printf("  %.1f tokens/s/GPU, %.1f TFLOP/s/GPU, MFU %.1f%% of %.0f TFLOP/s (paper convention; %.1f%% with the authors' 1.024)\n",
+  std::printf("  %.1f tokens/s/GPU, %.4g TFLOP/s/GPU, MFU %.1f%% of %.4g TFLOP/s (paper convention; %.1f%% with the authors' 1.024)\n",
               r.tokens_per_s_per_gpu, r.tflops_per_gpu, 100 * r.mfu, c.peak_flops / 1e12, 100 * r.mfu_paper_script);
   std::printf("  memory per GPU (GiB):");
   for (const auto& kv : r.memory) std::printf(" %s %.2f,", kv.first.c_str(), kv.second / kGiB);
@@ -183,7 +201,8 @@ void table_end_to_end(io::H5File& f, const Ctx& x, const std::string& sect, cons
         f.set_attr(g, "published_memory_gib", row.mem[i]);
       }
       char pred[96], pubs[64] = "";
-      if (!ok) std::snprintf(pred, sizeof pred, "infeasible (%s)", why.c_str());
+      // (the reason is printed whole: a 96-byte buffer cut it mid-sentence)
+      if (!ok) std::snprintf(pred, sizeof pred, "infeasible");
       else if (!r.fits) std::snprintf(pred, sizeof pred, "OOM (%.1f GiB; %.1f tok/s/GPU if it fitted)", r.memory_total / kGiB, r.tokens_per_s_per_gpu);
       else std::snprintf(pred, sizeof pred, "%.1f tok/s/GPU, %.1f GiB, MFU %.1f%%", r.tokens_per_s_per_gpu, r.memory_total / kGiB, 100 * r.mfu);
       if (pub) {
@@ -192,6 +211,7 @@ void table_end_to_end(io::H5File& f, const Ctx& x, const std::string& sect, cons
                            ok && r.fits ? 100 * (r.tokens_per_s_per_gpu / row.tgs[i] - 1) : NAN);
       }
       std::printf("  %-22s %s  %s\n", fw[i].name.c_str(), pred, pubs);
+      if (!ok) std::printf("  %-22s   (%s)\n", "", why.c_str());
     }
   }
 }
@@ -396,10 +416,65 @@ void table_h200_layer(io::H5File& f, const Ctx& x, const std::string& data_dir) 
   }
 }
 
+// Options given that the run asked for does not read. A setting of another
+// kind of run (a step's under --attention-only, any run's under --table, a
+// window without the window mask) is refused: taken silently, the prediction
+// would be read as the one asked for. A method's own option given with
+// another method is noted and has no effect (a sweep passes one set of
+// options to every method, as the engine's train config does).
+void check_unread_options(const SimulateOptions& o) {
+  const auto given = [&](const char* name) { return o.given.count(name) > 0; };
+  const auto refuse = [&](const char* name, const std::string& why) {
+    BURST_CHECK_CONFIG(!given(name), name, " is not read by ", why);
+  };
+  if (!o.table.empty()) {  // the tables fix every run's settings themselves
+    for (const char* name : {"--model", "--seq", "--gpus", "--method", "--hp", "--inner", "--placement", "--usp-inner", "--ring",
+                             "--backward", "--partial", "--mask", "--layout", "--doc-lengths", "--window", "--policy",
+                             "--fused-loss", "--zero", "--offload", "--gpus-per-node", "--host-cores", "--host-cpu",
+                             "--attention-only"})
+      refuse(name, "--table " + o.table + " (its tables set every run's options; give --cluster, --calibration, --data-dir, "
+                                          "--output)");
+    return;
+  }
+  if (o.attention_only)
+    for (const char* name : {"--policy", "--fused-loss", "--zero", "--offload"})
+      refuse(name, "--attention-only (one layer's attention, fwd + bwd: no step)");
+  if (given("--window") && o.mask != "window") refuse("--window", "--mask " + o.mask + " (--mask window reads it)");
+  const std::string m = o.method;
+  const auto note = [&](const char* name, const std::string& why) {
+    if (given(name)) std::fprintf(stderr, "note: %s has no effect with --method %s (%s)\n", name, m.c_str(), why.c_str());
+  };
+  if (m != "usp") {
+    note("--hp", m == "ulysses" ? "ulysses' head-parallel size is all the GPUs" : "usp's head-parallel size");
+    note("--placement", "usp only");
+    note("--usp-inner", "usp only");
+  }
+  if (m != "loongtrain") note("--inner", "loongtrain's inner ring");
+  if (m == "loongtrain") note("--ring", "always a double ring: --inner sets its inner ring");
+  if (m == "ulysses" || m == "allgather") note("--ring", "no ring");
+  // What travels in the backward is burst's choice (and usp's over a burst inner ring).
+  if (m != "burst" && !(m == "usp" && o.usp_inner == "burst"))
+    note("--backward", m == "usp" ? "its ring stage is --usp-inner ring: K,V travel" : "its backward is fixed");
+  if (m == "ulysses" || m == "allgather") note("--partial", "no partial sums travel");
+}
+
 }  // namespace
 
 int cmd_simulate(const SimulateOptions& o) {
+  // The model needs no MPI: several processes of one launch would each write
+  // --output (and print the same prediction).
+  for (const char* var : {"PMI_SIZE", "OMPI_COMM_WORLD_SIZE"}) {  // MPICH / srun, Open MPI
+    const char* v = std::getenv(var);
+    BURST_CHECK_CONFIG(v == nullptr || std::atol(v) <= 1, "burst simulate runs in one process (no MPI, no GPUs): this is one of ",
+                       v ? v : "", " processes (", var, "); run it without mpiexec, or with -n 1");
+  }
+  check_unread_options(o);
   const std::string dir = o.data_dir.empty() ? default_data_dir() : o.data_dir;
+  {
+    std::error_code ec;
+    BURST_CHECK_CONFIG(o.data_dir.empty() || std::filesystem::is_directory(o.data_dir, ec), "--data-dir '", o.data_dir,
+                       "' is not a directory (it holds clusters/ and perf_calibration.toml)");
+  }
   // Overrides are given or not (0); a negative or non-finite one is a mistake, not "not given".
   BURST_CHECK_CONFIG(o.gpus_per_node >= 0, "--gpus-per-node ", o.gpus_per_node, " must be >= 1");
   BURST_CHECK_CONFIG(o.hp >= 0, "--hp ", o.hp, " must be >= 1 (default: GPUs per node)");
@@ -413,7 +488,7 @@ int cmd_simulate(const SimulateOptions& o) {
   Ctx x;
   x.cl = load_cluster(o.cluster, dir);
   if (o.gpus_per_node > 0) {
-    BURST_CHECK_CONFIG(o.gpus_per_node <= 4096, "--gpus-per-node ", o.gpus_per_node, " is out of range");
+    BURST_CHECK_CONFIG(o.gpus_per_node <= 4096, "--gpus-per-node ", o.gpus_per_node, " is out of range: must be in [1, 4096]");
     x.cl.gpus_per_node = o.gpus_per_node;
   }
   // The share of a CPU host's cores a run got: a GPU cluster (no host.cores)
@@ -516,6 +591,13 @@ int cmd_simulate(const SimulateOptions& o) {
       f.set_attr("/", "cluster_file", x.cl.file);
       f.create_group("attention");
       f.set_attr("attention", "method", s.attn.method);
+      f.set_attr("attention", "hp", s.attn.hp);
+      f.set_attr("attention", "inner", s.attn.inner);
+      write_attention_inputs(f, "attention", s.attn);
+      f.set_attr("attention", "model", s.model.name);
+      f.set_attr("attention", "heads", std::int64_t(p.n));
+      f.set_attr("attention", "kv_heads", std::int64_t(p.nkv));
+      f.set_attr("attention", "head_dim", std::int64_t(p.d));
       f.set_attr("attention", "describe", a.describe);
       f.set_attr("attention", "seq", s.S);
       f.set_attr("attention", "gpus", s.P);
@@ -530,6 +612,7 @@ int cmd_simulate(const SimulateOptions& o) {
       f.set_attr("attention", "collectives", std::int64_t(a.fwd.collectives + a.bwd.collectives));
       f.set_attr("attention", "collective_sync_s", a.fwd.sync + a.bwd.sync);
       f_out.publish();
+      std::printf("wrote %s\n", o.output.c_str());
     }
     return 0;
   }
