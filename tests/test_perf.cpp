@@ -61,6 +61,72 @@ TEST(PerfModel, ShapeMatchesTheEngineModel) {
   }
 }
 
+// The paper's formula as it was written before paper_flops counted the real
+// shape (ALGORITHMS.md section 9; q_dim = h assumed).
+static double paper_formula(const ModelConfig& c, double S, double area) {
+  const double h = double(c.hidden), L = double(c.layers);
+  return 12.0 * S * L * h * h *
+         (1.0 + double(c.kv_heads) / double(c.heads) + area / (S * h) + 1.5 * double(c.ffn) / h + double(c.vocab) / (2.0 * L * h));
+}
+static ModelShape shape_of_config(const ModelConfig& c) {
+  ModelShape m;
+  m.name = c.name, m.layers = c.layers, m.hidden = c.hidden, m.ffn = c.ffn, m.heads = c.heads, m.kv_heads = c.kv_heads;
+  m.head_dim = c.head_dim, m.vocab = c.vocab, m.gated = c.mlp == MlpKind::SwiGLU;
+  return m;
+}
+
+// The presets (the paper's 7B and 14B among them) have heads x head_dim =
+// hidden: their FLOPs, and so every published MFU, are the paper formula's
+// to the last bit.
+TEST(PerfModel, PaperFlopsUnchangedForThePresets) {
+  for (const std::string& name : model_preset_names()) {
+    const ModelConfig c = model_preset(name);
+    ASSERT_EQ(c.q_dim(), c.hidden) << name;
+    const ModelShape m = shape_of_config(c);
+    for (double S : {4096.0, 32768.0, 1048576.0, 2097152.0, 3.0 * 1048576}) {
+      EXPECT_EQ(perf::paper_flops(m, S), paper_formula(c, S, S * S / 2)) << name << " " << S;
+      EXPECT_EQ(perf::paper_flops(m, S, false), paper_formula(c, S, S * S)) << name << " " << S;
+      EXPECT_EQ(burst::paper_flops(c, S), paper_formula(c, S, S * S / 2)) << name << " " << S;
+      EXPECT_EQ(burst::paper_flops(c, S, false), paper_formula(c, S, S * S)) << name << " " << S;
+      const double A = visible_area(S, true, 4096);
+      EXPECT_EQ(paper_flops_area(m, S, A), paper_formula(c, S, A)) << name << " " << S;
+    }
+  }
+  // A GQA shape with q_dim = h (kv_dim = h n_kv / n): also the formula's.
+  ModelConfig g = model_preset("1B");
+  g.kv_heads = 4;
+  EXPECT_EQ(burst::paper_flops(g, 65536.0), paper_formula(g, 65536.0, 65536.0 * 65536.0 / 2));
+  EXPECT_EQ(perf::paper_flops(shape_of_config(g), 65536.0), paper_formula(g, 65536.0, 65536.0 * 65536.0 / 2));
+}
+
+// heads x head_dim != hidden: the projections, attention and MLP of the real
+// shape, forward x 3 (the formula assumed q_dim = h: 2 heads of 2 on an
+// 8192-wide model gave an MFU of 1634%).
+TEST(PerfModel, PaperFlopsCountTheRealShape) {
+  auto expected = [](const ModelConfig& c, double S, bool causal) {
+    const double h = double(c.hidden), q = double(c.q_dim()), kv = double(c.kv_dim()), L = double(c.layers);
+    const double layer = 2 * S * h * q * 2 + 2 * S * h * kv * 2 + 4 * S * S * q * (causal ? 0.5 : 1.0) + 3 * 2 * S * h * double(c.ffn);
+    return 3 * (L * layer + 2 * S * h * double(c.vocab));
+  };
+  ModelConfig tiny_heads = model_preset("7B");
+  tiny_heads.hidden = 8192, tiny_heads.heads = tiny_heads.kv_heads = 2, tiny_heads.head_dim = 2, tiny_heads.ffn = 1;
+  ModelConfig wide_heads = model_preset("1B");  // Gemma-like: q_dim > hidden, GQA
+  wide_heads.heads = 16, wide_heads.kv_heads = 8, wide_heads.head_dim = 256;
+  ModelConfig gqa = model_preset("14B");
+  gqa.kv_heads = 8;
+  for (const ModelConfig& c : {tiny_heads, wide_heads, gqa, model_preset("7B")})
+    for (double S : {32768.0, 131072.0, 1048576.0})
+      for (bool causal : {true, false}) {
+        const double want = expected(c, S, causal);
+        EXPECT_NEAR(burst::paper_flops(c, S, causal), want, 1e-12 * want) << c.hidden << " " << c.q_dim() << " " << S;
+        EXPECT_NEAR(perf::paper_flops(shape_of_config(c), S, causal), want, 1e-12 * want) << c.hidden << " " << c.q_dim();
+        EXPECT_EQ(perf::paper_flops(shape_of_config(c), S, causal), burst::paper_flops(c, S, causal));
+        EXPECT_NEAR(paper_flops_area(shape_of_config(c), S, causal ? S * S / 2 : S * S), want, 1e-12 * want);
+      }
+  // The repro's MFU came from attention counted at h = 8192 instead of q_dim = 4.
+  EXPECT_LT(burst::paper_flops(tiny_heads, 131072.0), 0.1 * paper_formula(tiny_heads, 131072.0, 131072.0 * 131072.0 / 2));
+}
+
 // Bytes one rank hands to the transport in a ring pass = the program's
 // sends (count_transfers) x the packet size; the counts are those of the
 // executed schedule (tests/test_schedule.cpp): the read set makes P-1 hops,

@@ -30,13 +30,20 @@ struct ModelShape {
   double recompute_gemm_flops_per_token() const { return gemm_flops_per_token() - 2.0 * double(hidden) * double(ffn); }
 };
 
-// F(S) = 12 S L h^2 [1 + n_kv/n + c S/h + 1.5 ffn/h + V/(2 L h)], c = 0.5 causal:
-// the paper's convention (three MLP matrices counted even for GELU).
+// F(S) = 12 S L h^2 [q/h + kv/h + c (S/h)(q/h) + 1.5 ffn/h + V/(2 L h)],
+// c = 0.5 causal, q = heads x head_dim, kv = kv_heads x head_dim: forward
+// + backward (3x the forward) of the Q, O projections (2 S h q each), K, V
+// (2 S h kv each), attention (4 S^2 q, x c), the MLP (three matrices of
+// 2 S h ffn) and the LM head (2 S h V). Where q = h and kv = h n_kv/n it is
+// the paper's convention, 12 S L h^2 [1 + n_kv/n + c S/h + 1.5 ffn/h +
+// V/(2 L h)] (ALGORITHMS.md section 9), to the last bit: q/h is then 1 and
+// kv/h the same double as n_kv/n. Three MLP matrices are counted even for
+// GELU, as the paper's script does, so MFUs compare with the published ones.
 inline double paper_flops(const ModelShape& m, double S, bool causal = true) {
   const double h = double(m.hidden), L = double(m.layers);
+  const double qh = double(m.heads * m.head_dim) / h, kvh = double(m.kv_heads * m.head_dim) / h;
   return 12.0 * S * L * h * h *
-         (1.0 + double(m.kv_heads) / double(m.heads) + (causal ? 0.5 : 1.0) * S / h + 1.5 * double(m.ffn) / h +
-          double(m.vocab) / (2.0 * L * h));
+         (qh + kvh + (causal ? 0.5 : 1.0) * S / h * qh + 1.5 * double(m.ffn) / h + double(m.vocab) / (2.0 * L * h));
 }
 
 // Query-key pairs a mask lets through over a sequence of S tokens: causal
@@ -56,11 +63,11 @@ inline double document_area(const std::vector<long>& doc_lengths) {
 }
 
 // The same F(S) with the attention term counting the mask's visible area A
-// (12 L h A; A = S^2/2 gives the causal formula above).
+// (12 L A q; A = S^2/2 gives the causal formula above).
 inline double paper_flops_area(const ModelShape& m, double S, double A) {
   const double h = double(m.hidden), L = double(m.layers);
-  return 12.0 * S * L * h * h *
-         (1.0 + double(m.kv_heads) / double(m.heads) + A / (S * h) + 1.5 * double(m.ffn) / h + double(m.vocab) / (2.0 * L * h));
+  const double qh = double(m.heads * m.head_dim) / h, kvh = double(m.kv_heads * m.head_dim) / h;
+  return 12.0 * S * L * h * h * (qh + kvh + A / (S * h) * qh + 1.5 * double(m.ffn) / h + double(m.vocab) / (2.0 * L * h));
 }
 
 // Attention-only convention: forward 4 S^2 n d / 2 causal (x2 full), backward 2.5 x forward.
