@@ -121,6 +121,18 @@ int mpi_collective_rounds(const Collective& c, int group);
 
 // Throws Error(Config) for a configuration the engine refuses (heads not
 // divisible by the head-parallel size, ...), naming the rule.
+// What the kernels compute for one call over a layout's slots (positions
+// and document ids as SeqLayout::mask_positions / mask_docs): the queries of
+// slots [q_off, q_off + nq) against the keys of [k_off, k_off + nk), the
+// area of their computed tiles and the whole, partly visible and skipped
+// tiles. The model counts them through a sorted fast path where it can;
+// `pair_by_pair` takes the tile-by-tile reference (tests compare the two).
+struct TileCounts {
+  double area = 0, whole = 0, partial = 0, skipped = 0;
+};
+TileCounts tile_counts(const std::vector<long>& pos, const std::vector<int>& doc, long q_off, long nq, long k_off, long nk,
+                       bool causal, long window, bool same_doc, bool pair_by_pair);
+
 void validate_attention(const AttnConfig& a, const AttnProblem& p, int gpus_per_node);
 AttnCost attention_cost(const Cluster& c, const AttnConfig& a, const AttnProblem& p);
 
