@@ -13,6 +13,7 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <functional>
 #include <limits>
 #include <sstream>
 #include <utility>
@@ -463,6 +464,50 @@ TEST(PerfModel, RefusesImpossibleConfigurations) {
   } catch (const Error& e) {
     EXPECT_EQ(e.exit_code(), 2);
   }
+}
+
+namespace {
+// The Error(Config) message of f(), or "" (and a failure) when it does not throw one.
+template <class F> std::string config_error(F f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.exit_code(), 2) << e.what();
+    return e.what();
+  }
+  ADD_FAILURE() << "no error";
+  return "";
+}
+// `base` (a file of experiments/) with `edit` applied, written to the test's temp dir as `name`.
+std::string edited_copy(const std::string& base, const std::string& name, const std::function<std::string(std::string)>& edit) {
+  std::ifstream in(default_data_dir() + "/" + base);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  const std::string file = ::testing::TempDir() + name;
+  std::ofstream(file) << edit(ss.str());
+  return file;
+}
+}  // namespace
+
+// A TOML syntax error in a cluster or calibration file is named with its
+// file, line and column (it gave toml++'s description alone).
+TEST(PerfModel, TomlSyntaxErrorsNameTheLine) {
+  const std::string cluster = cpu_fixture_with("cpu_syntax.toml", "cores = 3 3\n");
+  const std::string msg = config_error([&] { load_cluster(cluster, default_data_dir()); });
+  EXPECT_NE(msg.find("cannot parse " + cluster + ":"), std::string::npos) << msg;
+  const std::string calib = edited_copy("perf_calibration.toml", "calib_syntax.toml", [](std::string t) {
+    return "passes_typo = = 1\n" + t;
+  });
+  EXPECT_NE(config_error([&] { load_calibration(calib); }).find("cannot parse " + calib + ":1:"), std::string::npos);
+}
+
+// The CPU calibration template itself names its placeholder and what fills
+// it (toml++ said "could not determine value type").
+TEST(PerfModel, CalibrationTemplateNamesItsPlaceholder) {
+  const std::string file = default_data_dir() + "/perf_calibration_cpu.toml";
+  const std::string msg = config_error([&] { load_calibration(file); });
+  EXPECT_NE(msg.find(file + ":12: @ELEMENTWISE_PASSES@ is an unfilled placeholder"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("calibrate_cpu.py"), std::string::npos) << msg;
 }
 
 // Validation outside the calibration set: the elementwise constant comes

@@ -88,10 +88,27 @@ toml::table parse_file(const std::string& path) {
   // toml++ 3.x misbehaves on some non-ASCII input outside strings (see core/config.cpp); our files are ASCII.
   for (size_t i = 0; i < text.size(); ++i)
     BURST_CHECK_CONFIG(static_cast<unsigned char>(text[i]) < 0x80, path, ": non-ASCII byte at offset ", i);
+  // A template's placeholder (@NAME@ outside a comment) reads to toml++ as
+  // "could not determine value type": say what it is and what fills it.
+  for (size_t line = 1, at = 0; at < text.size(); ++line) {
+    const size_t end = std::min(text.find('\n', at), text.size());
+    const std::string body = text.substr(at, std::min(text.find('#', at), end) - at);
+    at = end + 1;
+    const size_t a = body.find('@'), b = a == std::string::npos ? a : body.find('@', a + 1);
+    if (b == std::string::npos || b == a + 1) continue;
+    const std::string name = body.substr(a, b - a + 1);
+    if (name.find_first_not_of("@ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_") != std::string::npos) continue;
+    BURST_FAIL(ErrorKind::Config, path, ":", line, ": ", name, " is an unfilled placeholder: this file is a template",
+               name == "@ELEMENTWISE_PASSES@"
+                   ? " (experiments/runners/calibrate_cpu.py fills it with the measured value and writes "
+                     "experiments/results/calibration/cpu_calibration.toml: pass that file)"
+                   : "; pass the file made from it");
+  }
   try {
     return toml::parse(text, path);
-  } catch (const toml::parse_error& e) {
-    BURST_FAIL(ErrorKind::Config, path, ": ", e.description());
+  } catch (const toml::parse_error& e) {  // where, as core/config.cpp says it
+    BURST_FAIL(ErrorKind::Config, "cannot parse ", path, ":", e.source().begin.line, ":", e.source().begin.column, ": ",
+               std::string(e.description()));
   }
 }
 
