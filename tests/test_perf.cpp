@@ -501,6 +501,29 @@ TEST(PerfModel, TomlSyntaxErrorsNameTheLine) {
   EXPECT_NE(config_error([&] { load_calibration(calib); }).find("cannot parse " + calib + ":1:"), std::string::npos);
 }
 
+// Calibration files refuse unknown keys and sections, as cluster files do;
+// every committed calibration file (and the CPU template once
+// experiments/runners/calibrate_cpu.py has filled it) still loads.
+TEST(PerfModel, CalibrationFilesRefuseUnknownKeys) {
+  for (const char* f : {"perf_calibration.toml", "perf_calibration_h100_engine.toml", "perf_calibration_h200_engine.toml"})
+    EXPECT_NO_THROW(load_calibration(default_data_dir() + "/" + f)) << f;
+  auto append = [](const std::string& extra) { return [extra](std::string t) { return t + "\n" + extra + "\n"; }; };
+  std::string msg = config_error([&] { load_calibration(edited_copy("perf_calibration.toml", "c1.toml", append("[bogus]\nx = \"y\""))); });
+  EXPECT_NE(msg.find("unknown section [bogus]"), std::string::npos) << msg;
+  msg = config_error([&] { load_calibration(edited_copy("perf_calibration.toml", "c2.toml", append("[lm_head2]\nchunk_tokens = 1"))); });
+  EXPECT_NE(msg.find("unknown section [lm_head2]"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("did you mean 'lm_head'"), std::string::npos) << msg;
+  msg = config_error([&] { load_calibration(edited_copy("perf_calibration.toml", "c3.toml", append("allocator_slak = 1.1"))); });
+  EXPECT_NE(msg.find("unknown key 'memory.allocator_slak'"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("memory.allocator_slack"), std::string::npos) << msg;
+  // The CPU template as calibrate_cpu.py fills it (its writer's replace).
+  const std::string filled = edited_copy("perf_calibration_cpu.toml", "cpu_filled.toml", [](std::string t) {
+    const std::string ph = "@ELEMENTWISE_PASSES@";
+    return t.replace(t.find(ph), ph.size(), "12.5   # measured: bench layer, one rank: slope of the block's rest, 3.1 ns per token at 9.8 GB/s");
+  });
+  EXPECT_DOUBLE_EQ(load_calibration(filled).elem_passes, 12.5);
+}
+
 // The CPU calibration template itself names its placeholder and what fills
 // it (toml++ said "could not determine value type").
 TEST(PerfModel, CalibrationTemplateNamesItsPlaceholder) {

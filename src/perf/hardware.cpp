@@ -188,9 +188,18 @@ const std::vector<std::string>& cluster_keys() {
   return keys;
 }
 
-// Refuses a key (or a table) of the file that no cluster key names.
-void check_cluster_keys(const toml::table& t, const std::string& prefix, const std::string& file) {
-  const auto& keys = cluster_keys();
+// Every key a calibration file may hold (load_calibration reads these).
+const std::vector<std::string>& calibration_keys() {
+  static const std::vector<std::string> keys = {
+      "elementwise.passes", "elementwise.forward_share", "lm_head.fused_gemms", "lm_head.fused_bytes_per_logit",
+      "lm_head.unfused_bytes_per_logit", "lm_head.unfused_memory_bytes_per_logit", "lm_head.inplace_ce_bytes_per_logit",
+      "lm_head.inplace_ce_memory_bytes_per_logit", "lm_head.chunk_tokens", "optimizer.gpu_bytes_per_param",
+      "optimizer.cpu_bytes_per_param", "optimizer.offload_pcie_bytes_per_param", "zero.prefetch_layers", "memory.allocator_slack"};
+  return keys;
+}
+
+// Refuses a key (or a table) of the file that none of `keys` names.
+void check_keys(const toml::table& t, const std::string& prefix, const std::string& file, const std::vector<std::string>& keys) {
   for (auto&& [k, node] : t) {
     const std::string name = prefix.empty() ? std::string(k.str()) : prefix + "." + std::string(k.str());
     const std::string where = file + ":" + std::to_string(node.source().begin.line);
@@ -202,7 +211,7 @@ void check_cluster_keys(const toml::table& t, const std::string& prefix, const s
           if (x.find('.') != std::string::npos) sections.push_back(x.substr(0, x.find('.')));
         BURST_FAIL(ErrorKind::Config, "unknown section [", name, "] at ", where, did_you_mean(name, sections));
       }
-      check_cluster_keys(*node.as_table(), name, file);
+      check_keys(*node.as_table(), name, file, keys);
       continue;
     }
     BURST_CHECK_CONFIG(std::find(keys.begin(), keys.end(), name) != keys.end(), "unknown key '", name, "' at ", where,
@@ -231,7 +240,7 @@ Cluster load_cluster(const std::string& name_or_path, const std::string& dir) {
     BURST_FAIL(ErrorKind::Config, "unknown cluster '", name_or_path, "': no file ", file, " (known: ", known, ")");
   }
   const toml::table t = parse_file(file);
-  check_cluster_keys(t, "", file);
+  check_keys(t, "", file, cluster_keys());
   Cluster c;
   c.file = file;
   BURST_CHECK_CONFIG(!t["name"] || t["name"].is_string(), file, ": 'name' must be a string, got a TOML ", t["name"].type());
@@ -358,6 +367,7 @@ Cluster load_cluster(const std::string& name_or_path, const std::string& dir) {
 Calibration load_calibration(const std::string& file) {
   BURST_CHECK_CONFIG(file_exists(file), "calibration file ", file, " does not exist");
   const toml::table t = parse_file(file);
+  check_keys(t, "", file, calibration_keys());  // as a cluster file's: a misspelt key is not ignored
   Calibration k;
   k.file = file;
   k.elem_passes = num(t, "elementwise.passes", file, 0, 1e4);
