@@ -533,6 +533,33 @@ TEST(PerfModel, CalibrationTemplateNamesItsPlaceholder) {
   EXPECT_NE(msg.find("calibrate_cpu.py"), std::string::npos) << msg;
 }
 
+// USP's --ring double as the engine's pick_shape takes it: refused where a
+// cp group holds unequal rank counts on its nodes (12 ranks on nodes of 6,
+// hp 4, head-first: cp group 0, 4, 8 is 2 + 1; the model ran a flat ring
+// across the nodes), and where the group sits in one node (ring-first: cp
+// group 0-7 of node 0) the 1 x 8 "double" ring the engine runs, which is the
+// flat ring.
+TEST(PerfModel, UspDoubleRingAsTheEngine) {
+  Cluster six = a800();
+  six.gpus_per_node = 6;
+  AttnConfig u;
+  u.method = "usp", u.hp = 4, u.ring = "double";
+  const AttnProblem p12{12, 98304.0, 32, 32, 128};
+  const std::string msg = config_error([&] { attention_cost(six, u, p12); });
+  EXPECT_NE(msg.find("usp: a double ring needs the same number of ranks on every node of the group"), std::string::npos) << msg;
+  u.ring = "flat";
+  EXPECT_NO_THROW(attention_cost(six, u, p12));
+  AttnConfig rf;
+  rf.method = "usp", rf.hp = 4, rf.placement = "ring-first", rf.ring = "double";
+  const AttnProblem p32{32, 1048576.0, 32, 32, 128};
+  const AttnCost d = attention_cost(a800(), rf, p32);
+  rf.ring = "flat";
+  const AttnCost f = attention_cost(a800(), rf, p32);
+  EXPECT_DOUBLE_EQ(d.fwd.time, f.fwd.time);
+  EXPECT_DOUBLE_EQ(d.bwd.time, f.bwd.time);
+  EXPECT_NE(d.describe.find("flat ring 1x8"), std::string::npos) << d.describe;
+}
+
 // Validation outside the calibration set: the elementwise constant comes
 // from the 7B-shape layer on the H200; the 1B-shape layer (0.053 s measured)
 // is predicted from it.

@@ -827,6 +827,17 @@ AttnCost attention_cost(const Cluster& cluster, const AttnConfig& a, const AttnP
   std::vector<int> hp_group, cp_group;  // of world rank 0 (h = 0, c = 0)
   for (int h = 0; h < hp; ++h) hp_group.push_back(head_first ? h : h * cp);
   for (int cc = 0; cc < cp; ++cc) cp_group.push_back(head_first ? cc * hp : cc);
+  // --ring double as the engine's pick_shape takes it (parallel/methods.cpp):
+  // every cp group must hold the same number of ranks on each of its nodes,
+  // else its ranks refuse (the model took a flat ring across the nodes).
+  if (a.ring == "double" && cp > 1)
+    for (int h = 0; h < hp; ++h) {
+      std::vector<int> group;
+      for (int cc = 0; cc < cp; ++cc) group.push_back(head_first ? cc * hp + h : h * cp + cc);
+      bool uniform = false;
+      geometry_of(group, G, &uniform);
+      BURST_CHECK_CONFIG(uniform, a.method, ": a double ring needs the same number of ranks on every node of the group");
+    }
   // q, k, v, O, dO and dQ, dK, dV in the cluster's element (bf16 on the GPU
   // clusters, as the paper's systems send them; the host build's float, as
   // the engine sends q, k, v, dO in its element and O, dQ, dK, dV in fp32,
