@@ -241,6 +241,30 @@ TEST(PerfModel, MoreGpusLessAttentionTimePerToken) {
   }
 }
 
+// tie_word_embeddings: one V x h matrix, not two, in the parameters, their
+// memory (weights, gradients, optimizer state) and the ZeRO traffic of the
+// model's ends; the time of the rest is the untied model's.
+TEST(PerfModel, TiedEmbeddingsCountTheMatrixOnce) {
+  StepConfig s = paper_frameworks(32)[0].config;
+  s.model = shape("7B"), s.S = 1048576, s.P = 32;
+  StepConfig t = s;
+  t.model.tied = true;
+  const double Vh = double(s.model.vocab) * double(s.model.hidden);
+  EXPECT_DOUBLE_EQ(s.model.params() - t.model.params(), Vh);
+  const StepResult a = simulate_step(a800(), calib(), s), b = simulate_step(a800(), calib(), t);
+  auto cat = [](const StepResult& r, const std::string& name) {
+    for (const auto& kv : r.memory)
+      if (kv.first == name) return kv.second;
+    return -1.0;
+  };
+  // ZeRO-3 over 32: the bf16 weights' shard shrinks by 2 V h / 32 bytes
+  EXPECT_NEAR(cat(a, "parameters") - cat(b, "parameters"), 2 * Vh / 32, 1.0);
+  EXPECT_LT(cat(b, "optimizer"), cat(a, "optimizer"));
+  EXPECT_LT(b.t_zero_exposed, a.t_zero_exposed);
+  EXPECT_DOUBLE_EQ(b.t_layers_fwd, a.t_layers_fwd);
+  EXPECT_DOUBLE_EQ(b.t_lm_head, a.t_lm_head);
+}
+
 TEST(PerfModel, OomFlipsAtTheCapacity) {
   StepConfig s = paper_frameworks(32)[0].config;
   s.model = shape("14B"), s.S = 1048576, s.P = 32;

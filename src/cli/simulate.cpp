@@ -47,11 +47,18 @@ double parse_seq(const std::string& text) {
 
 ModelShape shape_of(const std::string& name) {
   const ModelConfig c = model_from_arg(name);
+  // Sliding-window layers (layer_types) are not in the model's layer, which
+  // is one shape for all: a prediction would price them as full causal.
+  BURST_CHECK_CONFIG(c.window_layers.empty(), "--model ", name, ": ", c.window_layers.size(), " of its ", c.layers,
+                     " layers are sliding-window layers (layer_types, sliding_window = ", c.sliding_window,
+                     "): the model prices every layer alike; simulate them with --mask window --window ", c.sliding_window,
+                     " (all layers windowed) or without (all full) for the two bounds");
   ModelShape m;
   m.name = c.name;
   m.layers = c.layers, m.hidden = c.hidden, m.ffn = c.ffn, m.heads = c.heads, m.kv_heads = c.kv_heads, m.head_dim = c.head_dim;
   m.vocab = c.vocab;
   m.gated = c.mlp == MlpKind::SwiGLU;
+  m.tied = c.tie_embeddings;
   return m;
 }
 

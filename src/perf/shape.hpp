@@ -11,6 +11,9 @@ struct ModelShape {
   std::string name;
   long layers = 0, hidden = 0, ffn = 0, heads = 0, kv_heads = 0, head_dim = 0, vocab = 0;
   bool gated = true;  // SwiGLU (3 MLP matrices) or a plain GELU MLP (2)
+  bool tied = false;  // the LM head is the embedding (tie_word_embeddings): one V x h matrix, not two
+
+  double vocab_matrices() const { return tied ? 1.0 : 2.0; }
 
   double mlp_matrices() const { return gated ? 3.0 : 2.0; }
   // Weights of one block (attention and MLP projections, two RMSNorm gains).
@@ -18,7 +21,7 @@ struct ModelShape {
     const double h = double(hidden), q = double(heads * head_dim), kv = double(kv_heads * head_dim);
     return h * q + 2 * h * kv + q * h + mlp_matrices() * h * double(ffn) + 2 * h;
   }
-  double params() const { return double(layers) * layer_params() + 2.0 * double(vocab) * double(hidden) + double(hidden); }
+  double params() const { return double(layers) * layer_params() + vocab_matrices() * double(vocab) * double(hidden) + double(hidden); }
   // Forward GEMM FLOPs of one block per token (2 per multiply-add).
   double gemm_flops_per_token() const {
     const double h = double(hidden), q = double(heads * head_dim), kv = double(kv_heads * head_dim);

@@ -100,8 +100,10 @@ StepResult simulate_step(const Cluster& cluster, const Calibration& k, const Ste
   if (s.fused_loss) r.t_lm_head = k.lm_fused_gemms * gemm1 + logits * k.lm_fused_bytes_per_logit / c.hbm_bw;
   else r.t_lm_head = 3 * gemm1 + logits * (s.inplace_ce ? k.lm_inplace_bytes_per_logit : k.lm_unfused_bytes_per_logit) / c.hbm_bw;
   const double head_params = V * h;  // LM head weight; the embedding is gathered and reduced the same way
-  const double head_comm = s.zero >= 3 ? 2 * collective_time(c, P, 2 * head_params) : 0.0;
-  const double head_reduce = (s.zero >= 2 ? 2 * collective_time(c, P, 2 * head_params) : 4 * collective_time(c, P, s.grad_bytes * head_params));
+  const double mats = m.vocab_matrices();  // 1 when tied: one matrix gathered and reduced
+  const double head_comm = s.zero >= 3 ? mats * collective_time(c, P, 2 * head_params) : 0.0;
+  const double head_reduce = (s.zero >= 2 ? mats * collective_time(c, P, 2 * head_params)
+                                          : 2 * mats * collective_time(c, P, s.grad_bytes * head_params));
   r.t_zero_exposed = exposed_layers + head_comm + head_reduce;  // the ends of the model have nothing to hide behind
 
   // ---- optimizer over this rank's shard
