@@ -35,7 +35,7 @@ check "--input missing on rank 1" 30 "burst: error \\(rank 1\\): --input: File d
 check "BURST_GPUS_PER_NODE bad on rank 1" 60 \
   "burst: error \\(rank 1\\): BURST_GPUS_PER_NODE = 'abc' must be a positive integer \\(not every rank stopped on this error" \
   -n 1 "$burst" "${train[@]}" : -n 1 $(envflag BURST_GPUS_PER_NODE abc) "$burst" "${train[@]}"
-# simulate never starts MPI: a rank whose arguments fail says so itself (it waited for ever in a handshake
-# the simulate ranks never join).
-check "simulate: a bad --seq on rank 1" 30 "burst: error \\(rank 1\\): .*--seq '1G'" \
+# simulate never starts MPI (it waited for ever in a handshake the simulate ranks never join); launched as
+# several processes, each refuses at once, saying so (every one of them wrote --output).
+check "simulate: two processes" 30 "burst: error \\(rank 1\\): burst simulate runs in one process .*one of 2 processes" \
   -n 1 "$burst" simulate --seq 1M : -n 1 "$burst" simulate --seq 1G
