@@ -196,6 +196,37 @@ std::vector<std::string> listing(const std::string& dir) {
 }
 }  // namespace
 
+// A final path that is a symbolic link: by default the link itself is
+// replaced (a checkpoint's "latest" link to a step file must not turn that
+// step file into the new checkpoint); with Links::Follow (a command's
+// --output) the file it leads to is, and the link stays.
+TEST(Durable, TempPathFollowsLinksOnlyWhenAsked) {
+  const std::string dir = tmp("templinks");
+  fs::remove_all(dir);
+  fs::create_directories(dir + "/elsewhere");
+  std::ofstream(dir + "/ck.step00000002.h5") << "step 2";
+  fs::create_symlink("ck.step00000002.h5", dir + "/ck.h5");
+  {
+    TempPath t(dir + "/ck.h5");
+    EXPECT_EQ(t.path(), dir + "/ck.h5.tmp");
+    std::ofstream(t.path()) << "step 4";
+    t.publish();
+  }
+  EXPECT_FALSE(fs::is_symlink(dir + "/ck.h5"));
+  EXPECT_EQ(contents(dir + "/ck.h5"), "step 4");
+  EXPECT_EQ(contents(dir + "/ck.step00000002.h5"), "step 2");
+  fs::create_symlink("elsewhere/out.h5", dir + "/out.h5");
+  {
+    TempPath t(dir + "/out.h5", ".tmp", TempPath::Links::Follow);
+    EXPECT_EQ(t.final_path(), dir + "/elsewhere/out.h5");
+    std::ofstream(t.path()) << "result";
+    t.publish();
+  }
+  EXPECT_TRUE(fs::is_symlink(dir + "/out.h5"));
+  EXPECT_EQ(contents(dir + "/elsewhere/out.h5"), "result");
+  EXPECT_EQ(listing(dir + "/elsewhere"), std::vector<std::string>{"out.h5"});
+}
+
 // TempPath: the temporary goes on an exception, the new file is in place
 // after publish, and nothing else is left; a leftover ".tmp" of a killed
 // write is replaced.

@@ -20,10 +20,17 @@
 
 namespace burst::cli {
 
+// What this process may use of the host's memory (inf when unknown): the
+// least of the physical memory, a cgroup's memory limit and the
+// address-space limit (io::process_memory_limit). The limit of host-side
+// work (a check's reference, host mirrors) on any build.
+inline double host_memory_available() {
+  const std::uint64_t limit = io::process_memory_limit();
+  return limit > 0 ? double(limit) : INFINITY;
+}
+
 // The memory a bench's device views can take: the device's free memory on
-// CUDA builds, on host builds what this process may use: the least of the
-// physical memory, a cgroup's memory limit and the address-space limit
-// (io::process_memory_limit; inf when none is known).
+// CUDA builds, on host builds host_memory_available().
 inline double bench_memory_available(const char** what) {
 #ifdef BURST_HAVE_CUDA
   std::size_t free_b = 0, total_b = 0;
@@ -33,15 +40,7 @@ inline double bench_memory_available(const char** what) {
   }
 #endif
   *what = "memory this process may use";
-  const std::uint64_t limit = io::process_memory_limit();
-  return limit > 0 ? double(limit) : INFINITY;
-}
-
-// What this process may use of the host's memory (inf when unknown): the
-// limit of host-side work (a check's reference, host mirrors) on any build.
-inline double host_memory_available() {
-  const std::uint64_t limit = io::process_memory_limit();
-  return limit > 0 ? double(limit) : INFINITY;
+  return host_memory_available();
 }
 
 inline std::int64_t whole_bytes(double b) { return std::int64_t(std::min(b, 9e18)); }
@@ -55,27 +54,38 @@ inline void check_bench_fits(const std::string& what, double bytes) {
 }
 
 // The same for a bench of several ranks, `bytes` per rank: on host builds
-// the ranks of a host share its memory (their sum is checked; a machine that
-// overcommits would otherwise kill the run part way, with no message), on
-// CUDA builds each rank has its device. The most crowded host decides for
-// every rank (the same answer everywhere, before any of them allocates).
+// the ranks of a host share its memory (physical, a cgroup's limit: their
+// sum is checked; a machine that overcommits would otherwise kill the run
+// part way, with no message), while an address-space limit binds each
+// process alone; on CUDA builds each rank has its device. The answer is
+// agreed (the most crowded host decides for every rank) before any rank
+// allocates.
 inline void check_bench_fits_ranks(MPI_Comm world, const std::string& what, double bytes) {
   int here = 1;
+  const char* where = "";
+  double shared = bench_memory_available(&where), own = INFINITY;
 #ifndef BURST_HAVE_CUDA
   MPI_Comm host;
   MPI_Comm_split_type(world, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &host);
   MPI_Comm_size(host, &here);
   MPI_Comm_free(&host);
+  const std::uint64_t h = io::host_memory_limit();
+  shared = h > 0 ? double(h) : INFINITY;
+  own = host_memory_available();  // with RLIMIT_AS
+  where = "memory the ranks of a host may use";
 #endif
-  const char* where = "";
-  const double avail = bench_memory_available(&where);
-  double worst[2] = {bytes * here / avail, double(here)};
-  MPI_Allreduce(MPI_IN_PLACE, worst, 2, MPI_DOUBLE, MPI_MAX, world);
-  if (worst[0] <= 1) return;
-  const int most = int(worst[1]);
-  BURST_CHECK_CONFIG(false, what, " needs ", format_bytes(whole_bytes(bytes)), " (", whole_bytes(bytes), " bytes) per rank",
+  // the host's ranks together against what they share; one rank against its own limit; the ranks per host
+  double over[3] = {bytes * here / shared, bytes / own, double(here)};
+  MPI_Allreduce(MPI_IN_PLACE, over, 3, MPI_DOUBLE, MPI_MAX, world);
+  const int most = int(over[2]);
+  // (the shared limit first: the process's own is at most the host's, so
+  // when both are exceeded the host's is the one to name)
+  BURST_CHECK_CONFIG(over[0] > 1 || over[1] <= 1, what, " needs ", format_bytes(whole_bytes(bytes)), " (", whole_bytes(bytes),
+                     " bytes) per rank, more than the memory one process may use (",
+                     format_bytes(whole_bytes(bytes / over[1])), ", its address-space limit)");
+  BURST_CHECK_CONFIG(over[0] <= 1, what, " needs ", format_bytes(whole_bytes(bytes)), " (", whole_bytes(bytes), " bytes) per rank",
                      most > 1 ? " x " + std::to_string(most) + " ranks on a host" : std::string(), ", more than the ", where,
-                     " (", format_bytes(whole_bytes(bytes * most / worst[0])), ")");
+                     " (", format_bytes(whole_bytes(bytes * most / over[0])), ")");
 }
 
 }  // namespace burst::cli

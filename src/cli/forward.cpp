@@ -102,7 +102,7 @@ template <class T> int run_forward(const ForwardOptions& opt) {
                opt.hidden_states ? " and hidden states" : "", " need ", std::int64_t(out_bytes),
                " bytes, more than this process can allocate");
   }
-  TempPath tmp(opt.output);  // a failure on the way leaves no file at --output and no temporary
+  TempPath tmp(opt.output, ".tmp", TempPath::Links::Follow);  // a failure on the way leaves no file at --output and no temporary
   io::H5File out = io::H5File::create(tmp.path());
   mark_command_output(out, "forward");
   Kokkos::View<std::int32_t*, Layout, Mem> t("act/tokens", s), lab("act/labels", s);

@@ -45,14 +45,20 @@ double parse_seq(const std::string& text) {
   return S;
 }
 
-ModelShape shape_of(const std::string& name) {
+// `mask_given`: --mask was given, so a config.json's sliding-window layers
+// are priced as that mask on every layer (said in a note); without it they
+// are refused rather than priced as full causal attention.
+ModelShape shape_of(const std::string& name, bool mask_given = false) {
   const ModelConfig c = model_from_arg(name);
-  // Sliding-window layers (layer_types) are not in the model's layer, which
-  // is one shape for all: a prediction would price them as full causal.
-  BURST_CHECK_CONFIG(c.window_layers.empty(), "--model ", name, ": ", c.window_layers.size(), " of its ", c.layers,
+  // The model's layers are one shape for all: sliding-window layers
+  // (layer_types) among full ones are not in it.
+  BURST_CHECK_CONFIG(c.window_layers.empty() || mask_given, "--model ", name, ": ", c.window_layers.size(), " of its ", c.layers,
                      " layers are sliding-window layers (layer_types, sliding_window = ", c.sliding_window,
-                     "): the model prices every layer alike; simulate them with --mask window --window ", c.sliding_window,
-                     " (all layers windowed) or without (all full) for the two bounds");
+                     "): the model prices every layer alike; give --mask window --window ", c.sliding_window,
+                     " (every layer windowed) or --mask causal (every layer full) for the two bounds");
+  if (!c.window_layers.empty())
+    std::fprintf(stderr, "note: --model %s: its %zu sliding-window layers are priced as the --mask given, as every layer\n",
+                 name.c_str(), c.window_layers.size());
   ModelShape m;
   m.name = c.name;
   m.layers = c.layers, m.hidden = c.hidden, m.ffn = c.ffn, m.heads = c.heads, m.kv_heads = c.kv_heads, m.head_dim = c.head_dim;
@@ -77,10 +83,8 @@ std::string seq_label(double S) {
   return b;
 }
 
-// One prediction as an HDF5 group: inputs and outputs as attributes, the
-// memory categories as a dataset.
-// The attention settings of a run as given (hp, inner 0: the default, which
-// `attention` describes as resolved).
+// The attention settings of a run (beside them the method, hp and inner as
+// given: 0 is the default, which the description gives as resolved).
 void write_attention_inputs(io::H5File& f, const std::string& g, const AttnConfig& a) {
   f.set_attr(g, "ring", a.ring);
   f.set_attr(g, "backward", a.backward);
@@ -93,6 +97,8 @@ void write_attention_inputs(io::H5File& f, const std::string& g, const AttnConfi
   if (!a.doc_lengths.empty()) f.write(g + "/doc_lengths", std::vector<std::int64_t>(a.doc_lengths.begin(), a.doc_lengths.end()));
 }
 
+// One prediction as an HDF5 group: inputs and outputs as attributes, the
+// memory categories as a dataset.
 void write_prediction(io::H5File& f, const std::string& g, const StepConfig& s, const StepResult& r) {
   f.create_group(g);
   f.set_attr(g, "model", s.model.name);
@@ -435,12 +441,12 @@ void check_unread_options(const SimulateOptions& o) {
     BURST_CHECK_CONFIG(!given(name), name, " is not read by ", why);
   };
   if (!o.table.empty()) {  // the tables fix every run's settings themselves
+    BURST_CHECK_CONFIG(o.table == "paper" || o.table == "calibration", "--table '", o.table, "': expected paper or calibration");
     for (const char* name : {"--model", "--seq", "--gpus", "--method", "--hp", "--inner", "--placement", "--usp-inner", "--ring",
                              "--backward", "--partial", "--mask", "--layout", "--doc-lengths", "--window", "--policy",
-                             "--fused-loss", "--zero", "--offload", "--gpus-per-node", "--host-cores", "--host-cpu",
-                             "--attention-only"})
-      refuse(name, "--table " + o.table + " (its tables set every run's options; give --cluster, --calibration, --data-dir, "
-                                          "--output)");
+                             "--fused-loss", "--zero", "--offload", "--attention-only"})
+      refuse(name, "--table " + o.table + " (its tables set every run's options; the cluster's are --cluster, "
+                                          "--gpus-per-node, --host-cores, --host-cpu, --calibration, --data-dir)");
     return;
   }
   if (o.attention_only)
@@ -473,7 +479,8 @@ int cmd_simulate(const SimulateOptions& o) {
   for (const char* var : {"PMI_SIZE", "OMPI_COMM_WORLD_SIZE"}) {  // MPICH / srun, Open MPI
     const char* v = std::getenv(var);
     BURST_CHECK_CONFIG(v == nullptr || std::atol(v) <= 1, "burst simulate runs in one process (no MPI, no GPUs): this is one of ",
-                       v ? v : "", " processes (", var, "); run it without mpiexec, or with -n 1");
+                       v ? v : "", " processes (", var, "); run it without mpiexec, or with -n 1 (a script started "
+                       "under mpiexec that runs simulate itself: unset ", var, " for it)");
   }
   check_unread_options(o);
   const std::string dir = o.data_dir.empty() ? default_data_dir() : o.data_dir;
@@ -549,7 +556,7 @@ int cmd_simulate(const SimulateOptions& o) {
     return 0;
   }
   StepConfig s;
-  s.model = shape_of(o.model);
+  s.model = shape_of(o.model, o.given.count("--mask") > 0);
   s.S = parse_seq(o.seq);
   s.P = o.gpus;
   BURST_CHECK_CONFIG(s.P >= 1 && s.P <= kMaxGpus, "--gpus ", s.P, " is out of range: must be in [1, ", kMaxGpus, "]");

@@ -430,8 +430,11 @@ void ConfigSchema::apply_override(Config& cfg, const std::string& assignment) co
     d.erase(0, d.find_first_not_of(" \t"));
     d.erase(d.find_last_not_of(" \t") + 1);
     if (!d.empty() && (d[0] == '+' || d[0] == '-')) d.erase(0, 1);
-    const bool whole = !d.empty() && d.find_first_not_of("0123456789_") == std::string::npos;
-    BURST_CHECK_CONFIG(!whole, "--set ", name, "=", value, ": '", value, "' is out of range: must be in [", bound_text(k->min),
+    // digits alone (toml++ refuses leading zeros and stray underscores too: those stay "not an integer")
+    d.erase(0, std::min(d.find_first_not_of('0'), d.size()));
+    const bool beyond = d.size() > 18 && d.find_first_not_of("0123456789") == std::string::npos &&
+                        (d.size() > 19 || d > "9223372036854775807");
+    BURST_CHECK_CONFIG(!beyond, "--set ", name, "=", value, ": '", value, "' is out of range: must be in [", bound_text(k->min),
                        ", ", bound_text(k->max), "]");
   }
   if (!parsed || (k->type == Type::String && !t["v"].is_string())) {

@@ -66,9 +66,9 @@ void rename_durably(const std::string& from, const std::string& to) {
   sync_renamed(parent_of(to), "'" + to + "' is in place under its final name");
 }
 
-// A link is followed (link_target): the file it leads to is replaced, the link stays.
-TempPath::TempPath(std::string final_path, std::string suffix)
-    : TempPath(link_target(final_path), link_target(final_path) + suffix, false) {}
+TempPath::TempPath(std::string final_path, std::string suffix, Links links)
+    : TempPath(links == Links::Follow ? link_target(final_path) : final_path,
+               (links == Links::Follow ? link_target(final_path) : final_path) + suffix, false) {}
 
 TempPath TempPath::staging_dir(const std::string& dir, const std::string& name) {
   return TempPath(dir, (std::filesystem::path(dir) / name).string(), true);

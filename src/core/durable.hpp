@@ -53,8 +53,13 @@ void rename_durably(const std::string& from, const std::string& to);
 class TempPath {
  public:
   // The file "<final_path><suffix>"; a leftover of an earlier, killed write
-  // is removed (a hard link could not be made over it).
-  explicit TempPath(std::string final_path, std::string suffix = ".tmp");
+  // is removed (a hard link could not be made over it). A final path that is
+  // a symbolic link is replaced by the file (the link goes), unless
+  // Links::Follow: then the file the link leads to is replaced and the link
+  // stays (a command's --output pointing elsewhere). Checkpoints never follow:
+  // a "latest" link to a step file would turn that step file into the new one.
+  enum class Links { Replace, Follow };
+  explicit TempPath(std::string final_path, std::string suffix = ".tmp", Links links = Links::Replace);
   // A staging directory "<dir>/<name>", created empty (a leftover removed):
   // several files written there whole before any of them moves into `dir`.
   // Removed with its contents unless published.

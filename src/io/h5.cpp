@@ -87,8 +87,9 @@ std::string reserve_space(hid_t file) {
 #endif
 }
 
-// process_memory_limit's measure, taken anew (files and system calls).
-std::uint64_t measure_memory_limit() {
+// process_memory_limit's measure, taken anew (files and system calls);
+// without the address-space limit, host_memory_limit's.
+std::uint64_t measure_memory_limit(bool address_space = true) {
   std::uint64_t m = 0;
   const auto at_most = [&](std::uint64_t v) {
     if (v > 0 && (m == 0 || v < m)) m = v;
@@ -105,7 +106,7 @@ std::uint64_t measure_memory_limit() {
     }
   }
   struct rlimit as;
-  if (getrlimit(RLIMIT_AS, &as) == 0 && as.rlim_cur != RLIM_INFINITY) at_most(std::uint64_t(as.rlim_cur));
+  if (address_space && getrlimit(RLIMIT_AS, &as) == 0 && as.rlim_cur != RLIM_INFINITY) at_most(std::uint64_t(as.rlim_cur));
   return m;
 }
 
@@ -115,6 +116,11 @@ std::uint64_t measure_memory_limit() {
 // and the limits do not change under a running process in practice.
 std::uint64_t process_memory_limit() {
   static const std::uint64_t limit = measure_memory_limit();  // thread-safe initialisation (C++11)
+  return limit;
+}
+
+std::uint64_t host_memory_limit() {
+  static const std::uint64_t limit = measure_memory_limit(false);
   return limit;
 }
 

@@ -109,6 +109,9 @@ std::string hdf5_error_cause();
 // memory.max, v1 memory.limit_in_bytes) or RLIMIT_AS says so. Measured on
 // the first call; H5File::read refuses a declared dataset size above it.
 std::uint64_t process_memory_limit();
+// The same without RLIMIT_AS (which binds each process alone): what the
+// processes of this host (or container) share, 0 if unknown.
+std::uint64_t host_memory_limit();
 
 // "[2, 3]".
 std::string dims_string(const Dims& d);

@@ -2,8 +2,10 @@
 // when complete: a command that fails, is refused part way or is stopped
 // (a signal, a time limit) leaves the earlier file at `path` as it was, or
 // none, never a truncated or empty one that the next run would then refuse
-// to replace. The temporary ("<path>.tmp") is removed on every way out but
-// publish(); a SIGKILL's leftover is removed by the next run's TempPath.
+// to replace. The temporary ("<path>.tmp") is removed when the command
+// fails (an exception); one left by a signal that ends the process (SIGTERM,
+// SIGINT, SIGKILL) is removed by the next run to `path`. A `path` that is a
+// symbolic link is written where the link leads (the link stays).
 //
 //   io::H5Output out(path);       // creates "<path>.tmp"
 //   out.file().write(...);        // as an H5File
@@ -19,7 +21,8 @@ namespace burst::io {
 
 class H5Output {
  public:
-  explicit H5Output(const std::string& path) : given_(path), tmp_(path), file_(H5File::create(tmp_.path())) {}
+  explicit H5Output(const std::string& path)
+      : given_(path), tmp_(path, ".tmp", TempPath::Links::Follow), file_(H5File::create(tmp_.path())) {}
   H5Output(const H5Output&) = delete;
   H5Output& operator=(const H5Output&) = delete;
 

@@ -119,8 +119,6 @@ BlockingCollectives blocking_collectives(const std::string& method, int group, d
 // waits for a partner's turn (Cluster::spin_collective_wait per round).
 int mpi_collective_rounds(const Collective& c, int group);
 
-// Throws Error(Config) for a configuration the engine refuses (heads not
-// divisible by the head-parallel size, ...), naming the rule.
 // What the kernels compute for one call over a layout's slots (positions
 // and document ids as SeqLayout::mask_positions / mask_docs): the queries of
 // slots [q_off, q_off + nq) against the keys of [k_off, k_off + nk), the
@@ -133,6 +131,8 @@ struct TileCounts {
 TileCounts tile_counts(const std::vector<long>& pos, const std::vector<int>& doc, long q_off, long nq, long k_off, long nk,
                        bool causal, long window, bool same_doc, bool pair_by_pair);
 
+// Throws Error(Config) for a configuration the engine refuses (heads not
+// divisible by the head-parallel size, ...), naming the rule.
 void validate_attention(const AttnConfig& a, const AttnProblem& p, int gpus_per_node);
 AttnCost attention_cost(const Cluster& c, const AttnConfig& a, const AttnProblem& p);
 

@@ -107,7 +107,7 @@ template <class T, class Mem> void load_weights(const std::string& path, const M
 void save_weights(const std::string& path, const ModelConfig& mc, const std::string& dtype,
                   const std::function<std::vector<double>(const ParamInfo&)>& values, const std::string& source) {
   BURST_ASSERT(dtype == "float32" || dtype == "float64", "weights are stored as float32 or float64, not ", dtype);
-  TempPath tmp(path);  // a failed write leaves the earlier file at `path` and no temporary
+  TempPath tmp(path, ".tmp", TempPath::Links::Follow);  // a failed write leaves the earlier file at `path` and no temporary
   io::H5File f = io::H5File::create(tmp.path());
   for (const ParamInfo& p : llama_param_table(mc)) {
     const std::vector<double> x = values(p);
