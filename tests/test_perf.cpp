@@ -586,6 +586,22 @@ TEST(PerfModel, UspDoubleRingAsTheEngine) {
   EXPECT_NE(d.describe.find("flat ring 1x8"), std::string::npos) << d.describe;
 }
 
+// --ring double within one node, as the engine's pick_shape runs it: the
+// node geometry 1 x P, i.e. the flat ring (the model refused it before).
+TEST(PerfModel, DoubleRingWithinOneNodeIsTheFlatRing) {
+  for (const char* m : {"burst", "ring"}) {
+    AttnConfig d;
+    d.method = m, d.ring = "double";
+    AttnConfig f = d;
+    f.ring = "flat";
+    const AttnProblem p8{8, 65536.0, 40, 40, 128};
+    const AttnCost cd = attention_cost(a800(), d, p8), cf = attention_cost(a800(), f, p8);
+    EXPECT_DOUBLE_EQ(cd.fwd.time, cf.fwd.time) << m;
+    EXPECT_DOUBLE_EQ(cd.bwd.time, cf.bwd.time) << m;
+    EXPECT_EQ(cd.describe, cf.describe) << m;
+  }
+}
+
 // Validation outside the calibration set: the elementwise constant comes
 // from the 7B-shape layer on the H200; the 1B-shape layer (0.053 s measured)
 // is predicted from it.

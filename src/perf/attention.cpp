@@ -693,8 +693,9 @@ void validate_attention(const AttnConfig& a, const AttnProblem& p, int G) {
   BURST_CHECK_CONFIG(p.n >= 1 && p.nkv >= 1 && p.n % p.nkv == 0, p.n, " query heads are not a multiple of ", p.nkv, " kv heads");
   BURST_CHECK_CONFIG(p.S >= 2.0 * p.P, "sequence of ", p.S, " tokens on ", p.P, " GPUs: need at least 2 tokens per GPU (zigzag)");
   BURST_CHECK_CONFIG(p.P <= G || p.P % G == 0, p.P, " GPUs is not a multiple of the node size ", G);
-  if (a.ring == "double")
-    BURST_CHECK_CONFIG(p.P % G == 0 && p.P > G, "--ring double needs more than one whole node (", p.P, " GPUs, ", G, " per node)");
+  // --ring double within one node is the engine's one-node ring (pick_shape:
+  // the node geometry 1 x P), and methods without a ring do not read it: no
+  // rule beyond the whole nodes above (the model refused what the engine ran).
   if (a.method == "ulysses" || a.method == "usp") {
     const int hp = a.method == "ulysses" ? p.P : (a.hp > 0 ? a.hp : std::min(G, p.P));
     BURST_CHECK_CONFIG(p.P % hp == 0, a.method, ": head-parallel size ", hp, " does not divide the ", p.P, " GPUs");
