@@ -107,10 +107,10 @@ int cmd_bench_attention(Runtime& rt, const BenchGemmOptions& opt) {
   const kernels::AttnTiles tiles{cfg.get_int("bench.tile"), cfg.get_int("bench.tile")};
   const double peak = cfg.get_real("bench.peak_gflops");
   const auto& seqs = cfg.get_int_list("bench.seq");
-  for (long S : seqs)  // every length before the first runs: q, o, dO, dq; k, v, dk, dv; lse, D (float)
+  for (long S : seqs)  // every length before the first runs
     check_bench_fits("bench attention at " + std::to_string(S) + " tokens (" + std::to_string(n) + " heads, " +
                          std::to_string(nkv) + " kv heads, head dim " + std::to_string(d) + ")",
-                     4.0 * double(S) * (4.0 * double(n) * double(d) + 4.0 * double(nkv) * double(d) + 2.0 * double(n)));
+                     float_attention_views_bytes(S, n, nkv, d));
   std::vector<double> tf, tb, gf, gb, share;
   // CPU seconds of this process per wall second over the timed rounds: below
   // 1 when other jobs share the machine (the experiment runners' calibration

@@ -211,12 +211,14 @@ template <class T> int run_all(Runtime& rt, const Config& cfg, const std::string
   // cases validate_attention refuses are skipped (the same answer on every
   // rank), and when that is every one, nothing runs.
   std::vector<std::string> skip(cases.size());
+  std::vector<std::pair<AttnOptions, AttnProblem>> setups;  // each case's, for the runs below
   long runnable = 0;
   for (size_t i = 0; i < cases.size(); ++i) {
     for (size_t j = 0; j < i; ++j)
       BURST_CHECK_CONFIG(cases[i].name() != cases[j].name(), "bench attention: the case ", cases[i].name(),
                          " is listed twice (bench.methods, layouts, masks, rings or seq repeat an entry)");
-    const auto [ao, pb] = case_setup(cfg, cases[i]);
+    setups.push_back(case_setup(cfg, cases[i]));
+    const auto& [ao, pb] = setups.back();
     try {
       validate_attention(ao, pb, P, L);
     } catch (const Error& e) {
@@ -256,7 +258,7 @@ template <class T> int run_all(Runtime& rt, const Config& cfg, const std::string
   int status = 0;
   for (size_t ci = 0; ci < cases.size(); ++ci) {
     const Case& c = cases[ci];
-    const auto [ao, pb] = case_setup(cfg, c);
+    const auto& [ao, pb] = setups[ci];
     const std::string name = c.name();
     if (!skip[ci].empty()) {
       if (rt.rank() == 0) std::printf("%-46s skipped: %s\n", name.c_str(), skip[ci].c_str());

@@ -45,6 +45,13 @@ inline double bench_memory_available(const char** what) {
 
 inline std::int64_t whole_bytes(double b) { return std::int64_t(std::min(b, 9e18)); }
 
+// The views one call of the portable float attention kernel takes with its
+// gradients (bench attention's single-rank cases, the tile costs): q, O,
+// dO, dQ [S, n, d]; k, v, dK, dV [S, n_kv, d]; the LSE and D [S, n].
+inline double float_attention_views_bytes(long S, long n, long nkv, long d) {
+  return 4.0 * double(S) * (4.0 * double(n) * double(d) + 4.0 * double(nkv) * double(d) + 2.0 * double(n));
+}
+
 // `bytes`: what the case allocates at once (its large views: a lower bound).
 inline void check_bench_fits(const std::string& what, double bytes) {
   const char* where = "";

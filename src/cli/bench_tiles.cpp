@@ -121,11 +121,11 @@ int bench_attention_tiles(Runtime& rt, const Config& cfg, const std::string& out
     cfgs.push_back(c);
   }
 
-  // The largest configuration's views (q, k, v, dO, O, dQ, dK, dV, the LSE and D in float), on every rank.
+  // The largest configuration's views, on every rank.
   check_bench_fits_ranks(rt.world(),
                          "bench.tile_costs at " + std::to_string(S) + " tokens (" + std::to_string(n) + " heads, " +
                              std::to_string(nkv) + " kv, " + std::to_string(d) + " wide)",
-                         4.0 * double(S) * (double(d) * double(4 * n + 4 * nkv) + 2.0 * double(n)));
+                         float_attention_views_bytes(S, n, nkv, d));
   std::unique_ptr<io::H5Output> h5_out;  // "<out>.tmp" until complete: a failed run leaves the earlier file
   io::H5File* h5 = nullptr;
   const std::string out = output.empty() ? cfg.get_string("bench.output") : output;

@@ -517,8 +517,6 @@ int cmd_simulate(const SimulateOptions& o) {
     x.cl.host_cores = o.host_cpu, x.cl.host_cpu_used = true;
   }
   x.k = load_calibration(o.calibration.empty() ? dir + "/perf_calibration.toml" : o.calibration);
-  BURST_CHECK_CONFIG(o.table.empty() || o.table == "paper" || o.table == "calibration", "--table '", o.table,
-                     "': expected paper or calibration");
   if (!o.table.empty()) {
     x.m14 = shape_of("14B"), x.m7 = shape_of("7B");
     const std::string out = o.output.empty() ? "experiments/results/simulate_" + o.table + ".h5" : o.output;
