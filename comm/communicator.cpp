@@ -3,7 +3,7 @@
 #include "comm/collectives.hpp"
 #include "core/error.hpp"
 
-#ifdef BURST_HAVE_NCCL
+#if defined(BURST_HAVE_NCCL) || defined(BURST_SIM_NCCL)
 #include "comm/nccl_communicator.hpp"
 #endif
 
@@ -386,21 +386,33 @@ std::unique_ptr<Communicator> Communicator::create(MPI_Comm comm, const std::str
   const std::string want = env && *env ? env : "auto";  // empty: unset, as every BURST_* switch
   // Every rank of the group agrees before any throws (the environment may
   // differ between ranks: one that stopped alone left the others waiting).
-  const int code = want == "auto" ? 0 : want == "mpi" ? 1 : want == "nccl" ? 2 : 3;
+  // nccl-sim: the NCCL backend over the simulated NCCL of host builds
+  // (comm/sim/), for its tests at several ranks without GPUs.
+  const int code = want == "auto" ? 0 : want == "mpi" ? 1 : want == "nccl" ? 2 : want == "nccl-sim" ? 3 : 4;
   int lo = code, hi = code;
   MPI_Allreduce(&code, &lo, 1, MPI_INT, MPI_MIN, comm);
   MPI_Allreduce(&code, &hi, 1, MPI_INT, MPI_MAX, comm);
-  BURST_CHECK_CONFIG(code != 3, "BURST_COMM='", want, "': expected auto, mpi or nccl");
-  BURST_CHECK_CONFIG(hi != 3, "BURST_COMM is not auto, mpi or nccl on another rank of group '", group, "'");
+  BURST_CHECK_CONFIG(code != 4, "BURST_COMM='", want, "': expected auto, mpi or nccl (or nccl-sim, the simulated NCCL of host builds)");
+  BURST_CHECK_CONFIG(hi != 4, "BURST_COMM is not auto, mpi or nccl on another rank of group '", group, "'");
   BURST_CHECK_CONFIG(lo == hi, "BURST_COMM differs between the ranks of group '", group, "' (this rank: ", want,
                      "): set it the same on every rank");
   if (want == "mpi") return mpi(comm, group);
-#ifdef BURST_HAVE_NCCL
+#if defined(BURST_SIM_NCCL)
+  BURST_CHECK_CONFIG(want != "nccl", "BURST_COMM=nccl but this build has no NCCL (configure a CUDA build with "
+                     "-DBURST_ENABLE_NCCL=ON; BURST_COMM=nccl-sim runs the NCCL backend over a simulated NCCL, for tests)");
+  if (want == "auto") return mpi(comm, group);
+  std::string why;
+  if (nccl_usable(comm, &why)) return make_nccl_communicator(comm, group);
+  BURST_FAIL(ErrorKind::Config, "BURST_COMM=nccl-sim but the simulated NCCL cannot serve group '", group, "': ", why);
+#elif defined(BURST_HAVE_NCCL)
+  BURST_CHECK_CONFIG(want != "nccl-sim", "BURST_COMM=nccl-sim: the simulated NCCL is part of host builds only; this build has "
+                     "NCCL itself (BURST_COMM=nccl)");
   std::string why;
   if (nccl_usable(comm, &why)) return make_nccl_communicator(comm, group);
   BURST_CHECK_CONFIG(want != "nccl", "BURST_COMM=nccl but NCCL cannot serve group '", group, "': ", why);
 #else
-  BURST_CHECK_CONFIG(want != "nccl", "BURST_COMM=nccl but this build has no NCCL (configure with -DBURST_ENABLE_NCCL=ON)");
+  BURST_CHECK_CONFIG(want != "nccl" && want != "nccl-sim", "BURST_COMM=", want, " but this build has no NCCL (configure with "
+                     "-DBURST_ENABLE_NCCL=ON; nccl-sim: a host build with -DBURST_SIM_NCCL=ON)");
 #endif
   return mpi(comm, group);
 }

@@ -30,8 +30,13 @@ int world_rank() {
 }
 
 // The stream Kokkos runs the engine's kernels on (the legacy default stream
-// on Kokkos 3.4, the instance's own stream on 4.x).
+// on Kokkos 3.4, the instance's own stream on 4.x; in the simulation of host
+// builds, the host itself).
+#ifdef BURST_SIM_NCCL
+cudaStream_t compute_stream() { return burst_sim::compute_stream(); }
+#else
 cudaStream_t compute_stream() { return Kokkos::Cuda().cuda_stream(); }
+#endif
 
 // A high-priority stream that does not synchronise with the legacy stream.
 cudaStream_t make_stream() {
@@ -56,11 +61,18 @@ void stream_after(cudaStream_t to, cudaStream_t from, cudaEvent_t ev) {
 
 // The compute stream waits on `done`; two timing events around the stall
 // measure how long it waited, added to CommStats as `group`'s wait time when
-// the stats are next read (no host wait here).
-void wait_timed(cudaEvent_t done, const std::string& group) {
+// the stats are next read (no host wait here on a GPU; in the simulated NCCL
+// of host builds the compute stream is the host, which waits, bounded).
+// Throws Error(Comm) naming `what` if the wait cannot be made.
+void wait_timed(cudaEvent_t done, const std::string& group, const std::string& what) {
   cudaEvent_t before = make_event(true), after = make_event(true);
   BURST_CUDA(cudaEventRecord(before, compute_stream()));
-  BURST_CUDA(cudaStreamWaitEvent(compute_stream(), done, 0));
+  const cudaError_t e = cudaStreamWaitEvent(compute_stream(), done, 0);
+  if (e != cudaSuccess) {
+    cudaEventDestroy(before);
+    cudaEventDestroy(after);
+    BURST_FAIL(ErrorKind::Comm, what, " on group '", group, "' on rank ", world_rank(), ": ", cudaGetErrorString(e));
+  }
   BURST_CUDA(cudaEventRecord(after, compute_stream()));
   CommStats::get().defer_wait(group, [before, after] {
     float ms = 0;
@@ -125,7 +137,7 @@ struct NcclLink {
   }
   void check(ncclResult_t r, const std::string& what) {
     if (r == ncclSuccess || r == ncclInProgress) return;
-    const char* last = comm ? ncclGetLastError(comm) : nullptr;
+    const char* last = ncclGetLastError(comm);  // its argument is unused and may be null (NCCL >= 2.13)
     BURST_FAIL(ErrorKind::Comm, what, ": ", ncclGetErrorString(r), last && *last ? std::string(" (") + last + ")" : "");
   }
   // Wait (bounded) until the last call on this communicator is done with
@@ -196,7 +208,11 @@ class NcclCommunicator final : public Communicator {
   NcclCommunicator(MPI_Comm mpi, int rank, int size, std::string group);
   ~NcclCommunicator() override;
   MPI_Comm mpi_comm() const override { return mpi_; }
+#ifdef BURST_SIM_NCCL
+  const char* backend() const override { return "nccl-sim"; }
+#else
   const char* backend() const override { return "nccl"; }
+#endif
 
   std::unique_ptr<Communicator> split(int color, int key, const std::string& group) const override {
     MPI_Comm c;
@@ -265,7 +281,12 @@ class NcclCommunicator final : public Communicator {
     base_.check(call(), std::string(what) + " on group '" + group_ + "'");
     base_.settle(std::string(what) + " on group '" + group_ + "'");
     BURST_CUDA(cudaEventRecord(done_, base_.stream));
-    wait_timed(done_, group_);
+    try {
+      wait_timed(done_, group_, what);
+    } catch (...) {
+      abort_all();  // as a timed-out host wait does: the group's state is unknown
+      throw;
+    }
   }
   template <class T>
   void reduce_scatter_impl(Kokkos::View<const T*, Layout, DeviceMem> s, Kokkos::View<T*, Layout, DeviceMem> r, ncclDataType_t type) {
@@ -308,7 +329,12 @@ struct NcclRequest : Request::Impl {
   bool launched() const { return lane->pending_event != ev; }
   void wait() override {
     if (!launched()) owner->launch(*lane, "a wait on a transfer");
-    wait_timed(ev->done, group);
+    try {
+      wait_timed(ev->done, group, "a wait on a transfer");
+    } catch (...) {
+      owner->abort_all();
+      throw;
+    }
   }
   bool test() override {
     if (!launched()) owner->launch(*lane, "a test of a transfer");

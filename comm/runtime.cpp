@@ -9,6 +9,9 @@
 #ifdef BURST_HAVE_CUDA
 #include <cuda_runtime.h>
 #endif
+#ifdef BURST_SIM_NCCL
+#include "comm/sim/sim_nccl.hpp"
+#endif
 
 #include <unistd.h>
 
@@ -36,7 +39,12 @@ void start_mpi(int* argc, char*** argv) {
   MPI_Initialized(&inited);
   if (!inited) {
     int provided = 0;
+#ifdef BURST_SIM_NCCL
+    // The simulated NCCL's progress thread calls MPI beside the engine.
+    MPI_Init_thread(argc, argv, burst_sim::requested() ? MPI_THREAD_MULTIPLE : MPI_THREAD_FUNNELED, &provided);
+#else
     MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided);
+#endif
     g_owns_mpi = true;
   }
   if (g_agree == MPI_COMM_NULL) MPI_Comm_dup(MPI_COMM_WORLD, &g_agree);
@@ -46,6 +54,9 @@ void finish_mpi() {
   int finalized = 0;
   MPI_Finalized(&finalized);
   if (finalized) return;
+#ifdef BURST_SIM_NCCL
+  burst_sim::shutdown();
+#endif
   if (g_agree != MPI_COMM_NULL) MPI_Comm_free(&g_agree);
   if (g_owns_mpi) MPI_Finalize();
 }
@@ -248,6 +259,9 @@ void exit_on_error(const std::exception& e) {
     MemoryTracker::global().uninstall();
     if (Kokkos::is_initialized()) Kokkos::finalize();
   }
+#ifdef BURST_SIM_NCCL
+  burst_sim::shutdown();
+#endif
   if (mpi_up) MPI_Finalize();
   std::exit(code);
 }

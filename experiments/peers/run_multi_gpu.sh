@@ -16,7 +16,8 @@
 # as OUT/part_PART.tgz beside its console log (experiments/peers/compare_multi_gpu.py: untar them first).
 # GPUS (default: nvidia-smi's count) caps the rank counts; BUILD=dir uses an
 # existing build instead of bootstrapping and building (BUILD=build-host runs
-# the flow on a CPU machine at toy sizes: CPU=1). On a machine still warm from
+# the flow on a CPU machine at toy sizes: CPU=1; add COMM=nccl-sim to run it
+# through the NCCL backend over the host build's simulated NCCL). On a machine still warm from
 # the previous part, BUILD=build-cuda skips the bootstrap and the build (each
 # part otherwise rebuilds: ~2 min of the call, too much for e2e's step).
 set -uo pipefail
@@ -36,7 +37,7 @@ trap 'pack_dir "$OUT" "part_$PART.tgz" "part_*.tgz" "run_part*.log"' EXIT
 CPU=${CPU:-0}
 if [ "$CPU" = 1 ]; then
   GPUS=${GPUS:-4}
-  export BURST_COMM=mpi OMP_NUM_THREADS=1
+  export BURST_COMM=${COMM:-mpi} OMP_NUM_THREADS=1  # COMM=nccl-sim: the NCCL backend's code over the simulated NCCL
 else
   nvidia-smi --query-gpu=index,name,driver_version,memory.used --format=csv
   nvidia-smi topo -m 2>/dev/null | head -12
