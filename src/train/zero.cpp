@@ -18,23 +18,8 @@ template <class T> U1<T> sub(const Kokkos::View<T*, Layout, DeviceMem>& v, long 
   return U1<T>(v.data() + off, size_t(n));
 }
 
-// f(send, recv) on host pointers: device views are staged through host copies.
-template <class T, class F> void on_host(const U1<T>& send, const U1<T>& recv, F f) {
-  Kokkos::fence();
-  if constexpr (Kokkos::SpaceAccessibility<HostMem, DeviceMem>::accessible) {
-    f(send.data(), recv.data());
-  } else {
-    auto hs = Kokkos::create_mirror_view_and_copy(HostMem(), send);
-    auto hr = Kokkos::create_mirror_view(recv);
-    f(hs.data(), hr.data());
-    Kokkos::deep_copy(recv, hr);
-  }
-}
-
 template <class T> using HU1 = Kokkos::View<T*, Layout, HostMem, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
 template <class T> HU1<T> hsub(const Kokkos::View<T*, Layout, HostMem>& v, long off, long n) { return HU1<T>(v.data() + off, size_t(n)); }
-
-template <class T> void count_bytes(const char* op, std::int64_t bytes) { CommStats::get().add_bytes("zero", op, bytes); }
 
 // dst = src widened, through kernels::convert (flat device views as [n, 1]).
 template <class T, class A> void widen(const U1<A>& dst, const U1<T>& src) {
@@ -48,6 +33,7 @@ template <class T>
 ZeroState<T>::ZeroState(LlamaModel<T, Mem>& model, int stage, bool offload, MPI_Comm comm)
     : model_(model), stage_(stage), offload_(offload), comm_(comm) {
   BURST_CHECK_CONFIG(stage >= 0 && stage <= 3, "train.zero = ", stage, " is not a ZeRO stage (0, 1, 2, 3)");
+  coll_ = Communicator::create(comm, "zero");  // collective: every rank of comm makes its ZeroState here
   MPI_Comm_rank(comm, &rank_);
   MPI_Comm_size(comm, &size_);
   for (const UnitInfo& u : model.params().units()) {
@@ -120,9 +106,7 @@ template <class T> template <class F> void ZeroState<T>::for_each_owned_tensor(F
 
 template <class T> void ZeroState<T>::all_gather_unit(int u, const V1& chunk, const V1& out) {
   const Chunk& c = units_[size_t(u)];
-  count_bytes<T>("all_gather", c.chunk * std::int64_t(sizeof(T)));
-  on_host<T>(U1<T>(chunk.data(), size_t(c.chunk)), U1<T>(out.data(), size_t(c.chunk * size_)),
-             [&](const T* s, T* r) { allgather_host(s, r, c.chunk, comm_, "ZeRO parameter all-gather"); });
+  coll_->all_gather(as_bytes(V1(chunk.data(), size_t(c.chunk))), as_bytes(V1(out.data(), size_t(c.chunk * size_))));
 }
 
 template <class T> void ZeroState<T>::acquire_params(int u) {
@@ -151,10 +135,8 @@ template <class T> void ZeroState<T>::release_grads(int u) {
   if (--g_held_[size_t(u)] > 0) return;
   const Chunk& c = units_[size_t(u)];
   VA mine(Kokkos::view_alloc(Kokkos::WithoutInitializing, mem_label(MemCategory::Comm, "zero_reduce")), size_t(c.chunk));
-  count_bytes<A>("reduce_scatter", c.chunk * size_ * std::int64_t(sizeof(A)));
   const VA buf = model_.grads().unit(u);
-  on_host<A>(U1<A>(buf.data(), buf.extent(0)), U1<A>(mine.data(), mine.extent(0)),
-             [&](const A* s, A* r) { reduce_scatter_sum_host(s, r, c.chunk, comm_, "ZeRO gradient reduce-scatter"); });
+  coll_->reduce_scatter_sum(Kokkos::View<const A*, Layout, DeviceMem>(buf), mine);
   model_.grads().drop_unit(u);
   const auto acc = sub(g_shard_, c.shard_off, c.chunk);
   Kokkos::parallel_for(
@@ -170,8 +152,7 @@ template <class T> void ZeroState<T>::zero_grads() {
 
 template <class T> void ZeroState<T>::finish_grads() {
   if (stage_ >= 2) return;
-  count_bytes<A>("all_reduce", model_.grads().size() * std::int64_t(sizeof(A)));
-  allreduce_sum(model_.grads().flat(), comm_, "gradient all-reduce");
+  coll_->all_reduce_sum(model_.grads().flat());
 }
 
 template <class T> double ZeroState<T>::grad_norm() {

@@ -21,6 +21,7 @@
 // count or stage.
 #pragma once
 
+#include "comm/communicator.hpp"
 #include "kernels/optim.hpp"
 #include "model/llama.hpp"
 
@@ -101,6 +102,11 @@ template <class T> class ZeroState : public ParamHooks {
   int stage_;
   bool offload_;
   MPI_Comm comm_;
+  // The gradient and parameter collectives (all-reduce, reduce-scatter,
+  // all-gather) on the backend Communicator::create picks: NCCL on the
+  // device where every rank has a GPU, else MPI (staged through the host on
+  // device builds). Group "zero" in CommStats.
+  std::unique_ptr<Communicator> coll_;
   int rank_ = 0, size_ = 1;
   std::vector<Chunk> units_;
   long shard_ = 0;       // sum of chunks
