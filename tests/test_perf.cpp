@@ -142,7 +142,13 @@ TEST(PerfModel, TileCountsMatchThePairByPairReference) {
         const std::vector<long> docs = S == 1000 ? std::vector<long>{400, 7, 93, 500} : std::vector<long>{4096};
         parallel::SeqLayout L = parallel::make_layout(kind, S, P, docs);
         const auto pos = L.mask_positions();
-        const auto doc = L.mask_docs();
+        const auto fwd_doc = L.mask_docs();
+        // Also with document ids that fall with position (no layout makes
+        // them; the counting path's check must send those to the pair-by-pair count).
+        for (bool falling : {false, true}) {
+        std::vector<int> doc = fwd_doc;
+        if (falling)
+          for (int& d : doc) d = d < 0 ? d : int(docs.size()) - 1 - d;
         for (int r = 0; r < P; ++r)
           for (int b = 0; b < P; ++b)
             for (long nk : {L.local, L.travel})
@@ -158,6 +164,7 @@ TEST(PerfModel, TileCountsMatchThePairByPairReference) {
                     ASSERT_EQ(f.partial, s.partial) << parallel::layout_name(kind) << " P " << P << " " << r << "," << b;
                     ASSERT_EQ(f.skipped, s.skipped) << parallel::layout_name(kind) << " P " << P << " " << r << "," << b;
                   }
+        }
       }
 }
 
