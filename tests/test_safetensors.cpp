@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cmath>
@@ -221,6 +222,42 @@ TEST(Safetensors, ShardedCheckpointWithIndex) {
   } catch (const Error& e) {
     EXPECT_NE(e.message().find("holds 2 .safetensors files but no model.safetensors.index.json"), std::string::npos) << e.message();
   }
+  fs::remove_all(dir);
+}
+
+// A shard named in the index, or the one *.safetensors of a directory, that
+// is a FIFO: refused by what it is. Opening it waited for a writer forever.
+TEST(Safetensors, ShardThatIsNoRegularFileIsRefused) {
+  const std::string dir = tmp("fifo_shard");
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const std::vector<float> v = {1, 2, 3, 4};
+  auto bytes = [&](std::size_t) { return st_encode(StDtype::F32, v.data(), v.size()); };
+  write_safetensors(dir + "/model-00001-of-00002.safetensors", {{"a", StDtype::F32, {4}}}, {}, bytes);
+  ASSERT_EQ(mkfifo((dir + "/model-00002-of-00002.safetensors").c_str(), 0600), 0);
+  write_bytes(dir + "/model.safetensors.index.json", R"({"weight_map":{"a":"model-00001-of-00002.safetensors",
+                         "b":"model-00002-of-00002.safetensors"}})");
+  auto refused = [&](const std::string& path) {
+    try {
+      SafetensorsModel m(path);
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), ErrorKind::Input);
+      return e.message();
+    }
+    return std::string();
+  };
+  EXPECT_NE(refused(dir).find("safetensors file '" + dir + "/model-00002-of-00002.safetensors' is not a regular file "
+                              "(a device, FIFO or socket)"),
+            std::string::npos);
+  // No index: the directory's one .safetensors is the FIFO.
+  fs::remove(dir + "/model.safetensors.index.json");
+  fs::remove(dir + "/model-00001-of-00002.safetensors");
+  EXPECT_NE(refused(dir).find("is not a regular file (a device, FIFO or socket)"), std::string::npos);
+  // A directory named like a shard.
+  fs::remove(dir + "/model-00002-of-00002.safetensors");
+  fs::create_directories(dir + "/model.safetensors");
+  EXPECT_NE(refused(dir).find("safetensors file '" + dir + "/model.safetensors' is not a regular file (a directory)"),
+            std::string::npos);
   fs::remove_all(dir);
 }
 

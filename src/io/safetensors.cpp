@@ -253,6 +253,13 @@ StHeader parse_safetensors_header(const std::uint8_t* head, std::size_t head_siz
 // ---------------------------------------------------------------- file
 
 SafetensorsFile::SafetensorsFile(const std::string& path) : path_(path) {
+  {  // before opening: opening a FIFO (a shard named in the index, a *.safetensors in the directory) waits for a writer
+    std::error_code ec;
+    const fs::file_status st = fs::status(path, ec);
+    if (fs::exists(st))
+      BURST_CHECK_INPUT(fs::is_regular_file(st), "safetensors file '", path, "' is not a regular file (",
+                        fs::is_directory(st) ? "a directory" : "a device, FIFO or socket", ")");
+  }
   std::ifstream in(path, std::ios::binary);
   BURST_CHECK_INPUT(in.good(), "cannot open safetensors file '", path, "': ", std::strerror(errno));
   std::error_code ec;
