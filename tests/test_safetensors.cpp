@@ -225,6 +225,42 @@ TEST(Safetensors, ShardedCheckpointWithIndex) {
   fs::remove_all(dir);
 }
 
+// The index and the shards disagree: a tensor a shard holds but the index
+// does not list is still seen (import-hf then refuses it unless the model
+// ignores it, as for one file; it was dropped without a word), and a tensor
+// two shards hold is refused naming both.
+TEST(Safetensors, ShardedTensorsTheIndexDoesNotListAreSeen) {
+  const std::string dir = tmp("unlisted");
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const std::vector<float> v = {1, 2, 3, 4};
+  auto bytes = [&](std::size_t) { return st_encode(StDtype::F32, v.data(), v.size()); };
+  const std::string s1 = dir + "/model-00001-of-00002.safetensors", s2 = dir + "/model-00002-of-00002.safetensors";
+  write_safetensors(s1, {{"a", StDtype::F32, {4}}}, {}, bytes);
+  write_safetensors(s2, {{"b", StDtype::F32, {4}}, {"q_proj.bias", StDtype::F32, {4}}}, {}, bytes);
+  write_bytes(dir + "/model.safetensors.index.json", R"({"weight_map":{"a":"model-00001-of-00002.safetensors",
+                         "b":"model-00002-of-00002.safetensors"}})");
+  {
+    SafetensorsModel m(dir);
+    EXPECT_EQ(m.names(), (std::vector<std::string>{"a", "b", "q_proj.bias"}));
+    EXPECT_EQ(m.file_of("q_proj.bias").path(), s2);
+    EXPECT_EQ(m.read<float>("q_proj.bias"), v);
+  }
+  // "a" in both shards (the index names the first).
+  write_safetensors(s2, {{"b", StDtype::F32, {4}}, {"a", StDtype::F32, {4}}}, {}, bytes);
+  try {
+    SafetensorsModel m(dir);
+    ADD_FAILURE() << "a tensor in two shards was accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::Input);
+    EXPECT_NE(e.message().find("tensor 'a' is in two shards: '" + s1 + "' and '" + s2 + "' (the index '" + dir +
+                               "/model.safetensors.index.json' names 'model-00001-of-00002.safetensors')"),
+              std::string::npos)
+        << e.message();
+  }
+  fs::remove_all(dir);
+}
+
 // A shard named in the index, or the one *.safetensors of a directory, that
 // is a FIFO: refused by what it is. Opening it waited for a writer forever.
 TEST(Safetensors, ShardThatIsNoRegularFileIsRefused) {

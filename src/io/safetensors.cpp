@@ -458,6 +458,18 @@ SafetensorsModel::SafetensorsModel(const std::string& dir) : dir_(dir) {
                           index.string(), "', but '", f.path(), "' does not hold it");
         where_[name] = shard_of_file[file];
       }
+      // Every tensor of every shard, listed or not: one the index leaves out is
+      // still in the checkpoint (import-hf refuses it unless the model ignores
+      // it, as for one file), and one held by two shards is ambiguous. Both
+      // went unseen: an unlisted tensor (a bias the config does not know) was
+      // dropped without a word.
+      for (std::size_t i = 0; i < files_.size(); ++i)
+        for (const StTensor& t : files_[i].header().tensors) {
+          const auto [at, added] = where_.emplace(t.name, i);
+          BURST_CHECK_INPUT(added || at->second == i, "tensor '", t.name, "' is in two shards: '", files_[at->second].path(),
+                            "' and '", files_[i].path(), "' (the index '", index.string(), "' names '",
+                            ix.weight_map.count(t.name) ? ix.weight_map.at(t.name) : std::string("neither"), "')");
+        }
       return;
     }
     std::vector<std::string> found;
