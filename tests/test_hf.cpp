@@ -20,6 +20,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <limits>
 
 using namespace burst;
 namespace fs = std::filesystem;
@@ -234,4 +235,67 @@ TEST(HfWeights, ForwardOnABatchOfRows) {
     EXPECT_LT(std::sqrt(num / den), 1e-5) << "row " << row << " (double; transformers' own rope runs in float32)";
   }
   for (size_t e = 0; e < ref.size(); ++e) ASSERT_EQ(logits[e], logits[ref.size() + e]) << "rows are independent";
+}
+
+namespace {
+// Rewrites the single-file checkpoint in `dir` with `name`[at] set to v (F32).
+void poke_f32(const std::string& dir, const std::string& name, long at, float v) {
+  const std::string path = dir + "/model.safetensors";
+  std::vector<io::StTensorSpec> specs;
+  std::vector<std::vector<std::uint8_t>> data;
+  {
+    io::SafetensorsFile f(path);
+    for (const io::StTensor& t : f.header().tensors) {
+      specs.push_back({t.name, t.dtype, t.shape});
+      data.push_back(f.raw(t.name));
+      if (t.name == name) {
+        ASSERT_EQ(t.dtype, io::StDtype::F32);
+        const std::vector<std::uint8_t> e = io::st_encode(io::StDtype::F32, &v, 1);
+        std::copy(e.begin(), e.end(), data.back().begin() + 4 * at);
+      }
+    }
+  }
+  io::write_safetensors(path, specs, {}, [&](std::size_t k) { return data[k]; });
+}
+}  // namespace
+
+// A NaN or infinite weight in a checkpoint, or an F64 value beyond float32
+// imported as float32: refused naming the tensor, the value and its place,
+// an earlier import at --output kept. They were imported without a word and
+// made every logit NaN.
+TEST(HfWeights, ImportRefusesWeightsThatAreNotFinite) {
+  const std::string dir = tmp("nonfinite"), w = tmp("nonfinite.h5");
+  export_hf(kGolden, dir, "f32");
+  import_hf(dir, w);  // an earlier, good import
+  poke_f32(dir, "model.norm.weight", 3, std::numeric_limits<float>::quiet_NaN());
+  EXPECT_EQ(error_of([&] { import_hf(dir, w); }, ErrorKind::Input),
+            "tensor 'model.norm.weight' in '" + dir + "/model.safetensors' holds nan at index 3 ([3]): the weights must be "
+            "finite (a damaged or diverged checkpoint?)");
+  poke_f32(dir, "model.norm.weight", 3, 1.0f);
+  poke_f32(dir, "model.layers.1.mlp.up_proj.weight", 33, -std::numeric_limits<float>::infinity());
+  EXPECT_NE(error_of([&] { import_hf(dir, w); }, ErrorKind::Input)
+                .find("tensor 'model.layers.1.mlp.up_proj.weight' in '" + dir + "/model.safetensors' holds -inf at index 33 ([1, 1])"),
+            std::string::npos);
+  WeightsReader earlier(w);  // whole, checksums and all
+  for (const ParamInfo& p : llama_param_table(earlier.config())) earlier.read(p);
+  // F64 beyond float32: kept as float64 (auto), refused as float32.
+  const std::string dir64 = tmp("nonfinite64"), big = tmp("big64.h5");
+  {
+    ModelConfig mc = WeightsReader(kGolden).config();
+    save_weights(big, mc, "float64", [](const ParamInfo& p) {
+      std::vector<double> x(std::size_t(p.size), 0.5);
+      if (p.name == "model.norm.weight") x[7] = 1e300;
+      return x;
+    }, "test");
+    export_hf(big, dir64, "f64");
+  }
+  cli::ImportHfOptions o;
+  o.model_dir = dir64, o.output = w, o.dtype = "float32";
+  EXPECT_EQ(error_of([&] { cli::cmd_import_hf(Runtime::current(), o); }, ErrorKind::Input),
+            "tensor 'model.norm.weight' in '" + dir64 + "/model.safetensors' holds 1e+300 at index 7 ([7]), beyond the "
+            "float32 range (import with --dtype float64)");
+  o.dtype = "auto";
+  cli::cmd_import_hf(Runtime::current(), o);
+  EXPECT_EQ(WeightsReader(w).stored_dtype(), "float64");
+  fs::remove_all(dir), fs::remove_all(dir64), fs::remove(w), fs::remove(big);
 }

@@ -11,9 +11,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <set>
 
 namespace fs = std::filesystem;
@@ -32,6 +34,24 @@ bool ignorable(const std::string& name, const ModelConfig& mc) {
   const std::string inv = "rotary_emb.inv_freq";
   if (name.size() >= inv.size() && name.compare(name.size() - inv.size(), inv.size(), inv) == 0) return true;
   return mc.tie_embeddings && name == "lm_head.weight";
+}
+
+// The first value of x that is not finite, or (when `max` > 0) whose magnitude
+// is beyond `max`: its index, or -1 when there is none.
+long first_unrepresentable(const std::vector<double>& x, double max) {
+  for (std::size_t i = 0; i < x.size(); ++i)
+    if (!std::isfinite(x[i]) || (max > 0 && std::fabs(x[i]) > max)) return long(i);
+  return -1;
+}
+
+// "index 37 ([1, 5])": a flat index and its place in `shape`.
+std::string place(long i, const std::vector<long>& shape) {
+  std::vector<long> at(shape.size());
+  long r = i;
+  for (std::size_t k = shape.size(); k-- > 0;) at[k] = shape[k] > 0 ? r % shape[k] : 0, r = shape[k] > 0 ? r / shape[k] : 0;
+  std::string s = "index " + std::to_string(i) + " ([";
+  for (std::size_t k = 0; k < at.size(); ++k) s += (k ? ", " : "") + std::to_string(at[k]);
+  return s + "])";
 }
 }  // namespace
 
@@ -70,8 +90,19 @@ int cmd_import_hf(Runtime& rt, const ImportHfOptions& opt) {
     ++ignored;
   }
   const std::string dtype = opt.dtype != "auto" ? opt.dtype : any_f64 ? "float64" : "float32";
-  save_weights(opt.output, mc, dtype, [&](const ParamInfo& p) { return st.read<double>(p.name); },
-               "burst import-hf --model-dir " + opt.model_dir);
+  // A NaN or infinite weight (a damaged or diverged checkpoint), or an F64 value
+  // beyond float32 stored as float32 (it would become inf), is refused: it made
+  // every logit NaN without a word.
+  const double max = dtype == "float32" ? double(std::numeric_limits<float>::max()) : 0.0;
+  save_weights(opt.output, mc, dtype, [&](const ParamInfo& p) {
+    std::vector<double> x = st.read<double>(p.name);
+    const long bad = first_unrepresentable(x, max);
+    BURST_CHECK_INPUT(bad < 0, "tensor '", p.name, "' in '", st.file_of(p.name).path(), "' holds ", bad < 0 ? 0.0 : x[std::size_t(bad)],
+                      " at ", place(bad, p.shape),
+                      bad >= 0 && std::isfinite(x[std::size_t(bad)]) ? ", beyond the float32 range (import with --dtype float64)"
+                                                                      : ": the weights must be finite (a damaged or diverged checkpoint?)");
+    return x;
+  }, "burst import-hf --model-dir " + opt.model_dir);
   std::printf("imported %zu tensors (%s) from %s (%zu file(s)%s) into %s as %s\n", table.size(),
               mc.describe().c_str(), opt.model_dir.c_str(), st.files().size(),
               ignored ? (", " + std::to_string(ignored) + " unused tensor(s) skipped").c_str() : "", opt.output.c_str(),
