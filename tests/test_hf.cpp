@@ -299,3 +299,54 @@ TEST(HfWeights, ImportRefusesWeightsThatAreNotFinite) {
   EXPECT_EQ(WeightsReader(w).stored_dtype(), "float64");
   fs::remove_all(dir), fs::remove_all(dir64), fs::remove(w), fs::remove(big);
 }
+
+// Weights F16 (or BF16) cannot hold, or that are not finite: export-hf refuses
+// them naming the tensor and the place, and an earlier export in the directory
+// is left as it was. They were written as inf.
+TEST(HfWeights, ExportRefusesValuesItsDtypeCannotHold) {
+  ModelConfig mc = model_preset("tiny");
+  const std::string w = tmp("wide.h5"), dir = tmp("wide");
+  auto weights = [&](double v) {
+    save_weights(w, mc, "float32", [v](const ParamInfo& p) {
+      std::vector<double> x(std::size_t(p.size), 0.5);
+      if (p.name == "model.layers.0.post_attention_layernorm.weight") x[7] = v;
+      return x;
+    }, "test");
+  };
+  weights(1.0);
+  export_hf(w, dir, "f16");  // an earlier export
+  const std::string before = [&] {
+    std::ifstream in(dir + "/model.safetensors", std::ios::binary);
+    return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  }();
+  weights(1e5);
+  EXPECT_EQ(error_of([&] { export_hf(w, dir, "f16"); }, ErrorKind::Input),
+            "weights file '" + w + "': model.layers.0.post_attention_layernorm.weight holds 100000 at index 7 ([7]), beyond "
+            "the range of F16 (it would be written as inf): export with --dtype bf16 or f32");
+  {
+    std::ifstream in(dir + "/model.safetensors", std::ios::binary);
+    EXPECT_EQ(std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>()), before);
+    EXPECT_FALSE(fs::exists(dir + "/.burst-export.tmp"));
+  }
+  weights(65519.0);  // rounds to 65504, the largest half: written
+  export_hf(w, dir, "f16");
+  EXPECT_EQ(io::SafetensorsFile(dir + "/model.safetensors").read<float>("model.layers.0.post_attention_layernorm.weight")[7], 65504.0f);
+  weights(1e5);
+  export_hf(w, dir, "bf16");  // within BF16's range
+  // float64 weights beyond F32.
+  const std::string w64 = tmp("wide64.h5");
+  save_weights(w64, mc, "float64", [](const ParamInfo& p) {
+    std::vector<double> x(std::size_t(p.size), 0.5);
+    if (p.name == "model.norm.weight") x[7] = 1e300;
+    return x;
+  }, "test");
+  EXPECT_EQ(error_of([&] { export_hf(w64, dir, "f32"); }, ErrorKind::Input),
+            "weights file '" + w64 + "': model.norm.weight holds 1e+300 at index 7 ([7]), beyond the range of F32 (it would "
+            "be written as inf): export with --dtype f64");
+  fs::remove(w64);
+  weights(std::numeric_limits<double>::quiet_NaN());
+  EXPECT_NE(error_of([&] { export_hf(w, dir, "f32"); }, ErrorKind::Input)
+                .find("model.layers.0.post_attention_layernorm.weight holds nan at index 7 ([7]): the weights must be finite"),
+            std::string::npos);
+  fs::remove_all(dir), fs::remove(w);
+}

@@ -44,6 +44,22 @@ long first_unrepresentable(const std::vector<double>& x, double max) {
   return -1;
 }
 
+// The first value of x that is not finite or would be stored as inf in `dt`
+// (F16 beyond 65504 after rounding, BF16 and F32 beyond theirs): its index, or -1.
+long first_unwritable(const std::vector<double>& x, io::StDtype dt) {
+  const double safe = dt == io::StDtype::F16 ? 65504.0 : dt == io::StDtype::BF16 ? 3.38e38
+                      : dt == io::StDtype::F32 ? double(std::numeric_limits<float>::max()) : HUGE_VAL;
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    if (std::isfinite(x[i]) && std::fabs(x[i]) <= safe) continue;
+    if (!std::isfinite(x[i])) return long(i);
+    const std::vector<std::uint8_t> e = io::st_encode(dt, &x[i], 1);
+    double back;
+    io::st_convert(dt, e.data(), 1, &back);
+    if (!std::isfinite(back)) return long(i);
+  }
+  return -1;
+}
+
 // "index 37 ([1, 5])": a flat index and its place in `shape`.
 std::string place(long i, const std::vector<long>& shape) {
   std::vector<long> at(shape.size());
@@ -163,7 +179,19 @@ int cmd_export_hf(Runtime& rt, const ExportHfOptions& opt) {
       weight_map[table[i].name] = name;
     }
     io::write_safetensors((staged / name).string(), specs, {{"format", "pt"}}, [&](std::size_t k) {
-      const std::vector<double> x = w.read(table[shards[s][k]]);
+      const ParamInfo& p = table[shards[s][k]];
+      const std::vector<double> x = w.read(p);
+      // A value the dtype cannot hold (beyond 65504 in F16, 3.39e38 in BF16) would be
+      // written as inf, and a NaN or inf weight is no model: both refused, the
+      // output directory unchanged (the staging directory goes).
+      const long bad = first_unwritable(x, dt);
+      if (bad >= 0) {
+        const double v = x[std::size_t(bad)];
+        BURST_FAIL(ErrorKind::Input, "weights file '", opt.weights, "': ", p.name, " holds ", v, " at ", place(bad, p.shape),
+                   std::isfinite(v) ? str_cat(", beyond the range of ", upper, " (it would be written as inf): export with ",
+                                              dt == io::StDtype::F16 ? "--dtype bf16 or f32" : "--dtype f64")
+                                    : std::string(": the weights must be finite (a diverged run?)"));
+      }
       return io::st_encode(dt, x.data(), x.size());
     });
   }
