@@ -350,3 +350,18 @@ TEST(HfWeights, ExportRefusesValuesItsDtypeCannotHold) {
             std::string::npos);
   fs::remove_all(dir), fs::remove(w);
 }
+
+// --output with a trailing slash names the directory to make (its parent was
+// taken to be the directory itself: "the directory 'out' does not exist").
+TEST(HfWeights, ExportIntoANewDirectoryGivenWithASlash) {
+  const std::string dir = tmp("slash");
+  fs::remove_all(dir);
+  export_hf(kGolden, dir + "/", "f32");
+  EXPECT_TRUE(fs::is_regular_file(dir + "/model.safetensors"));
+  EXPECT_TRUE(fs::is_regular_file(dir + "/config.json"));
+  export_hf(kGolden, dir + "//", "f32");  // and again, into the directory now there
+  EXPECT_NE(error_of([&] { export_hf(kGolden, "/nonexistent/x/", "f32"); }, ErrorKind::Input)
+                .find("--output '/nonexistent/x/': the directory '/nonexistent' does not exist"),
+            std::string::npos);
+  fs::remove_all(dir);
+}

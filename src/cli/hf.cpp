@@ -139,7 +139,9 @@ int cmd_export_hf(Runtime& rt, const ExportHfOptions& opt) {
   const std::vector<ParamInfo> table = llama_param_table(mc);
   std::error_code ec;
   {  // the directory itself is made, not a missing parent (a mistyped path once made a tree from the root)
-    const fs::path parent = fs::path(opt.output).lexically_normal().parent_path();
+    fs::path dir = fs::path(opt.output).lexically_normal();
+    if (!dir.has_filename()) dir = dir.parent_path();  // "out/": the directory out, in "." (its parent was taken to be out)
+    const fs::path parent = dir.parent_path();
     BURST_CHECK_INPUT(parent.empty() || fs::is_directory(parent, ec), "--output '", opt.output, "': the directory '",
                       parent.string(), "' does not exist");
   }
