@@ -13,6 +13,7 @@
 #include "train/weights.hpp"
 
 #include <gtest/gtest.h>
+#include <hdf5.h>
 
 #include <unistd.h>
 
@@ -364,4 +365,48 @@ TEST(HfWeights, ExportIntoANewDirectoryGivenWithASlash) {
                 .find("--output '/nonexistent/x/': the directory '/nonexistent' does not exist"),
             std::string::npos);
   fs::remove_all(dir);
+}
+
+// Tokens of any integer width (int8, int16, uint32, uint64 were refused as
+// "holds other, not integers"), the same logits as int32; an id beyond int64
+// is beyond the vocabulary; a group named tokens is named (it was Error(IO), status 1).
+TEST(HfWeights, ForwardReadsTokensOfEveryIntegerWidth) {
+  io::H5File g = io::H5File::open(kGolden);
+  const std::vector<std::int32_t> tok = g.read<std::int32_t>("tokens");
+  const std::string cfg = tmp("widths_config.json");
+  std::ofstream(cfg) << g.attr_string("/", "config_json");
+  auto forward = [&](const std::string& tokens, const std::string& out) {
+    cli::ForwardOptions o;
+    o.model = cfg, o.weights = kGolden, o.tokens = tokens, o.output = out, o.dtype = "float";
+    cli::cmd_forward(Runtime::current(), o);
+    return io::H5File::open(out).read<float>("logits");
+  };
+  auto tokens_as = [&](const std::string& path, const std::string& name, hid_t type, std::vector<std::uint64_t> v) {
+    { io::H5File f = io::H5File::create(path); }
+    const hid_t f = H5Fopen(path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
+    const hsize_t n = v.size();
+    const hid_t space = H5Screate_simple(1, &n, nullptr), lcpl = H5Pcreate(H5P_LINK_CREATE);
+    H5Pset_create_intermediate_group(lcpl, 1);
+    const hid_t d = H5Dcreate2(f, name.c_str(), type, space, lcpl, H5P_DEFAULT, H5P_DEFAULT);
+    H5Dwrite(d, H5T_NATIVE_UINT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, v.data());
+    H5Dclose(d), H5Pclose(lcpl), H5Sclose(space), H5Fclose(f);
+  };
+  const std::vector<std::uint64_t> ids(tok.begin(), tok.end());
+  const std::string t32 = tmp("tok_i32.h5");
+  tokens_as(t32, "tokens", H5T_STD_I32LE, ids);
+  const std::vector<float> ref = forward(t32, tmp("logits_i32.h5"));
+  for (hid_t type : {H5T_STD_I8LE, H5T_STD_I16LE, H5T_STD_U32LE, H5T_STD_U64LE}) {
+    const std::string t = tmp("tok_w.h5");
+    tokens_as(t, "tokens", type, ids);
+    EXPECT_EQ(forward(t, tmp("logits_w.h5")), ref) << "HDF5 type of " << H5Tget_size(type) << " bytes";
+  }
+  const std::string huge = tmp("tok_huge.h5"), grp = tmp("tok_grp.h5");
+  tokens_as(huge, "tokens", H5T_STD_U64LE, {1, 2, ~0ull});
+  EXPECT_EQ(error_of([&] { forward(huge, tmp("logits_x.h5")); }, ErrorKind::Input),
+            "tokens file '" + huge + "': token 9223372036854775807 at row 0, position 2 is outside the vocabulary [0, 64)");
+  tokens_as(grp, "tokens/x", H5T_STD_I32LE, {1});
+  EXPECT_EQ(error_of([&] { forward(grp, tmp("logits_x.h5")); }, ErrorKind::Input),
+            "tokens file '" + grp + "': 'tokens' is not a dataset (a group?)");
+  for (const char* f : {"tok_i32.h5", "tok_w.h5", "tok_huge.h5", "tok_grp.h5", "logits_i32.h5", "logits_w.h5", "widths_config.json"})
+    fs::remove(tmp(f));
 }
