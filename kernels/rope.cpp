@@ -49,6 +49,9 @@ RopeTable rope_table(const RopeConfig& cfg, long seq_len) {
     }
   } else if (type == "yarn") {
     BURST_CHECK_CONFIG(orig > 0, "rope_scaling yarn needs original_max_position_embeddings");
+    // 0 or less made the ramp's bounds infinite or NaN: other frequencies than Hugging Face's (which refuses them)
+    BURST_CHECK_CONFIG(sc.beta_fast > 0 && sc.beta_slow > 0 && std::isfinite(sc.beta_fast) && std::isfinite(sc.beta_slow),
+                       "rope_scaling yarn: beta_fast = ", sc.beta_fast, " and beta_slow = ", sc.beta_slow, " must be > 0");
     t.attention_factor = sc.attention_factor > 0 ? sc.attention_factor : yarn_mscale(sc.factor);
     double low = yarn_correction_dim(sc.beta_fast, d, base, double(orig));
     double high = yarn_correction_dim(sc.beta_slow, d, base, double(orig));

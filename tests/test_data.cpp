@@ -11,6 +11,7 @@
 #include "kernels/cross_entropy.hpp"
 
 #include <gtest/gtest.h>
+#include <hdf5.h>
 
 #include <unistd.h>
 
@@ -63,7 +64,51 @@ std::string error_of(const std::function<void()>& f, ErrorKind want = ErrorKind:
     const std::string m_ = error_of([&] { (void)(call); });                          \
     EXPECT_NE(m_.find(text), std::string::npos) << "message: '" << m_ << "'";       \
   } while (0)
+// A 1-D dataset of `type` (an HDF5 native integer type) holding `values`,
+// added to `path` (H5File writes only some integer widths).
+void write_ints_as(const std::string& path, const std::string& name, hid_t type, const std::vector<std::uint64_t>& values) {
+  const hid_t f = H5Fopen(path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
+  ASSERT_GE(f, 0);
+  const hsize_t n = values.size();
+  const hid_t space = H5Screate_simple(1, &n, nullptr);
+  const hid_t lcpl = H5Pcreate(H5P_LINK_CREATE);
+  H5Pset_create_intermediate_group(lcpl, 1);
+  const hid_t d = H5Dcreate2(f, name.c_str(), type, space, lcpl, H5P_DEFAULT, H5P_DEFAULT);
+  ASSERT_GE(d, 0);
+  EXPECT_GE(H5Dwrite(d, H5T_NATIVE_UINT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, values.data()), 0);
+  H5Dclose(d), H5Pclose(lcpl), H5Sclose(space), H5Fclose(f);
+}
 }  // namespace
+
+// Token datasets of every integer width are read (int8, int16, uint32 and
+// uint64 failed with status 1: "holds other, not numbers"), an id beyond
+// int64 is refused as beyond the vocabulary, and a group where a dataset
+// belongs is named (Error(Input); it was Error(IO)).
+TEST(Data, H5TokensOfEveryIntegerWidth) {
+  const long V = 64;
+  const std::string h = tmp("widths.h5");
+  { io::H5File f = io::H5File::create(h); }
+  std::vector<std::uint64_t> ids(40);
+  for (std::size_t i = 0; i < ids.size(); ++i) ids[i] = i % 60;
+  const std::vector<std::pair<const char*, hid_t>> types = {{"i8", H5T_STD_I8LE},   {"i16", H5T_STD_I16LE},
+                                                           {"u32", H5T_STD_U32LE}, {"u64", H5T_STD_U64LE},
+                                                           {"u8", H5T_STD_U8LE},   {"i64", H5T_STD_I64LE}};
+  for (auto& [name, type] : types) write_ints_as(h, name, type, ids);
+  write_ints_as(h, "offsets_u32", H5T_STD_U32LE, {0, 10, 25});
+  write_ints_as(h, "huge", H5T_STD_U64LE, {1, 2, ~0ull});
+  write_ints_as(h, "grp/x", H5T_STD_I32LE, {0});
+  for (auto& [name, type] : types) {
+    const TokenCorpus c = open_h5_tokens(h, name, "offsets_u32", true, V);
+    EXPECT_EQ(c.size(), 40) << name;
+    EXPECT_EQ(c[39], 39u) << name;
+    EXPECT_EQ(c.doc_starts(), (std::vector<long>{0, 10, 25})) << name;
+  }
+  EXPECT_ERROR(open_h5_tokens(h, "huge", "", false, V), "token id 9223372036854775807 at index 2 of 'huge' is not in the model's vocabulary");
+  EXPECT_ERROR(open_h5_tokens(h, "grp", "", false, V), "HDF5 tokens file '" + h + "': token 'grp' is not a dataset (a group?)");
+  EXPECT_ERROR(open_h5_tokens(h, "u8", "grp", true, V), "document offsets 'grp' is not a dataset (a group?)");
+  EXPECT_ERROR(open_h5_tokens(h, "", "", false, V), "token '' is not a dataset");
+  std::remove(h.c_str());
+}
 
 TEST(Data, RecallAnswersAreTheValuesOfTheQueriedKeys) {
   RecallTask t;

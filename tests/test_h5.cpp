@@ -73,6 +73,10 @@ TEST(H5, WritesAndReadsEveryType) {
   EXPECT_EQ(f.attr_int("a", "count"), 42);
   EXPECT_TRUE(f.exists("a/b"));
   EXPECT_FALSE(f.exists("a/c/d"));
+  EXPECT_TRUE(f.is_dataset("a/b/f64"));
+  EXPECT_FALSE(f.is_dataset("a/b"));  // a group
+  EXPECT_FALSE(f.is_dataset("a/c/d"));
+  EXPECT_FALSE(f.is_dataset(""));
   std::remove(p.c_str());
 }
 

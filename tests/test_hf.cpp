@@ -13,6 +13,7 @@
 #include "train/weights.hpp"
 
 #include <gtest/gtest.h>
+#include <hdf5.h>
 
 #include <unistd.h>
 
@@ -20,6 +21,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <limits>
 
 using namespace burst;
 namespace fs = std::filesystem;
@@ -234,4 +236,177 @@ TEST(HfWeights, ForwardOnABatchOfRows) {
     EXPECT_LT(std::sqrt(num / den), 1e-5) << "row " << row << " (double; transformers' own rope runs in float32)";
   }
   for (size_t e = 0; e < ref.size(); ++e) ASSERT_EQ(logits[e], logits[ref.size() + e]) << "rows are independent";
+}
+
+namespace {
+// Rewrites the single-file checkpoint in `dir` with `name`[at] set to v (F32).
+void poke_f32(const std::string& dir, const std::string& name, long at, float v) {
+  const std::string path = dir + "/model.safetensors";
+  std::vector<io::StTensorSpec> specs;
+  std::vector<std::vector<std::uint8_t>> data;
+  {
+    io::SafetensorsFile f(path);
+    for (const io::StTensor& t : f.header().tensors) {
+      specs.push_back({t.name, t.dtype, t.shape});
+      data.push_back(f.raw(t.name));
+      if (t.name == name) {
+        ASSERT_EQ(t.dtype, io::StDtype::F32);
+        const std::vector<std::uint8_t> e = io::st_encode(io::StDtype::F32, &v, 1);
+        std::copy(e.begin(), e.end(), data.back().begin() + 4 * at);
+      }
+    }
+  }
+  io::write_safetensors(path, specs, {}, [&](std::size_t k) { return data[k]; });
+}
+}  // namespace
+
+// A NaN or infinite weight in a checkpoint, or an F64 value beyond float32
+// imported as float32: refused naming the tensor, the value and its place,
+// an earlier import at --output kept. They were imported without a word and
+// made every logit NaN.
+TEST(HfWeights, ImportRefusesWeightsThatAreNotFinite) {
+  const std::string dir = tmp("nonfinite"), w = tmp("nonfinite.h5");
+  export_hf(kGolden, dir, "f32");
+  import_hf(dir, w);  // an earlier, good import
+  poke_f32(dir, "model.norm.weight", 3, std::numeric_limits<float>::quiet_NaN());
+  EXPECT_EQ(error_of([&] { import_hf(dir, w); }, ErrorKind::Input),
+            "tensor 'model.norm.weight' in '" + dir + "/model.safetensors' holds nan at index 3 ([3]): the weights must be "
+            "finite (a damaged or diverged checkpoint?)");
+  poke_f32(dir, "model.norm.weight", 3, 1.0f);
+  poke_f32(dir, "model.layers.1.mlp.up_proj.weight", 33, -std::numeric_limits<float>::infinity());
+  EXPECT_NE(error_of([&] { import_hf(dir, w); }, ErrorKind::Input)
+                .find("tensor 'model.layers.1.mlp.up_proj.weight' in '" + dir + "/model.safetensors' holds -inf at index 33 ([1, 1])"),
+            std::string::npos);
+  WeightsReader earlier(w);  // whole, checksums and all
+  for (const ParamInfo& p : llama_param_table(earlier.config())) earlier.read(p);
+  // F64 beyond float32: kept as float64 (auto), refused as float32.
+  const std::string dir64 = tmp("nonfinite64"), big = tmp("big64.h5");
+  {
+    ModelConfig mc = WeightsReader(kGolden).config();
+    save_weights(big, mc, "float64", [](const ParamInfo& p) {
+      std::vector<double> x(std::size_t(p.size), 0.5);
+      if (p.name == "model.norm.weight") x[7] = 1e300;
+      return x;
+    }, "test");
+    export_hf(big, dir64, "f64");
+  }
+  cli::ImportHfOptions o;
+  o.model_dir = dir64, o.output = w, o.dtype = "float32";
+  EXPECT_EQ(error_of([&] { cli::cmd_import_hf(Runtime::current(), o); }, ErrorKind::Input),
+            "tensor 'model.norm.weight' in '" + dir64 + "/model.safetensors' holds 1e+300 at index 7 ([7]), beyond the "
+            "float32 range (import with --dtype float64)");
+  o.dtype = "auto";
+  cli::cmd_import_hf(Runtime::current(), o);
+  EXPECT_EQ(WeightsReader(w).stored_dtype(), "float64");
+  fs::remove_all(dir), fs::remove_all(dir64), fs::remove(w), fs::remove(big);
+}
+
+// Weights F16 (or BF16) cannot hold, or that are not finite: export-hf refuses
+// them naming the tensor and the place, and an earlier export in the directory
+// is left as it was. They were written as inf.
+TEST(HfWeights, ExportRefusesValuesItsDtypeCannotHold) {
+  ModelConfig mc = model_preset("tiny");
+  const std::string w = tmp("wide.h5"), dir = tmp("wide");
+  auto weights = [&](double v) {
+    save_weights(w, mc, "float32", [v](const ParamInfo& p) {
+      std::vector<double> x(std::size_t(p.size), 0.5);
+      if (p.name == "model.layers.0.post_attention_layernorm.weight") x[7] = v;
+      return x;
+    }, "test");
+  };
+  weights(1.0);
+  export_hf(w, dir, "f16");  // an earlier export
+  const std::string before = [&] {
+    std::ifstream in(dir + "/model.safetensors", std::ios::binary);
+    return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  }();
+  weights(1e5);
+  EXPECT_EQ(error_of([&] { export_hf(w, dir, "f16"); }, ErrorKind::Input),
+            "weights file '" + w + "': model.layers.0.post_attention_layernorm.weight holds 100000 at index 7 ([7]), beyond "
+            "the range of F16 (it would be written as inf): export with --dtype bf16 or f32");
+  {
+    std::ifstream in(dir + "/model.safetensors", std::ios::binary);
+    EXPECT_EQ(std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>()), before);
+    EXPECT_FALSE(fs::exists(dir + "/.burst-export.tmp"));
+  }
+  weights(65519.0);  // rounds to 65504, the largest half: written
+  export_hf(w, dir, "f16");
+  EXPECT_EQ(io::SafetensorsFile(dir + "/model.safetensors").read<float>("model.layers.0.post_attention_layernorm.weight")[7], 65504.0f);
+  weights(1e5);
+  export_hf(w, dir, "bf16");  // within BF16's range
+  // float64 weights beyond F32.
+  const std::string w64 = tmp("wide64.h5");
+  save_weights(w64, mc, "float64", [](const ParamInfo& p) {
+    std::vector<double> x(std::size_t(p.size), 0.5);
+    if (p.name == "model.norm.weight") x[7] = 1e300;
+    return x;
+  }, "test");
+  EXPECT_EQ(error_of([&] { export_hf(w64, dir, "f32"); }, ErrorKind::Input),
+            "weights file '" + w64 + "': model.norm.weight holds 1e+300 at index 7 ([7]), beyond the range of F32 (it would "
+            "be written as inf): export with --dtype f64");
+  fs::remove(w64);
+  weights(std::numeric_limits<double>::quiet_NaN());
+  EXPECT_NE(error_of([&] { export_hf(w, dir, "f32"); }, ErrorKind::Input)
+                .find("model.layers.0.post_attention_layernorm.weight holds nan at index 7 ([7]): the weights must be finite"),
+            std::string::npos);
+  fs::remove_all(dir), fs::remove(w);
+}
+
+// --output with a trailing slash names the directory to make (its parent was
+// taken to be the directory itself: "the directory 'out' does not exist").
+TEST(HfWeights, ExportIntoANewDirectoryGivenWithASlash) {
+  const std::string dir = tmp("slash");
+  fs::remove_all(dir);
+  export_hf(kGolden, dir + "/", "f32");
+  EXPECT_TRUE(fs::is_regular_file(dir + "/model.safetensors"));
+  EXPECT_TRUE(fs::is_regular_file(dir + "/config.json"));
+  export_hf(kGolden, dir + "//", "f32");  // and again, into the directory now there
+  EXPECT_NE(error_of([&] { export_hf(kGolden, "/nonexistent/x/", "f32"); }, ErrorKind::Input)
+                .find("--output '/nonexistent/x/': the directory '/nonexistent' does not exist"),
+            std::string::npos);
+  fs::remove_all(dir);
+}
+
+// Tokens of any integer width (int8, int16, uint32, uint64 were refused as
+// "holds other, not integers"), the same logits as int32; an id beyond int64
+// is beyond the vocabulary; a group named tokens is named (it was Error(IO), status 1).
+TEST(HfWeights, ForwardReadsTokensOfEveryIntegerWidth) {
+  io::H5File g = io::H5File::open(kGolden);
+  const std::vector<std::int32_t> tok = g.read<std::int32_t>("tokens");
+  const std::string cfg = tmp("widths_config.json");
+  std::ofstream(cfg) << g.attr_string("/", "config_json");
+  auto forward = [&](const std::string& tokens, const std::string& out) {
+    cli::ForwardOptions o;
+    o.model = cfg, o.weights = kGolden, o.tokens = tokens, o.output = out, o.dtype = "float";
+    cli::cmd_forward(Runtime::current(), o);
+    return io::H5File::open(out).read<float>("logits");
+  };
+  auto tokens_as = [&](const std::string& path, const std::string& name, hid_t type, std::vector<std::uint64_t> v) {
+    { io::H5File f = io::H5File::create(path); }
+    const hid_t f = H5Fopen(path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
+    const hsize_t n = v.size();
+    const hid_t space = H5Screate_simple(1, &n, nullptr), lcpl = H5Pcreate(H5P_LINK_CREATE);
+    H5Pset_create_intermediate_group(lcpl, 1);
+    const hid_t d = H5Dcreate2(f, name.c_str(), type, space, lcpl, H5P_DEFAULT, H5P_DEFAULT);
+    H5Dwrite(d, H5T_NATIVE_UINT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, v.data());
+    H5Dclose(d), H5Pclose(lcpl), H5Sclose(space), H5Fclose(f);
+  };
+  const std::vector<std::uint64_t> ids(tok.begin(), tok.end());
+  const std::string t32 = tmp("tok_i32.h5");
+  tokens_as(t32, "tokens", H5T_STD_I32LE, ids);
+  const std::vector<float> ref = forward(t32, tmp("logits_i32.h5"));
+  for (hid_t type : {H5T_STD_I8LE, H5T_STD_I16LE, H5T_STD_U32LE, H5T_STD_U64LE}) {
+    const std::string t = tmp("tok_w.h5");
+    tokens_as(t, "tokens", type, ids);
+    EXPECT_EQ(forward(t, tmp("logits_w.h5")), ref) << "HDF5 type of " << H5Tget_size(type) << " bytes";
+  }
+  const std::string huge = tmp("tok_huge.h5"), grp = tmp("tok_grp.h5");
+  tokens_as(huge, "tokens", H5T_STD_U64LE, {1, 2, ~0ull});
+  EXPECT_EQ(error_of([&] { forward(huge, tmp("logits_x.h5")); }, ErrorKind::Input),
+            "tokens file '" + huge + "': token 9223372036854775807 at row 0, position 2 is outside the vocabulary [0, 64)");
+  tokens_as(grp, "tokens/x", H5T_STD_I32LE, {1});
+  EXPECT_EQ(error_of([&] { forward(grp, tmp("logits_x.h5")); }, ErrorKind::Input),
+            "tokens file '" + grp + "': 'tokens' is not a dataset (a group?)");
+  for (const char* f : {"tok_i32.h5", "tok_w.h5", "tok_huge.h5", "tok_grp.h5", "logits_i32.h5", "logits_w.h5", "widths_config.json"})
+    fs::remove(tmp(f));
 }

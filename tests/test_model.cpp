@@ -283,6 +283,24 @@ TEST(Model, HuggingFaceConfigBothForms) {
   EXPECT_EQ(err(R"({"model_type": "gpt2", "n_layer": 2})"),
             "bad.json: model_type 'gpt2' is not supported: this engine is a LLaMA decoder (llama, mistral, smollm3)");
   EXPECT_EQ(model_from_hf_json(cfg("2", "8", "2", "10", "4", R"(, "model_type": "mistral")"), "m.json").layers, 2);
+  // RoPE scaling that cannot be meant is refused, not replaced: a string or a
+  // list was ignored (the default RoPE), original_max_position_embeddings <= 0
+  // read as absent, a YaRN beta <= 0 gave infinite or NaN ramp bounds.
+  EXPECT_EQ(err(cfg("2", "8", "2", "10", "4", R"(, "rope_scaling": "linear")")),
+            R"(bad.json: 'rope_scaling' must be an object ({"rope_type": ..., "factor": ...}) or null, got "linear")");
+  EXPECT_EQ(err(cfg("2", "8", "2", "10", "4", R"(, "rope_scaling": [2.0])")),
+            R"(bad.json: 'rope_scaling' must be an object ({"rope_type": ..., "factor": ...}) or null, got [2.0])");
+  EXPECT_EQ(err(cfg("2", "8", "2", "10", "4", R"(, "rope_parameters": 5)")), "bad.json: 'rope_parameters' must be an object or null, got 5");
+  EXPECT_EQ(err(cfg("2", "8", "2", "10", "4",
+                    R"(, "rope_scaling": {"rope_type": "llama3", "factor": 8.0, "original_max_position_embeddings": -16})")),
+            "bad.json: rope scaling original_max_position_embeddings = -16 must be >= 1");
+  const std::string yarn = R"(, "rope_scaling": {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 16)";
+  EXPECT_EQ(err(cfg("2", "8", "2", "10", "4", yarn + R"(, "beta_fast": 0})")),
+            "rope_scaling yarn: beta_fast = 0 and beta_slow = 1 must be > 0");
+  EXPECT_EQ(err(cfg("2", "8", "2", "10", "4", yarn + R"(, "beta_slow": -1})")),
+            "rope_scaling yarn: beta_fast = 32 and beta_slow = -1 must be > 0");
+  EXPECT_EQ(model_from_hf_json(cfg("2", "8", "2", "10", "4", yarn + "}"), "y.json").rope.scaling.type, "yarn");
+  EXPECT_EQ(model_from_hf_json(cfg("2", "8", "2", "10", "4", R"(, "rope_scaling": null)"), "n.json").rope.scaling.type, "default");
 }
 
 // ------------------------------------------------------------ one block alone

@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cmath>
@@ -221,6 +222,78 @@ TEST(Safetensors, ShardedCheckpointWithIndex) {
   } catch (const Error& e) {
     EXPECT_NE(e.message().find("holds 2 .safetensors files but no model.safetensors.index.json"), std::string::npos) << e.message();
   }
+  fs::remove_all(dir);
+}
+
+// The index and the shards disagree: a tensor a shard holds but the index
+// does not list is still seen (import-hf then refuses it unless the model
+// ignores it, as for one file; it was dropped without a word), and a tensor
+// two shards hold is refused naming both.
+TEST(Safetensors, ShardedTensorsTheIndexDoesNotListAreSeen) {
+  const std::string dir = tmp("unlisted");
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const std::vector<float> v = {1, 2, 3, 4};
+  auto bytes = [&](std::size_t) { return st_encode(StDtype::F32, v.data(), v.size()); };
+  const std::string s1 = dir + "/model-00001-of-00002.safetensors", s2 = dir + "/model-00002-of-00002.safetensors";
+  write_safetensors(s1, {{"a", StDtype::F32, {4}}}, {}, bytes);
+  write_safetensors(s2, {{"b", StDtype::F32, {4}}, {"q_proj.bias", StDtype::F32, {4}}}, {}, bytes);
+  write_bytes(dir + "/model.safetensors.index.json", R"({"weight_map":{"a":"model-00001-of-00002.safetensors",
+                         "b":"model-00002-of-00002.safetensors"}})");
+  {
+    SafetensorsModel m(dir);
+    EXPECT_EQ(m.names(), (std::vector<std::string>{"a", "b", "q_proj.bias"}));
+    EXPECT_EQ(m.file_of("q_proj.bias").path(), s2);
+    EXPECT_EQ(m.read<float>("q_proj.bias"), v);
+  }
+  // "a" in both shards (the index names the first).
+  write_safetensors(s2, {{"b", StDtype::F32, {4}}, {"a", StDtype::F32, {4}}}, {}, bytes);
+  try {
+    SafetensorsModel m(dir);
+    ADD_FAILURE() << "a tensor in two shards was accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::Input);
+    EXPECT_NE(e.message().find("tensor 'a' is in two shards: '" + s1 + "' and '" + s2 + "' (the index '" + dir +
+                               "/model.safetensors.index.json' names 'model-00001-of-00002.safetensors')"),
+              std::string::npos)
+        << e.message();
+  }
+  fs::remove_all(dir);
+}
+
+// A shard named in the index, or the one *.safetensors of a directory, that
+// is a FIFO: refused by what it is. Opening it waited for a writer forever.
+TEST(Safetensors, ShardThatIsNoRegularFileIsRefused) {
+  const std::string dir = tmp("fifo_shard");
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const std::vector<float> v = {1, 2, 3, 4};
+  auto bytes = [&](std::size_t) { return st_encode(StDtype::F32, v.data(), v.size()); };
+  write_safetensors(dir + "/model-00001-of-00002.safetensors", {{"a", StDtype::F32, {4}}}, {}, bytes);
+  ASSERT_EQ(mkfifo((dir + "/model-00002-of-00002.safetensors").c_str(), 0600), 0);
+  write_bytes(dir + "/model.safetensors.index.json", R"({"weight_map":{"a":"model-00001-of-00002.safetensors",
+                         "b":"model-00002-of-00002.safetensors"}})");
+  auto refused = [&](const std::string& path) {
+    try {
+      SafetensorsModel m(path);
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), ErrorKind::Input);
+      return e.message();
+    }
+    return std::string();
+  };
+  EXPECT_NE(refused(dir).find("safetensors file '" + dir + "/model-00002-of-00002.safetensors' is not a regular file "
+                              "(a device, FIFO or socket)"),
+            std::string::npos);
+  // No index: the directory's one .safetensors is the FIFO.
+  fs::remove(dir + "/model.safetensors.index.json");
+  fs::remove(dir + "/model-00001-of-00002.safetensors");
+  EXPECT_NE(refused(dir).find("is not a regular file (a device, FIFO or socket)"), std::string::npos);
+  // A directory named like a shard.
+  fs::remove(dir + "/model-00002-of-00002.safetensors");
+  fs::create_directories(dir + "/model.safetensors");
+  EXPECT_NE(refused(dir).find("safetensors file '" + dir + "/model.safetensors' is not a regular file (a directory)"),
+            std::string::npos);
   fs::remove_all(dir);
 }
 

@@ -48,9 +48,10 @@ template <class T> int run_forward(const ForwardOptions& opt) {
     BURST_FAIL(ErrorKind::Input, "tokens file '", opt.tokens, "' cannot be read: ", e.message());
   }
   BURST_CHECK_INPUT(tf.exists("tokens"), "tokens file '", opt.tokens, "' has no dataset 'tokens'");
+  BURST_CHECK_INPUT(tf.is_dataset("tokens"), "tokens file '", opt.tokens, "': 'tokens' is not a dataset (a group?)");
   const std::string tdt = tf.dtype("tokens");
-  BURST_CHECK_INPUT(tdt == "int32" || tdt == "int64" || tdt == "uint8" || tdt == "uint16", "tokens file '", opt.tokens,
-                    "': dataset 'tokens' holds ", tdt, ", not integers (int32, int64, uint8, uint16)");
+  BURST_CHECK_INPUT(tdt.rfind("int", 0) == 0 || tdt.rfind("uint", 0) == 0, "tokens file '", opt.tokens,
+                    "': dataset 'tokens' holds ", tdt, ", not integers (int8 to int64, uint8 to uint64)");
   // The shape before the values (a file declaring [2^40] tokens is named, not allocated).
   const io::Dims td = tf.dims("tokens");
   const double ntok = td.empty() ? 0 : std::accumulate(td.begin(), td.end(), 1.0, [](double a, std::uint64_t b) { return a * double(b); });

@@ -11,9 +11,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <set>
 
 namespace fs = std::filesystem;
@@ -32,6 +34,40 @@ bool ignorable(const std::string& name, const ModelConfig& mc) {
   const std::string inv = "rotary_emb.inv_freq";
   if (name.size() >= inv.size() && name.compare(name.size() - inv.size(), inv.size(), inv) == 0) return true;
   return mc.tie_embeddings && name == "lm_head.weight";
+}
+
+// The first value of x that is not finite, or (when `max` > 0) whose magnitude
+// is beyond `max`: its index, or -1 when there is none.
+long first_unrepresentable(const std::vector<double>& x, double max) {
+  for (std::size_t i = 0; i < x.size(); ++i)
+    if (!std::isfinite(x[i]) || (max > 0 && std::fabs(x[i]) > max)) return long(i);
+  return -1;
+}
+
+// The first value of x that is not finite or would be stored as inf in `dt`
+// (F16 beyond 65504 after rounding, BF16 and F32 beyond theirs): its index, or -1.
+long first_unwritable(const std::vector<double>& x, io::StDtype dt) {
+  const double safe = dt == io::StDtype::F16 ? 65504.0 : dt == io::StDtype::BF16 ? 3.38e38
+                      : dt == io::StDtype::F32 ? double(std::numeric_limits<float>::max()) : HUGE_VAL;
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    if (std::isfinite(x[i]) && std::fabs(x[i]) <= safe) continue;
+    if (!std::isfinite(x[i])) return long(i);
+    const std::vector<std::uint8_t> e = io::st_encode(dt, &x[i], 1);
+    double back;
+    io::st_convert(dt, e.data(), 1, &back);
+    if (!std::isfinite(back)) return long(i);
+  }
+  return -1;
+}
+
+// "index 37 ([1, 5])": a flat index and its place in `shape`.
+std::string place(long i, const std::vector<long>& shape) {
+  std::vector<long> at(shape.size());
+  long r = i;
+  for (std::size_t k = shape.size(); k-- > 0;) at[k] = shape[k] > 0 ? r % shape[k] : 0, r = shape[k] > 0 ? r / shape[k] : 0;
+  std::string s = "index " + std::to_string(i) + " ([";
+  for (std::size_t k = 0; k < at.size(); ++k) s += (k ? ", " : "") + std::to_string(at[k]);
+  return s + "])";
 }
 }  // namespace
 
@@ -70,8 +106,19 @@ int cmd_import_hf(Runtime& rt, const ImportHfOptions& opt) {
     ++ignored;
   }
   const std::string dtype = opt.dtype != "auto" ? opt.dtype : any_f64 ? "float64" : "float32";
-  save_weights(opt.output, mc, dtype, [&](const ParamInfo& p) { return st.read<double>(p.name); },
-               "burst import-hf --model-dir " + opt.model_dir);
+  // A NaN or infinite weight (a damaged or diverged checkpoint), or an F64 value
+  // beyond float32 stored as float32 (it would become inf), is refused: it made
+  // every logit NaN without a word.
+  const double max = dtype == "float32" ? double(std::numeric_limits<float>::max()) : 0.0;
+  save_weights(opt.output, mc, dtype, [&](const ParamInfo& p) {
+    std::vector<double> x = st.read<double>(p.name);
+    const long bad = first_unrepresentable(x, max);
+    BURST_CHECK_INPUT(bad < 0, "tensor '", p.name, "' in '", st.file_of(p.name).path(), "' holds ", bad < 0 ? 0.0 : x[std::size_t(bad)],
+                      " at ", place(bad, p.shape),
+                      bad >= 0 && std::isfinite(x[std::size_t(bad)]) ? ", beyond the float32 range (import with --dtype float64)"
+                                                                      : ": the weights must be finite (a damaged or diverged checkpoint?)");
+    return x;
+  }, "burst import-hf --model-dir " + opt.model_dir);
   std::printf("imported %zu tensors (%s) from %s (%zu file(s)%s) into %s as %s\n", table.size(),
               mc.describe().c_str(), opt.model_dir.c_str(), st.files().size(),
               ignored ? (", " + std::to_string(ignored) + " unused tensor(s) skipped").c_str() : "", opt.output.c_str(),
@@ -92,7 +139,9 @@ int cmd_export_hf(Runtime& rt, const ExportHfOptions& opt) {
   const std::vector<ParamInfo> table = llama_param_table(mc);
   std::error_code ec;
   {  // the directory itself is made, not a missing parent (a mistyped path once made a tree from the root)
-    const fs::path parent = fs::path(opt.output).lexically_normal().parent_path();
+    fs::path dir = fs::path(opt.output).lexically_normal();
+    if (!dir.has_filename()) dir = dir.parent_path();  // "out/": the directory out, in "." (its parent was taken to be out)
+    const fs::path parent = dir.parent_path();
     BURST_CHECK_INPUT(parent.empty() || fs::is_directory(parent, ec), "--output '", opt.output, "': the directory '",
                       parent.string(), "' does not exist");
   }
@@ -132,7 +181,19 @@ int cmd_export_hf(Runtime& rt, const ExportHfOptions& opt) {
       weight_map[table[i].name] = name;
     }
     io::write_safetensors((staged / name).string(), specs, {{"format", "pt"}}, [&](std::size_t k) {
-      const std::vector<double> x = w.read(table[shards[s][k]]);
+      const ParamInfo& p = table[shards[s][k]];
+      const std::vector<double> x = w.read(p);
+      // A value the dtype cannot hold (beyond 65504 in F16, 3.39e38 in BF16) would be
+      // written as inf, and a NaN or inf weight is no model: both refused, the
+      // output directory unchanged (the staging directory goes).
+      const long bad = first_unwritable(x, dt);
+      if (bad >= 0) {
+        const double v = x[std::size_t(bad)];
+        BURST_FAIL(ErrorKind::Input, "weights file '", opt.weights, "': ", p.name, " holds ", v, " at ", place(bad, p.shape),
+                   std::isfinite(v) ? str_cat(", beyond the range of ", upper, " (it would be written as inf): export with ",
+                                              dt == io::StDtype::F16 ? "--dtype bf16 or f32" : "--dtype f64")
+                                    : std::string(": the weights must be finite (a diverged run?)"));
+      }
       return io::st_encode(dt, x.data(), x.size());
     });
   }

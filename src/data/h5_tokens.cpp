@@ -22,6 +22,8 @@ bool is_integer_dataset(const io::H5File& f, const std::string& name) {
 }
 
 std::vector<std::int64_t> read_ints(const io::H5File& f, const std::string& path, const std::string& name, const char* what) {
+  BURST_CHECK_INPUT(f.is_dataset(name), "HDF5 tokens file '", path, "': ", what, " '", name,
+                    "' is not a dataset (a group?)");
   BURST_CHECK_INPUT(is_integer_dataset(f, name), "HDF5 tokens file '", path, "': ", what, " dataset '", name, "' holds ",
                     f.dtype(name), ", not integers");
   const io::Dims d = f.dims(name);  // before the values: a wrong file is named, not allocated

@@ -323,6 +323,15 @@ bool H5File::exists(const std::string& name) const {
   }
 }
 
+bool H5File::is_dataset(const std::string& name) const {
+  if (name.empty() || !exists(name)) return false;
+  const hid_t o = H5Oopen(id_, name.c_str(), H5P_DEFAULT);
+  if (o < 0) return false;
+  const bool dataset = H5Iget_type(o) == H5I_DATASET;
+  H5Oclose(o);
+  return dataset;
+}
+
 void H5File::create_group(const std::string& name) {
   if (exists(name)) return;
   Handle lcpl(H5Pcreate(H5P_LINK_CREATE), H5Pclose);
@@ -353,10 +362,8 @@ std::string H5File::dtype(const std::string& dataset) const {
   if (c == H5T_FLOAT) return size == 4 ? "float32" : size == 8 ? "float64" : "other";
   if (c == H5T_INTEGER) {
     bool is_signed = H5Tget_sign(t) == H5T_SGN_2;
-    if (is_signed && size == 4) return "int32";
-    if (is_signed && size == 8) return "int64";
-    if (!is_signed && size == 1) return "uint8";
-    if (!is_signed && size == 2) return "uint16";
+    if (size == 1 || size == 2 || size == 4 || size == 8)  // every width HDF5 converts to the others
+      return (is_signed ? "int" : "uint") + std::to_string(8 * size);
     return "other";
   }
   if (c == H5T_STRING) return "string";

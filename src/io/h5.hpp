@@ -56,8 +56,10 @@ class H5File {
   [[noreturn]] void write_failed(const std::string& what, const std::string& cause);
 
   bool exists(const std::string& name) const;  // dataset or group
+  bool is_dataset(const std::string& name) const;  // exists, and a dataset (not a group)
   Dims dims(const std::string& dataset) const;
-  // "float32", "float64", "int32", "int64", "uint8", "uint16", "bfloat16", "string", or "other".
+  // "float32", "float64", "int8", "int16", "int32", "int64", "uint8", "uint16",
+  // "uint32", "uint64", "bfloat16", "string", or "other".
   std::string dtype(const std::string& dataset) const;
 
   template <class T> void write(const std::string& name, const T* data, const Dims& dims);

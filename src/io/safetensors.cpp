@@ -253,6 +253,13 @@ StHeader parse_safetensors_header(const std::uint8_t* head, std::size_t head_siz
 // ---------------------------------------------------------------- file
 
 SafetensorsFile::SafetensorsFile(const std::string& path) : path_(path) {
+  {  // before opening: opening a FIFO (a shard named in the index, a *.safetensors in the directory) waits for a writer
+    std::error_code ec;
+    const fs::file_status st = fs::status(path, ec);
+    if (fs::exists(st))
+      BURST_CHECK_INPUT(fs::is_regular_file(st), "safetensors file '", path, "' is not a regular file (",
+                        fs::is_directory(st) ? "a directory" : "a device, FIFO or socket", ")");
+  }
   std::ifstream in(path, std::ios::binary);
   BURST_CHECK_INPUT(in.good(), "cannot open safetensors file '", path, "': ", std::strerror(errno));
   std::error_code ec;
@@ -451,6 +458,18 @@ SafetensorsModel::SafetensorsModel(const std::string& dir) : dir_(dir) {
                           index.string(), "', but '", f.path(), "' does not hold it");
         where_[name] = shard_of_file[file];
       }
+      // Every tensor of every shard, listed or not: one the index leaves out is
+      // still in the checkpoint (import-hf refuses it unless the model ignores
+      // it, as for one file), and one held by two shards is ambiguous. Both
+      // went unseen: an unlisted tensor (a bias the config does not know) was
+      // dropped without a word.
+      for (std::size_t i = 0; i < files_.size(); ++i)
+        for (const StTensor& t : files_[i].header().tensors) {
+          const auto [at, added] = where_.emplace(t.name, i);
+          BURST_CHECK_INPUT(added || at->second == i, "tensor '", t.name, "' is in two shards: '", files_[at->second].path(),
+                            "' and '", files_[i].path(), "' (the index '", index.string(), "' names '",
+                            ix.weight_map.count(t.name) ? ix.weight_map.at(t.name) : std::string("neither"), "')");
+        }
       return;
     }
     std::vector<std::string> found;

@@ -152,15 +152,18 @@ kernels::RopeScaling parse_scaling(const json& s, const std::string& src) {
                                              : "default";
   r.type = type;
   r.factor = get_double(s, "factor", 1.0);
-  if (s.contains("original_max_position_embeddings") && !s["original_max_position_embeddings"].is_null())
+  if (s.contains("original_max_position_embeddings") && !s["original_max_position_embeddings"].is_null()) {
     r.original_max_position_embeddings = s["original_max_position_embeddings"].get<long>();
+    // <= 0 read as absent: max_position_embeddings took its place without a word
+    BURST_CHECK_CONFIG(r.original_max_position_embeddings >= 1, src, ": rope scaling original_max_position_embeddings = ",
+                       r.original_max_position_embeddings, " must be >= 1");
+  }
   r.low_freq_factor = get_double(s, "low_freq_factor", 1.0);
   r.high_freq_factor = get_double(s, "high_freq_factor", 4.0);
   r.beta_fast = get_double(s, "beta_fast", 32.0);
   r.beta_slow = get_double(s, "beta_slow", 1.0);
   r.attention_factor = get_double(s, "attention_factor", 0.0);
   if (s.contains("truncate")) r.truncate = s["truncate"].get<bool>();
-  (void)src;
   return r;
 }
 }  // namespace
@@ -208,13 +211,19 @@ ModelConfig model_from_hf_json(const std::string& text, const std::string& src) 
       BURST_CHECK_CONFIG(!j.value(k, false), src, ": '", k, "' = true is not supported (LLaMA has no biases)");
     c.rope.head_dim = c.head_dim;
     c.rope.max_position_embeddings = c.max_position_embeddings;
+    BURST_CHECK_CONFIG(!j.contains("rope_parameters") || j["rope_parameters"].is_null() || j["rope_parameters"].is_object(), src,
+                       ": 'rope_parameters' must be an object or null, got ", j.contains("rope_parameters") ? j["rope_parameters"].dump() : "");
     if (j.contains("rope_parameters") && j["rope_parameters"].is_object()) {  // transformers 5.x
       const json& rp = j["rope_parameters"];
       c.rope.theta = get_double(rp, "rope_theta", get_double(j, "rope_theta", 10000.0));
       c.rope.scaling = parse_scaling(rp, src);
     } else {  // transformers 4.x
       c.rope.theta = get_double(j, "rope_theta", 10000.0);
-      if (j.contains("rope_scaling") && j["rope_scaling"].is_object()) c.rope.scaling = parse_scaling(j["rope_scaling"], src);
+      if (j.contains("rope_scaling") && !j["rope_scaling"].is_null()) {  // a string or a list was ignored: the default RoPE
+        BURST_CHECK_CONFIG(j["rope_scaling"].is_object(), src, ": 'rope_scaling' must be an object ({\"rope_type\": ..., "
+                           "\"factor\": ...}) or null, got ", j["rope_scaling"].dump());
+        c.rope.scaling = parse_scaling(j["rope_scaling"], src);
+      }
     }
     if (j.contains("no_rope_layers") && !j["no_rope_layers"].is_null()) {  // Llama 4, SmolLM3: 1 = RoPE, 0 = NoPE
       const json& nr = j["no_rope_layers"];
