@@ -185,6 +185,34 @@ TEST(SimNccl, AReceiveOfAnotherSizeIsAnError) {
   MPI_Barrier(MPI_COMM_WORLD);
 }
 
+// The other way round: a send larger than its receive is the same error,
+// reported by the communicator (MPI's truncation of the message is not fatal).
+TEST(SimNccl, ASendLargerThanItsReceiveIsAnError) {
+  if (world_size() < 2) GTEST_SKIP() << "needs 2 ranks";
+  ncclComm_t c = make_comm(MPI_COMM_WORLD);
+  cudaStream_t s = make_stream();
+  const int peer = partner();
+  std::vector<char> buf(200, 0);
+  if (peer >= 0) {
+    const bool sender = world_rank() % 2 == 0;
+    if (sender) ASSERT_EQ(ncclSend(buf.data(), 200, ncclInt8, peer, c, s), ncclSuccess);
+    else ASSERT_EQ(ncclRecv(buf.data(), 100, ncclInt8, peer, c, s), ncclSuccess);
+    cudaEvent_t e;
+    cudaEventCreateWithFlags(&e, cudaEventDisableTiming);
+    cudaEventRecord(e, s);
+    ASSERT_EQ(cudaEventSynchronize(e), cudaSuccess);
+    ncclResult_t state = ncclSuccess;
+    ncclCommGetAsyncError(c, &state);
+    if (!sender) {
+      EXPECT_EQ(state, ncclInvalidUsage);
+      EXPECT_NE(std::string(ncclGetLastError(c)).find("a receive of 100"), std::string::npos) << ncclGetLastError(c);
+    }
+    cudaEventDestroy(e);
+  }
+  ncclCommAbort(c);
+  MPI_Barrier(MPI_COMM_WORLD);
+}
+
 TEST(SimNccl, CollectivesSumInRankOrder) {
   ncclComm_t c = make_comm(MPI_COMM_WORLD);
   cudaStream_t s = make_stream();

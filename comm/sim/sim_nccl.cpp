@@ -3,8 +3,9 @@
 //
 // One "GPU" per process. Its streams are queues of items (an NCCL group, or a
 // wait for an event of another stream) that a progress thread runs in order:
-// a group is posted as MPI_Irecv / MPI_Issend on MPI_COMM_WORLD under the
-// tag of its communicator, and the stream moves to its next item only when
+// a group is posted as receives and MPI_Issend on MPI_COMM_WORLD under the
+// tag of its communicator (a receive as MPI_Improbe then MPI_Imrecv, its size
+// checked first), and the stream moves to its next item only when
 // every transfer of the group is complete. The compute stream is the host
 // itself (Kokkos' host kernels are synchronous): an event recorded on it is
 // complete at once, and making it wait for an event blocks the caller,
@@ -96,6 +97,13 @@ struct Item {
   std::vector<MPI_Request> reqs;
   std::vector<size_t> req_bytes;  // expected bytes of each request (receives are checked)
   std::vector<int> req_is_recv;
+  // A receive is matched (MPI_Improbe) before it is received (MPI_Imrecv), so
+  // that a message of another size is seen, not truncated: MPI's truncation
+  // error is fatal (MPI_COMM_WORLD's handler). Unmatched: req_got < 0.
+  std::vector<long long> req_got;
+  std::vector<char*> req_ptr;
+  std::vector<int> req_peer, req_tag;
+  std::vector<std::vector<char>> drain;  // messages larger than their receive
   std::vector<int> req_xfer;
   std::vector<std::vector<char>> scratch;
   std::function<void()> finish;
@@ -181,11 +189,14 @@ void post(Item& it) {
     size_t off = 0;
     do {
       const size_t n = std::min(kMaxMessage, t.bytes - off);
-      MPI_Request r;
-      if (t.send) MPI_Issend(t.ptr + off, int(n), MPI_BYTE, peer, tag, MPI_COMM_WORLD, &r);
-      else MPI_Irecv(t.ptr + off, int(n), MPI_BYTE, peer, tag, MPI_COMM_WORLD, &r);
+      MPI_Request r = MPI_REQUEST_NULL;
+      if (t.send) MPI_Issend(t.ptr + off, int(n), MPI_BYTE, peer, tag, MPI_COMM_WORLD, &r);  // a receive: matched in pass()
       it.reqs.push_back(r);
       it.req_bytes.push_back(n);
+      it.req_got.push_back(t.send ? (long long)n : -1);
+      it.req_ptr.push_back(t.ptr + off);
+      it.req_peer.push_back(peer);
+      it.req_tag.push_back(tag);
       it.req_is_recv.push_back(t.send ? 0 : 1);
       it.req_xfer.push_back(int(x));
       off += n;
@@ -196,9 +207,10 @@ void post(Item& it) {
 
 // Cancels what a group posted (its communicator was aborted).
 void cancel(Item& it) {
-  for (MPI_Request& r : it.reqs) {
+  for (size_t k = 0; k < it.reqs.size(); ++k) {
+    MPI_Request& r = it.reqs[k];
     if (r == MPI_REQUEST_NULL) continue;
-    MPI_Cancel(&r);
+    if (!it.req_is_recv[k]) MPI_Cancel(&r);  // a receive with a request is matched (MPI_Imrecv): not cancellable
     MPI_Request_free(&r);
   }
 }
@@ -246,21 +258,44 @@ bool pass() {
         post(it);
         moved = true;
       }
+      // Match the receives, each after the earlier ones from the same peer
+      // on the same tag (MPI's order is then NCCL's), and check the size.
+      bool matched = true;
+      for (size_t k = 0; k < it.reqs.size(); ++k) {
+        if (it.req_got[k] >= 0) continue;
+        bool earlier = false;
+        for (size_t j = 0; j < k && !earlier; ++j)
+          earlier = it.req_got[j] < 0 && it.req_peer[j] == it.req_peer[k] && it.req_tag[j] == it.req_tag[k];
+        int found = 0;
+        MPI_Message msg;
+        MPI_Status st;
+        if (!earlier) MPI_Improbe(it.req_peer[k], it.req_tag[k], MPI_COMM_WORLD, &found, &msg, &st);
+        if (!found) {
+          matched = false;
+          continue;
+        }
+        int got = 0;
+        MPI_Get_count(&st, MPI_BYTE, &got);
+        it.req_got[k] = got;
+        char* into = it.req_ptr[k];
+        if (size_t(got) > it.req_bytes[k]) {  // not into the receive: it would overflow (NCCL: undefined)
+          it.drain.emplace_back(size_t(got));
+          into = it.drain.back().data();
+        }
+        MPI_Imrecv(into, got, MPI_BYTE, &msg, &it.reqs[k]);
+        moved = true;
+      }
+      if (!matched) break;
       int flag = 0;
-      std::vector<MPI_Status> st(it.reqs.size());
-      MPI_Testall(int(it.reqs.size()), it.reqs.data(), &flag, st.data());
+      MPI_Testall(int(it.reqs.size()), it.reqs.data(), &flag, MPI_STATUSES_IGNORE);
       if (!flag) break;
       for (size_t k = 0; k < it.reqs.size(); ++k) {
-        if (!it.req_is_recv[k]) continue;
-        int got = 0;
-        MPI_Get_count(&st[k], MPI_BYTE, &got);
-        if (size_t(got) != it.req_bytes[k]) {
-          const Xfer& t = it.xfers[size_t(it.req_xfer[k])];
-          t.comm->async = ncclInvalidUsage;
-          t.comm->last = "simulated NCCL: rank " + std::to_string(t.comm->rank) + " received " + std::to_string(got) +
-                         " bytes from rank " + std::to_string(t.peer) + " into a receive of " + std::to_string(it.req_bytes[k]) +
-                         " (" + it.what + "; on NCCL a size mismatch is undefined behaviour)";
-        }
+        if (!it.req_is_recv[k] || size_t(it.req_got[k]) == it.req_bytes[k]) continue;
+        const Xfer& t = it.xfers[size_t(it.req_xfer[k])];
+        t.comm->async = ncclInvalidUsage;
+        t.comm->last = "simulated NCCL: rank " + std::to_string(t.comm->rank) + " received " + std::to_string(it.req_got[k]) +
+                       " bytes from rank " + std::to_string(t.peer) + " into a receive of " + std::to_string(it.req_bytes[k]) +
+                       " (" + it.what + "; on NCCL a size mismatch is undefined behaviour)";
       }
       if (it.finish) it.finish();
       retire(*s, it);
