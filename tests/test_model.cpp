@@ -283,6 +283,18 @@ TEST(Model, HuggingFaceConfigBothForms) {
   EXPECT_EQ(err(R"({"model_type": "gpt2", "n_layer": 2})"),
             "bad.json: model_type 'gpt2' is not supported: this engine is a LLaMA decoder (llama, mistral, smollm3)");
   EXPECT_EQ(model_from_hf_json(cfg("2", "8", "2", "10", "4", R"(, "model_type": "mistral")"), "m.json").layers, 2);
+  // Mistral with a sliding_window windows every layer (it was read as full
+  // attention); null means none; a window on another family is not read, as
+  // transformers' LlamaConfig does not read it.
+  const ModelConfig mw = model_from_hf_json(cfg("3", "8", "2", "10", "4", R"(, "model_type": "mistral", "sliding_window": 4096)"), "m.json");
+  EXPECT_EQ(mw.window_layers, std::vector<long>({0, 1, 2}));
+  EXPECT_EQ(mw.sliding_window, 4096);
+  EXPECT_TRUE(model_from_hf_json(cfg("2", "8", "2", "10", "4", R"(, "model_type": "mistral", "sliding_window": null)"), "m.json")
+                  .window_layers.empty());
+  EXPECT_TRUE(model_from_hf_json(cfg("2", "8", "2", "10", "4", R"(, "model_type": "llama", "sliding_window": 64)"), "m.json")
+                  .window_layers.empty());
+  EXPECT_EQ(err(cfg("2", "8", "2", "10", "4", R"(, "model_type": "mistral", "sliding_window": 0)")),
+            "bad.json: mistral 'sliding_window' must be a whole number >= 1 or null, got 0");
   // RoPE scaling that cannot be meant is refused, not replaced: a string or a
   // list was ignored (the default RoPE), original_max_position_embeddings <= 0
   // read as absent, a YaRN beta <= 0 gave infinite or NaN ramp bounds.

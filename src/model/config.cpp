@@ -177,10 +177,12 @@ ModelConfig model_from_hf_json(const std::string& text, const std::string& src) 
   }
   BURST_CHECK_CONFIG(j.is_object(), src, ": a config.json must be a JSON object");
   try {
+    std::string model_type;
     if (j.contains("model_type") && !j["model_type"].is_null()) {
       const std::string t = j["model_type"].is_string() ? j["model_type"].get<std::string>() : j["model_type"].dump();
       BURST_CHECK_CONFIG(llama_family(t), src, ": model_type '", t,
                          "' is not supported: this engine is a LLaMA decoder (llama, mistral, smollm3)");
+      model_type = t;
     }
     ModelConfig c;
     c.name = j.value("_name_or_path", std::string("hf"));
@@ -255,6 +257,14 @@ ModelConfig model_from_hf_json(const std::string& text, const std::string& src) 
                            ": 'layer_types' names sliding_attention layers but 'sliding_window' is not an integer");
         c.sliding_window = j["sliding_window"].get<long>();
       }
+    } else if (model_type == "mistral" && j.contains("sliding_window") && !j["sliding_window"].is_null()) {
+      // Mistral windows every layer when sliding_window is set (Mistral 7B
+      // v0.1: 4096; later versions write null). It was read as full
+      // attention: other logits beyond the window.
+      BURST_CHECK_CONFIG(j["sliding_window"].is_number_integer() && j["sliding_window"].get<long>() >= 1, src,
+                         ": mistral 'sliding_window' must be a whole number >= 1 or null, got ", j["sliding_window"].dump());
+      c.sliding_window = j["sliding_window"].get<long>();
+      for (long l = 0; l < c.layers; ++l) c.window_layers.push_back(l);
     }
     c.validate();
     return c;
