@@ -232,7 +232,7 @@ class MpiCommunicator final : public Communicator {
   void all_to_all(ByteView send, ByteView recv) override {
     const std::int64_t chunk = chunk_of(send, recv, "all_to_all");
     count("all_to_all", chunk * (size_ - 1));
-    collective(send, recv, "all-to-all", chunk * size_, [&](const void* s, void* r, MPI_Request* q) {
+    collective(send, recv, named("all-to-all").c_str(), chunk * size_, [&](const void* s, void* r, MPI_Request* q) {
       MPI_Ialltoall(s, int(chunk), MPI_BYTE, r, int(chunk), MPI_BYTE, comm_, q);
     });
   }
@@ -241,10 +241,14 @@ class MpiCommunicator final : public Communicator {
     const std::int64_t chunk = std::int64_t(send_chunk.extent(0));
     BURST_ASSERT(std::int64_t(recv.extent(0)) == chunk * size_, "all_gather: receive buffer has ", recv.extent(0),
                 " bytes, expected ", chunk * size_);
-    BURST_ASSERT(chunk <= INT_MAX, "all_gather: chunk of ", chunk, " bytes exceeds MPI's int count");
+    // In the widest words that divide the chunk: MPI's int count then reaches
+    // 2^31 of them (ZeRO's chunk of one unit is bf16 or fp32, up to 16 GiB).
+    const int w = chunk % 8 == 0 ? 8 : chunk % 4 == 0 ? 4 : chunk % 2 == 0 ? 2 : 1;
+    const MPI_Datatype word = w == 8 ? MPI_UINT64_T : w == 4 ? MPI_UINT32_T : w == 2 ? MPI_UINT16_T : MPI_BYTE;
+    BURST_ASSERT(chunk / w <= INT_MAX, "all_gather: chunk of ", chunk, " bytes exceeds MPI's int count of ", w, "-byte words");
     count("all_gather", chunk * (size_ - 1));
-    collective(send_chunk, recv, "all-gather", chunk * size_, [&](const void* s, void* r, MPI_Request* q) {
-      MPI_Iallgather(s, int(chunk), MPI_BYTE, r, int(chunk), MPI_BYTE, comm_, q);
+    collective(send_chunk, recv, named("all-gather").c_str(), chunk * size_, [&](const void* s, void* r, MPI_Request* q) {
+      MPI_Iallgather(s, int(chunk / w), word, r, int(chunk / w), word, comm_, q);
     });
   }
 
@@ -259,6 +263,8 @@ class MpiCommunicator final : public Communicator {
   void barrier() override { barrier_bounded(comm_, "barrier"); }
 
  private:
+  // "all-reduce on group 'zero'": what a timed-out collective names.
+  std::string named(const char* op) const { return std::string(op) + " on group '" + group_ + "'"; }
   void check_peer(int peer, const char* what) const {
     BURST_ASSERT(peer >= 0 && peer < size_, what, ": peer ", peer, " outside group '", group_, "' of ", size_, " ranks");
   }
@@ -310,7 +316,7 @@ class MpiCommunicator final : public Communicator {
     auto run = [&](const T* sp, T* rp) {
       MPI_Request q;
       MPI_Ireduce_scatter_block(sp, rp, int(r.extent(0)), type, MPI_SUM, comm_, &q);
-      wait_bounded(q, "reduce-scatter", bytes);
+      wait_bounded(q, named("reduce-scatter").c_str(), bytes);
     };
     if (kDeviceIsHost) {
       Kokkos::fence();
@@ -331,7 +337,7 @@ class MpiCommunicator final : public Communicator {
       for (std::int64_t off = 0; off < n; off += kMaxMsg) {
         MPI_Request q;
         MPI_Iallreduce(MPI_IN_PLACE, p + off, int(std::min(kMaxMsg, n - off)), type, MPI_SUM, comm_, &q);
-        wait_bounded(q, "all-reduce", std::int64_t(std::min(kMaxMsg, n - off)) * std::int64_t(sizeof(T)));
+        wait_bounded(q, named("all-reduce").c_str(), std::int64_t(std::min(kMaxMsg, n - off)) * std::int64_t(sizeof(T)));
       }
     };
     if (kDeviceIsHost) {

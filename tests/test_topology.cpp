@@ -151,6 +151,18 @@ TEST(Topology, CollectivesCompleteInEveryWaitMode) {
     c->all_gather(one, all);
     auto ha = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), all);
     for (int j = 0; j < P; ++j) EXPECT_EQ(int(ha(size_t(j) * chunk)), j + 1) << "all-gather from " << j;
+    // Chunks of 2-, 4- and 8-byte words (the MPI backend gathers them as such): every byte in place.
+    for (size_t wide : {2, 12, 24}) {
+      ByteView o("o", wide), a("a", wide * size_t(P));
+      auto ho = Kokkos::create_mirror_view(o);
+      for (size_t b = 0; b < wide; ++b) ho(b) = static_cast<unsigned char>(me * 32 + int(b));
+      Kokkos::deep_copy(o, ho);
+      c->all_gather(o, a);
+      auto hg = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), a);
+      for (int j = 0; j < P; ++j)
+        for (size_t b = 0; b < wide; ++b)
+          ASSERT_EQ(int(hg(size_t(j) * wide + b)), (j * 32 + int(b)) % 256) << "all-gather of " << wide << " bytes from " << j;
+    }
 
     Kokkos::View<float*, Layout, DeviceMem> rs("rs", 2 * size_t(P)), rr("rr", 2);
     auto hrs = Kokkos::create_mirror_view(rs);
