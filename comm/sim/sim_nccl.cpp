@@ -50,9 +50,31 @@ namespace {
 using Clock = std::chrono::steady_clock;
 double now_s() { return std::chrono::duration<double>(Clock::now().time_since_epoch()).count(); }
 
-constexpr int kHandshakeBase = 1 << 27;  // tags of the creation handshakes
-constexpr int kTrafficBase = 1 << 26;    // tags of the communicators' transfers
-constexpr int kPerCreator = 4096;        // communicators a rank may create before its tags wrap
+// Tags on MPI_COMM_WORLD (which the engine itself only duplicates): the
+// communicators' transfers in [ub/4, ub/2), the creation handshakes in
+// [ub/2, 3 ub/4), ub = MPI_TAG_UB (2^28 - 1 on MPICH, 2^23 - 1 on Open MPI
+// with UCX); each creating rank gets a slice of both, per_creator wide, and
+// its communicators take the slice's tags in turn (wrapping after that many).
+struct Tags {
+  long base_traffic = 0, base_handshake = 0, per_creator = 0;
+};
+Tags& tags() {
+  static Tags t;
+  return t;
+}
+// Under the lock, before the first communicator: false when the MPI has too
+// few tags for this many ranks.
+bool set_up_tags(int world) {
+  Tags& t = tags();
+  if (t.per_creator > 0) return true;
+  int* ub = nullptr;
+  int flag = 0;
+  MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, &ub, &flag);
+  const long top = flag && ub ? long(*ub) : 32767;  // the standard's minimum
+  t.base_traffic = top / 4, t.base_handshake = top / 2;
+  t.per_creator = std::min(4096L, (top / 4) / std::max(1, world));
+  return t.per_creator >= 16;
+}
 constexpr size_t kMaxMessage = size_t(1) << 30;  // one MPI message at most (int counts): larger transfers go in pieces
 constexpr char kMagic[8] = {'b', 'u', 'r', 's', 't', 's', 'i', 'm'};
 
@@ -142,8 +164,8 @@ struct Comm {
   std::vector<MPI_Request> hs;
   std::vector<int> hs_in;    // creator: (rank, world rank) of every member; member: the table
   int hs_out[2] = {0, 0};
-  int traffic_tag() const { return kTrafficBase + creator * kPerCreator + counter % kPerCreator; }
-  int handshake_tag() const { return kHandshakeBase + creator * kPerCreator + counter % kPerCreator; }
+  int traffic_tag() const { return int(tags().base_traffic + creator * tags().per_creator + counter % tags().per_creator); }
+  int handshake_tag() const { return int(tags().base_handshake + creator * tags().per_creator + counter % tags().per_creator); }
 };
 
 namespace {
@@ -665,7 +687,7 @@ ncclResult_t ncclCommInitRankConfig(ncclComm_t* out, int nranks, ncclUniqueId id
   }
   int wsize = 1;
   MPI_Comm_size(MPI_COMM_WORLD, &wsize);
-  if (nranks < 1 || rank < 0 || rank >= nranks || nranks > wsize || std::int64_t(wsize) * kPerCreator >= kTrafficBase) {
+  if (nranks < 1 || rank < 0 || rank >= nranks || nranks > wsize) {
     t_last_error = "simulated NCCL: rank " + std::to_string(rank) + " of " + std::to_string(nranks) + " ranks in a world of " +
                    std::to_string(wsize);
     return ncclInvalidArgument;
@@ -679,6 +701,11 @@ ncclResult_t ncclCommInitRankConfig(ncclComm_t* out, int nranks, ncclUniqueId id
   std::string why;
   if (start(why) != ncclSuccess) {
     t_last_error = why;
+    delete c;
+    return ncclInvalidUsage;
+  }
+  if (!set_up_tags(wsize)) {
+    t_last_error = "simulated NCCL: this MPI's MPI_TAG_UB leaves fewer than 16 tags per rank for " + std::to_string(wsize) + " ranks";
     delete c;
     return ncclInvalidUsage;
   }
