@@ -281,6 +281,7 @@ TEST(Data, BadTokenFilesAreRefusedNamingFileAndOffset) {
   // HDF5
   const std::string h = tmp("bad.h5");
   EXPECT_ERROR(open_h5_tokens("/nonexistent/t.h5", "tokens", "", false, V), "HDF5 tokens file '/nonexistent/t.h5' does not exist");
+  EXPECT_ERROR(open_h5_tokens("/tmp", "tokens", "", false, V), "HDF5 tokens file '/tmp' is a directory, not a file");
   EXPECT_ERROR(open_h5_tokens(tmp("odd.bin"), "tokens", "", false, V), "HDF5 tokens file '" + tmp("odd.bin") + "' cannot be read");
   {
     io::H5File f = io::H5File::create(h);

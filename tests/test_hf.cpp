@@ -105,6 +105,9 @@ TEST(HfWeights, LoadWeightsChecksAndRefusesAnotherModel) {
   EXPECT_NE(error_of([&] { WeightsReader r(dir + "/config.json"); }, ErrorKind::Input).find("cannot be read"), std::string::npos);
   EXPECT_NE(error_of([&] { WeightsReader r("/nonexistent/w.h5"); }, ErrorKind::Input).find("weights file '/nonexistent/w.h5' does not exist"),
             std::string::npos);
+  // A directory is named as one (it was "does not exist").
+  EXPECT_NE(error_of([&] { WeightsReader r(dir); }, ErrorKind::Input).find("weights file '" + dir + "' is a directory, not a file"),
+            std::string::npos);
   fs::remove_all(dir);
 }
 

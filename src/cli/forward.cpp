@@ -10,6 +10,7 @@
 #include "core/durable.hpp"
 #include "core/error.hpp"
 #include "core/output_path.hpp"
+#include "core/text_file.hpp"
 #include "io/h5.hpp"
 #include "kernels/cross_entropy.hpp"
 #include "model/llama.hpp"
@@ -40,7 +41,8 @@ template <class T> int run_forward(const ForwardOptions& opt) {
     BURST_CHECK_CONFIG(p.empty(), p);
   }
   // Tokens first: a bad token file is found before the weights are read.
-  BURST_CHECK_INPUT(std::filesystem::is_regular_file(opt.tokens), "tokens file '", opt.tokens, "' does not exist");
+  const std::string tokens_problem = input_file_problem("tokens file", opt.tokens);
+  BURST_CHECK_INPUT(tokens_problem.empty(), tokens_problem);
   io::H5File tf;
   try {
     tf = io::H5File::open(opt.tokens);

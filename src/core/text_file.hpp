@@ -31,6 +31,19 @@ inline std::string text_file_problem(const std::string& what, const std::string&
   return "";
 }
 
+// What keeps `path` from being read as an input file of any size ("" when
+// nothing): missing, a directory, or not a regular file (a FIFO would hang
+// the reader). Named as such, not all as "does not exist".
+inline std::string input_file_problem(const std::string& what, const std::string& path) {
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0)
+    return errno == ENOENT || errno == ENOTDIR ? what + " '" + path + "' does not exist"
+                                               : "cannot open " + what + " '" + path + "': " + std::strerror(errno);
+  if (S_ISDIR(st.st_mode)) return what + " '" + path + "' is a directory, not a file";
+  if (!S_ISREG(st.st_mode)) return what + " '" + path + "' is not a regular file (a device, FIFO or socket)";
+  return "";
+}
+
 // The file's bytes; Error(kind) naming `what` and the path on any problem.
 inline std::string read_text_file(const std::string& what, const std::string& path, ErrorKind kind,
                                   long long max_bytes = kTextFileMaxBytes) {

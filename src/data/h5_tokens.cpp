@@ -1,6 +1,7 @@
 #include "data/h5_tokens.hpp"
 
 #include "core/error.hpp"
+#include "core/text_file.hpp"
 #include "io/h5.hpp"
 
 #include <hdf5.h>
@@ -35,8 +36,8 @@ std::vector<std::int64_t> read_ints(const io::H5File& f, const std::string& path
 
 TokenCorpus open_h5_tokens(const std::string& path, const std::string& dataset, const std::string& offsets,
                            bool offsets_required, long vocab) {
-  std::error_code ec;
-  BURST_CHECK_INPUT(std::filesystem::is_regular_file(path, ec), "HDF5 tokens file '", path, "' does not exist");
+  const std::string problem = input_file_problem("HDF5 tokens file", path);
+  BURST_CHECK_INPUT(problem.empty(), problem);
   io::H5File f;
   try {
     f = io::H5File::open(path);

@@ -3,6 +3,7 @@
 #include "core/durable.hpp"
 #include "core/error.hpp"
 #include "core/output_path.hpp"
+#include "core/text_file.hpp"
 #include "io/h5.hpp"
 #include "io/run_log.hpp"
 #include "train/checkpoint_files.hpp"
@@ -16,8 +17,8 @@ struct WeightsReader::Impl {
 };
 
 WeightsReader::WeightsReader(const std::string& path) : path_(path), impl_(std::make_unique<Impl>()) {
-  std::error_code ec;
-  BURST_CHECK_INPUT(std::filesystem::is_regular_file(path, ec), "weights file '", path, "' does not exist");
+  const std::string problem = input_file_problem("weights file", path);
+  BURST_CHECK_INPUT(problem.empty(), problem);
   try {
     impl_->f = io::H5File::open(path);
   } catch (const Error& e) {
