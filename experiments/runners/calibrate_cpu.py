@@ -433,6 +433,25 @@ def bench_layer(d, tokens, ranks, tag):
                     flops_fwd=float(a["flops_fwd"]), **{k: float(v) for k, v in ph.items()})
 
 
+def nonneg_lstsq(A, y):
+    """Least squares with every coefficient >= 0, exact for a few columns:
+    the best of the unconstrained fits over every subset of the columns whose
+    coefficients all come out >= 0 (the others 0)."""
+    import itertools
+    n = A.shape[1]
+    best, best_x = None, np.zeros(n)
+    for k in range(1, n + 1):
+        for cols in itertools.combinations(range(n), k):
+            x, *_ = np.linalg.lstsq(A[:, cols], y, rcond=None)
+            if (x < 0).any():
+                continue
+            res = float(np.sum((A[:, cols] @ x - y) ** 2))
+            if best is None or res < best:
+                best, best_x = res, np.zeros(n)
+                best_x[list(cols)] = x
+    return [float(v) for v in best_x]
+
+
 def layer_terms(d):
     """One rank: GEMM rate at the block's shapes, the rest as a + b t.
     P copies: CPU seconds per block against one copy (concurrency).
@@ -456,9 +475,13 @@ def layer_terms(d):
     # scales with the attention's pairs (mask and tile-visibility work around the kernel calls). Least
     # squares a + b t + c t^2: a -> per-layer overhead, b -> elementwise passes, c t^2 -> the attention term
     # (per visible pair of the causal block, t^2 / 2 of them), added to the attention timings below.
+    # Least squares under a, b, c >= 0 (each term is a cost). The free fit
+    # clamped afterwards (the earlier way) was biased: on 2026-12-08 a noisy
+    # sample gave a = -1.27 ms and c < 0, and a raised to 0 with the free fit's
+    # slope kept over-predicted the rest by 17-70% (the one-rank 512-token step
+    # +24%).
     A = np.vstack([np.ones_like(t), t, t * t]).T
-    (a, b, c), *_ = np.linalg.lstsq(A, rest, rcond=None)
-    c = max(0.0, float(c))
+    a, b, c = nonneg_lstsq(A, rest)
     base = next(r for r in one if r["tokens"] == CONC_SEQ)
     cpu1 = base["fb"]
     conc = []

@@ -39,6 +39,20 @@ def main():
             assert "fit_overhead" in str(e)
         else:
             raise AssertionError("bad input accepted")
+    # 5. the block's rest a + b t + c t^2 under a, b, c >= 0 (calibrate_cpu.nonneg_lstsq): a fit that is
+    #    non-negative free is returned as is; the 2026-12-08 calibration's samples (free fit a = -1.27 ms,
+    #    c < 0; clamping a then over-predicted the rest by 17-70%) give a = 0 and stay within 30% of each point.
+    t = np.array([256, 512, 1024, 2048], dtype=float)
+    A = np.vstack([np.ones_like(t), t, t * t]).T
+    exact = 7.8e-4 + 2.3e-6 * t + 2.5e-9 * t * t
+    assert np.allclose(K.nonneg_lstsq(A, exact), [7.8e-4, 2.3e-6, 2.5e-9], rtol=1e-6, atol=0)
+    rest = np.array([0.00154509, 0.00345437, 0.00896466, 0.01791277])
+    a, b, c = K.nonneg_lstsq(A, rest)
+    assert a == 0.0 and b > 0 and c >= 0, (a, b, c)
+    fit = a + b * t + c * t * t
+    assert (np.abs(fit / rest - 1) < 0.3).all(), fit / rest
+    clamped = max(0.0, -1.2735e-3) + 1.0224e-5 * t  # the old way
+    assert (clamped / rest - 1).max() > 0.5, clamped / rest
     print("fit_overhead ok")
 
 
