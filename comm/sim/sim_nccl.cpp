@@ -848,56 +848,48 @@ ncclResult_t ncclAllGather(const void* send, void* recv, size_t count, ncclDataT
   return submit(stream, std::move(it));
 }
 
-ncclResult_t ncclReduceScatter(const void* send, void* recv, size_t count, ncclDataType_t type, ncclRedOp_t, ncclComm_t comm,
-                               cudaStream_t stream) {
+namespace {
+// A summing collective: every other rank's `part(p)` bytes arrive in scratch
+// and this rank's go to it; once all are in, `out` = the parts summed in rank
+// order (this rank's own part read from `own(me)`). Reduce-scatter sends the
+// chunk of each peer; all-reduce the whole buffer.
+template <class PartOf>
+ncclResult_t summing(const char* name, const void* send, void* recv, size_t count, ncclDataType_t type, ncclComm_t comm,
+                     cudaStream_t stream, PartOf part_for) {
   if (!comm) return ncclInvalidArgument;
   if (!summable(type)) {
-    t_last_error = "simulated NCCL: ncclReduceScatter of a type it does not sum";
+    t_last_error = std::string("simulated NCCL: ") + name + " of a type it does not sum";
     return ncclInvalidArgument;
   }
   const size_t bytes = count * type_size(type);
-  auto it = group_item("ncclReduceScatter of " + std::to_string(bytes) + " bytes per rank");
+  auto it = group_item(std::string(name) + " of " + std::to_string(bytes) + " bytes");
   const int me = comm->rank, P = comm->size;
   const char* in = static_cast<const char*>(send);
   it->scratch.resize(size_t(P));
   for (int p = 0; p < P; ++p) {
     if (p == me) continue;
     it->scratch[size_t(p)].resize(bytes);
-    it->xfers.push_back({true, const_cast<char*>(in) + size_t(p) * bytes, bytes, p, comm});
+    it->xfers.push_back({true, const_cast<char*>(in) + part_for(p), bytes, p, comm});
     it->xfers.push_back({false, it->scratch[size_t(p)].data(), bytes, p, comm});
   }
   Item* self = it.get();
-  it->finish = [self, in, recv, me, P, bytes, count, type] {
+  const size_t own = part_for(me);
+  it->finish = [self, in, recv, me, P, count, type, own] {
     std::vector<const char*> parts(static_cast<size_t>(P));
-    for (int p = 0; p < P; ++p) parts[size_t(p)] = p == me ? in + size_t(me) * bytes : self->scratch[size_t(p)].data();
+    for (int p = 0; p < P; ++p) parts[size_t(p)] = p == me ? in + own : self->scratch[size_t(p)].data();
     sum_typed(type, recv, parts, count);
   };
   return submit(stream, std::move(it));
 }
+}  // namespace
+
+ncclResult_t ncclReduceScatter(const void* send, void* recv, size_t count, ncclDataType_t type, ncclRedOp_t, ncclComm_t comm,
+                               cudaStream_t stream) {
+  const size_t bytes = count * type_size(type);
+  return summing("ncclReduceScatter", send, recv, count, type, comm, stream, [bytes](int p) { return size_t(p) * bytes; });
+}
 
 ncclResult_t ncclAllReduce(const void* send, void* recv, size_t count, ncclDataType_t type, ncclRedOp_t, ncclComm_t comm,
                            cudaStream_t stream) {
-  if (!comm) return ncclInvalidArgument;
-  if (!summable(type)) {
-    t_last_error = "simulated NCCL: ncclAllReduce of a type it does not sum";
-    return ncclInvalidArgument;
-  }
-  const size_t bytes = count * type_size(type);
-  auto it = group_item("ncclAllReduce of " + std::to_string(bytes) + " bytes");
-  const int me = comm->rank, P = comm->size;
-  const char* in = static_cast<const char*>(send);
-  it->scratch.resize(size_t(P));
-  for (int p = 0; p < P; ++p) {
-    if (p == me) continue;
-    it->scratch[size_t(p)].resize(bytes);
-    it->xfers.push_back({true, const_cast<char*>(in), bytes, p, comm});
-    it->xfers.push_back({false, it->scratch[size_t(p)].data(), bytes, p, comm});
-  }
-  Item* self = it.get();
-  it->finish = [self, in, recv, me, P, count, type] {
-    std::vector<const char*> parts(static_cast<size_t>(P));
-    for (int p = 0; p < P; ++p) parts[size_t(p)] = p == me ? in : self->scratch[size_t(p)].data();
-    sum_typed(type, recv, parts, count);
-  };
-  return submit(stream, std::move(it));
+  return summing("ncclAllReduce", send, recv, count, type, comm, stream, [](int) { return size_t(0); });
 }
