@@ -10,6 +10,8 @@
 #include "core/error.hpp"
 #include "io/h5.hpp"
 
+#include "tools/mpi_world.hpp"
+
 #include <gtest/gtest.h>
 #include <mpi.h>
 #include <unistd.h>
@@ -24,16 +26,8 @@ using namespace burst::parallel;
 
 namespace {
 
-int world_size() {
-  int p;
-  MPI_Comm_size(MPI_COMM_WORLD, &p);
-  return p;
-}
-int world_rank() {
-  int r;
-  MPI_Comm_rank(MPI_COMM_WORLD, &r);
-  return r;
-}
+using test_tools::world_rank;
+using test_tools::world_size;
 
 struct Case {
   std::string method, layout, mask, ring = "auto";

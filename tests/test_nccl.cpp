@@ -13,6 +13,8 @@
 #include "core/error.hpp"
 #include "parallel/check.hpp"
 
+#include "tools/mpi_world.hpp"
+
 #include <gtest/gtest.h>
 #include <mpi.h>
 
@@ -40,16 +42,8 @@ void restore_comm_env() {
 #endif
 }
 
-int world_size() {
-  int p;
-  MPI_Comm_size(MPI_COMM_WORLD, &p);
-  return p;
-}
-int world_rank() {
-  int r;
-  MPI_Comm_rank(MPI_COMM_WORLD, &r);
-  return r;
-}
+using test_tools::world_rank;
+using test_tools::world_size;
 
 template <class T> View1<T> device(const std::vector<T>& x, const char* label) {
   View1<T> v(std::string(label), x.size());

@@ -10,6 +10,8 @@
 #include "comm/sim/nccl.h"
 #include "core/error.hpp"
 
+#include "tools/mpi_world.hpp"
+
 #include <gtest/gtest.h>
 #include <mpi.h>
 
@@ -21,16 +23,8 @@
 
 namespace {
 
-int world_size() {
-  int p;
-  MPI_Comm_size(MPI_COMM_WORLD, &p);
-  return p;
-}
-int world_rank() {
-  int r;
-  MPI_Comm_rank(MPI_COMM_WORLD, &r);
-  return r;
-}
+using test_tools::world_rank;
+using test_tools::world_size;
 
 // A communicator over `comm` (collective), as the backend makes one.
 ncclComm_t make_comm(MPI_Comm comm) {
@@ -58,6 +52,17 @@ cudaStream_t make_stream() {
   cudaStream_t s;
   EXPECT_EQ(cudaStreamCreateWithPriority(&s, cudaStreamNonBlocking, 0), cudaSuccess);
   return s;
+}
+
+// The host waits (bounded) for everything issued on `s` so far: "" when it
+// completed, else the simulation's message.
+std::string finish(cudaStream_t s) {
+  cudaEvent_t e;
+  cudaEventCreateWithFlags(&e, cudaEventDisableTiming);
+  cudaEventRecord(e, s);
+  const cudaError_t r = cudaEventSynchronize(e);
+  cudaEventDestroy(e);
+  return r == cudaSuccess ? "" : cudaGetErrorString(r);
 }
 
 // The pairs (0, 1), (2, 3), ...; an odd last rank has no partner (-1).
@@ -133,8 +138,6 @@ TEST(SimNccl, TransfersBetweenTwoRanksArriveInOrder) {
   cudaStream_t s = make_stream();
   const int peer = partner();
   std::vector<std::vector<int>> bufs(3, std::vector<int>(100, -1));
-  cudaEvent_t e;
-  cudaEventCreateWithFlags(&e, cudaEventDisableTiming);
   if (peer >= 0) {
     if (world_rank() % 2 == 0) {  // three groups of one send each
       for (int k = 0; k < 3; ++k) {
@@ -148,11 +151,9 @@ TEST(SimNccl, TransfersBetweenTwoRanksArriveInOrder) {
       for (int k = 0; k < 3; ++k) ASSERT_EQ(ncclRecv(bufs[size_t(k)].data(), 100, ncclInt32, peer, c, s), ncclSuccess);
       ASSERT_EQ(ncclGroupEnd(), ncclSuccess);
     }
-    cudaEventRecord(e, s);
-    ASSERT_EQ(cudaEventSynchronize(e), cudaSuccess) << cudaGetErrorString(cudaErrorLaunchTimeout);
+    ASSERT_EQ(finish(s), "");
     for (int k = 0; k < 3; ++k) EXPECT_EQ(bufs[size_t(k)][99], 10 * k + 1) << k;
   }
-  cudaEventDestroy(e);
   MPI_Barrier(MPI_COMM_WORLD);
 }
 
@@ -172,10 +173,7 @@ TEST(SimNccl, AReceiveOfAnotherSizeIsAnError) {
       const bool sender = world_rank() % 2 == 0;
       if (sender) ASSERT_EQ(ncclSend(buf.data(), sent, ncclInt8, peer, c, s), ncclSuccess);
       else ASSERT_EQ(ncclRecv(buf.data(), posted, ncclInt8, peer, c, s), ncclSuccess);
-      cudaEvent_t e;
-      cudaEventCreateWithFlags(&e, cudaEventDisableTiming);
-      cudaEventRecord(e, s);
-      ASSERT_EQ(cudaEventSynchronize(e), cudaSuccess);
+      ASSERT_EQ(finish(s), "");
       ncclResult_t state = ncclSuccess;
       ncclCommGetAsyncError(c, &state);
       if (sender) {
@@ -186,7 +184,6 @@ TEST(SimNccl, AReceiveOfAnotherSizeIsAnError) {
         EXPECT_NE(last.find("received " + std::to_string(sent) + " bytes"), std::string::npos) << last;
         EXPECT_NE(last.find("a receive of " + std::to_string(posted)), std::string::npos) << last;
       }
-      cudaEventDestroy(e);
     }
     ncclCommAbort(c);
     MPI_Barrier(MPI_COMM_WORLD);
@@ -206,16 +203,12 @@ TEST(SimNccl, CollectivesSumInRankOrder) {
   std::vector<int> g(size_t(P) * 2, -1);
   g[size_t(me) * 2] = me, g[size_t(me) * 2 + 1] = -me;
   ASSERT_EQ(ncclAllGather(g.data() + size_t(me) * 2, g.data(), 2, ncclInt32, c, s), ncclSuccess);
-  cudaEvent_t e;
-  cudaEventCreateWithFlags(&e, cudaEventDisableTiming);
-  cudaEventRecord(e, s);
-  ASSERT_EQ(cudaEventSynchronize(e), cudaSuccess);
+  ASSERT_EQ(finish(s), "");
   EXPECT_EQ(a[4], float(P * (P + 1) / 2));
   for (int i = 0; i < 3; ++i) EXPECT_EQ(out[size_t(i)], 100.0 * P * (P - 1) / 2 + P * double(me * 3 + i)) << i;
   for (int p = 0; p < P; ++p) EXPECT_EQ(g[size_t(p) * 2 + 1], -p) << p;
   // A reduction of a type it does not sum is refused, not summed as bytes.
   EXPECT_EQ(ncclAllReduce(g.data(), g.data(), 1, ncclInt8, ncclSum, c, s), ncclInvalidArgument);
-  cudaEventDestroy(e);
   ncclCommFinalize(c);
   ncclCommDestroy(c);
 }

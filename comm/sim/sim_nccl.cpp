@@ -459,8 +459,7 @@ std::unique_ptr<Item> group_item(const std::string& what) {
 
 }  // namespace
 
-namespace {
-bool progress_creation_impl(Comm& c) {
+bool progress_creation(Comm& c) {
   if (c.state != CommState::Creating || c.hs.empty()) return false;
   int flag = 0;
   MPI_Testall(int(c.hs.size()), c.hs.data(), &flag, MPI_STATUSES_IGNORE);
@@ -494,9 +493,6 @@ bool progress_creation_impl(Comm& c) {
   c.async = ncclSuccess;
   return true;
 }
-}  // namespace
-
-bool progress_creation(Comm& c) { return progress_creation_impl(c); }
 
 cudaStream_t compute_stream() { return &sim().compute; }
 

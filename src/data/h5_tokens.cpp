@@ -6,8 +6,6 @@
 
 #include <hdf5.h>
 
-#include <filesystem>
-
 namespace burst::data {
 
 namespace {
